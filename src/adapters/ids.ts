@@ -1,0 +1,26 @@
+import { randomBytes } from 'node:crypto';
+
+// Opaque, prefixed ids (contract §3): cmp_, lead_, rpl_, whk_, snd_, pool_, sdr_, thr_, drf_, fup_,
+// hof_, msg_ and our own internal ones. 16 random bytes in base32 (lowercase, no padding).
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
+
+export type IdPrefix =
+  | 'ws' | 'key' | 'snd' | 'pool' | 'cmp' | 'step' | 'lead' | 'enr' | 'msg' | 'inb' | 'rpl'
+  | 'whk' | 'evt' | 'dlv' | 'sdr' | 'thr' | 'tmsg' | 'hof' | 'drf' | 'fur' | 'fup' | 'kb';
+
+export function newId(prefix: IdPrefix): string {
+  const bytes = randomBytes(16);
+  let bits = 0;
+  let value = 0;
+  let out = '';
+  for (const b of bytes) {
+    value = (value << 8) | b;
+    bits += 8;
+    while (bits >= 5) {
+      out += ALPHABET[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += ALPHABET[(value << (5 - bits)) & 31];
+  return `${prefix}_${out}`;
+}

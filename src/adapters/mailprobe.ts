@@ -1,0 +1,72 @@
+import nodemailer from 'nodemailer';
+import { ImapFlow } from 'imapflow';
+import { parseMailUrl, type MailServer } from './mailurl.ts';
+
+export type ProbeOutcome =
+  | { ok: true }
+  | { ok: false; kind: 'auth_failed' | 'rate_limited' | 'unreachable'; error: string };
+
+/** Checks that a mailbox's SMTP and IMAP servers accept its credentials. */
+export interface MailProbe {
+  smtp(url: string): Promise<ProbeOutcome>;
+  imap(url: string): Promise<ProbeOutcome>;
+}
+
+const TIMEOUT_MS = 15_000;
+
+function smtpOptions(s: MailServer) {
+  return {
+    host: s.host,
+    port: s.port,
+    secure: s.secure,
+    auth: s.user ? { user: s.user, pass: s.pass ?? '' } : undefined,
+    connectionTimeout: TIMEOUT_MS,
+    greetingTimeout: TIMEOUT_MS,
+    socketTimeout: TIMEOUT_MS,
+  };
+}
+
+/** Classifies a nodemailer/imapflow failure the way mail connection health needs it. */
+export function classifyMailError(err: unknown): Exclude<ProbeOutcome, { ok: true }> {
+  const e = err as { code?: string; responseCode?: number; authenticationFailed?: boolean; message?: string; response?: string };
+  const error = (e.response ?? e.message ?? String(err)).slice(0, 500);
+  if (e.code === 'EAUTH' || e.authenticationFailed || e.responseCode === 535 || e.responseCode === 534) return { ok: false, kind: 'auth_failed', error };
+  if (e.responseCode === 421 || e.responseCode === 454 || e.responseCode === 450 || e.responseCode === 451) return { ok: false, kind: 'rate_limited', error };
+  return { ok: false, kind: 'unreachable', error };
+}
+
+export const realMailProbe: MailProbe = {
+  async smtp(url) {
+    const transport = nodemailer.createTransport(smtpOptions(parseMailUrl(url, 'smtp')));
+    try {
+      await transport.verify();
+      return { ok: true };
+    } catch (err) {
+      return classifyMailError(err);
+    } finally {
+      transport.close();
+    }
+  },
+  async imap(url) {
+    const s = parseMailUrl(url, 'imap');
+    const client = new ImapFlow({
+      host: s.host,
+      port: s.port,
+      secure: s.secure,
+      auth: { user: s.user ?? '', pass: s.pass ?? '' },
+      logger: false,
+      connectionTimeout: TIMEOUT_MS,
+      greetingTimeout: TIMEOUT_MS,
+      socketTimeout: TIMEOUT_MS,
+    });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.logout();
+      return { ok: true };
+    } catch (err) {
+      client.close();
+      return classifyMailError(err);
+    }
+  },
+};

@@ -1,0 +1,84 @@
+import { sql } from './db/sql.ts';
+import Koa from 'koa';
+import Router from '@koa/router';
+import { bodyParser } from '@koa/bodyparser';
+import type { Deps } from './services.ts';
+import { createServices } from './services.ts';
+import { errorMiddleware } from './http/errors.ts';
+import { authorizer } from './http/auth.ts';
+import { mount, type AnyRoute } from './http/route.ts';
+import { buildOpenApi } from './http/openapi.ts';
+import { pendingMigrations } from './db/orm.ts';
+import { senderRoutes } from './modules/senders/routes.ts';
+import { suppressionRoutes } from './modules/suppression/routes.ts';
+import { sdrRoutes } from './modules/sdrs/routes.ts';
+
+export const apiRoutes: AnyRoute[] = [...senderRoutes, ...suppressionRoutes, ...sdrRoutes];
+
+const VERSION = '0.1.0';
+
+/**
+ * The Koa application without listen(): tests drive it over real HTTP. `api: false` builds
+ * the worker's variant, which answers only /healthz and /readyz.
+ */
+export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
+  const app = new Koa();
+  app.proxy = true;
+  app.silent = true;
+  const router = new Router();
+
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    try {
+      const em = deps.orm.em.fork();
+      await sql(em, 'select 1');
+      const pending = await pendingMigrations(deps.orm);
+      if (pending.length) {
+        ctx.status = 503;
+        ctx.body = { status: 'migrations_pending', pending };
+        return;
+      }
+      ctx.body = { status: 'ready' };
+    } catch (err) {
+      deps.log.warn({ err }, 'readiness check failed');
+      ctx.status = 503;
+      ctx.body = { status: 'database_unreachable' };
+    }
+  });
+
+  if (opts.api !== false) {
+    const openapi = buildOpenApi(apiRoutes, VERSION);
+    router.get('/v1/openapi.json', (ctx) => {
+      ctx.body = openapi;
+    });
+    const authorize = authorizer(deps.clock);
+    for (const route of apiRoutes) mount(router, route, authorize);
+  }
+
+  app.use(errorMiddleware(deps.log));
+  app.use(async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    await next();
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    deps.log.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+  });
+  app.use(
+    bodyParser({
+      enableTypes: ['json'],
+      jsonLimit: '10mb',
+      encoding: 'utf-8',
+    }),
+  );
+  // One EntityManager (identity map) per request.
+  app.use(async (ctx, next) => {
+    const em = deps.orm.em.fork();
+    ctx.state.em = em;
+    ctx.state.services = createServices(deps, em);
+    await next();
+  });
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

@@ -1,0 +1,44 @@
+import type { Command } from 'commander';
+import { jsonOption, type CliContext } from './program.ts';
+import { sdrView } from '../modules/sdrs/service.ts';
+
+export function registerSdrCommands(program: Command, ctx: CliContext) {
+  const sdr = program.command('sdr').description('SDRs (sales reps) and their mailboxes');
+  jsonOption(
+    sdr
+      .command('add')
+      .description('add an SDR')
+      .requiredOption('--workspace <workspace>', 'workspace id or name')
+      .requiredOption('--name <name>', 'name')
+      .requiredOption('--email <email>', 'email address (where assigned replies are forwarded)'),
+  ).action(async (opts: { workspace: string; name: string; email: string; json?: boolean }) => {
+    const s = await ctx.withServices(async (services) => {
+      const ws = await services.workspaces.resolve(opts.workspace);
+      return services.sdrs.add(ws.id, opts.name, opts.email);
+    });
+    ctx.print(opts, { id: s.id, name: s.name, email: s.email }, `added SDR ${s.name} (${s.id})`);
+  });
+  jsonOption(
+    sdr
+      .command('connect-mail')
+      .description("connect the SDR's mailbox (credentials are checked against the servers)")
+      .argument('<sdrId>', 'SDR id')
+      .requiredOption('--smtp <url>', 'smtp://user:pass@host:port or smtps://...')
+      .requiredOption('--imap <url>', 'imap://user:pass@host:port or imaps://...')
+      .option('--email <email>', 'mailbox address (default: the SDR email)'),
+  ).action(async (sdrId: string, opts: { smtp: string; imap: string; email?: string; json?: boolean }) => {
+    const { sdr: s, mailbox } = await ctx.withServices((services) => services.sdrs.connectMail(sdrId, { smtpUrl: opts.smtp, imapUrl: opts.imap, email: opts.email }));
+    const view = sdrView(s, mailbox);
+    ctx.print(
+      opts,
+      { id: view.id, mailConnected: view.mailConnected, mailEmail: view.mailEmail, healthState: mailbox.healthState, lastSyncError: mailbox.lastSyncError },
+      view.mailConnected ? `connected ${mailbox.email} for SDR ${s.id}` : `mailbox stored but not usable (${mailbox.healthState}): ${mailbox.lastSyncError}`,
+    );
+  });
+  for (const [name, active] of [['activate', true], ['deactivate', false]] as const) {
+    jsonOption(sdr.command(name).description(`${name} an SDR`).argument('<sdrId>', 'SDR id')).action(async (sdrId: string, opts: { json?: boolean }) => {
+      const s = await ctx.withServices((services) => services.sdrs.setActive(sdrId, active));
+      ctx.print(opts, { id: s.id, active: s.active }, `SDR ${s.id} is ${s.active ? 'active' : 'inactive'}`);
+    });
+  }
+}

@@ -1,0 +1,143 @@
+// The one place that reads configuration: config/default.json, then config/$NODE_ENV.json,
+// then environment variables, validated by a single zod schema. A bad value stops start-up
+// with a message naming the setting.
+import { readFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { parseDuration } from '../shared/duration.ts';
+
+const duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  try {
+    return parseDuration(v);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return z.NEVER;
+  }
+});
+
+const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])]).transform(
+  (v) => v === true || v === 'true' || v === '1' || v === 'yes',
+);
+
+/** Every setting: its config-file key, env variable, type, default and meaning. */
+export const settings = {
+  port: { env: 'PORT', schema: z.coerce.number().int().min(0).max(65535), default: 8080, doc: 'HTTP listen port' },
+  host: { env: 'HOST', schema: z.string().min(1), default: '127.0.0.1', doc: 'HTTP listen address' },
+  databaseUrl: {
+    env: 'DATABASE_URL',
+    schema: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+      .optional(),
+    default: undefined,
+    doc: 'PostgreSQL connection string; unset = embedded PostgreSQL under dataDir/pg',
+  },
+  dataDir: { env: 'MAILGATE_DATA_DIR', schema: z.string().min(1), default: './data', doc: 'embedded PostgreSQL data and the generated secret key' },
+  secretKey: {
+    env: 'MAILGATE_SECRET_KEY',
+    schema: z
+      .string()
+      .refine((s) => decodeKey(s) !== null, '32 random bytes, hex (64 chars) or base64')
+      .optional(),
+    default: undefined,
+    doc: 'encrypts stored SMTP/IMAP passwords (AES-256-GCM); generated into dataDir/secret.key when unset',
+  },
+  publicUrl: {
+    env: 'MAILGATE_PUBLIC_URL',
+    schema: z.string().url().optional(),
+    default: undefined,
+    doc: 'base of tracking and unsubscribe links; default http://HOST:PORT',
+  },
+  logLevel: {
+    env: 'LOG_LEVEL',
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    default: 'info',
+    doc: 'structured JSON log level',
+  },
+  shutdownTimeout: {
+    env: 'MAILGATE_SHUTDOWN_TIMEOUT',
+    schema: duration,
+    default: '30s',
+    doc: 'how long a graceful shutdown waits for in-flight work before exiting',
+  },
+  webhookAllowPrivate: {
+    env: 'MAILGATE_WEBHOOK_ALLOW_PRIVATE',
+    schema: bool,
+    default: false,
+    doc: 'allow webhook URLs resolving to loopback/private/link-local addresses (tests only)',
+  },
+} as const;
+
+type Settings = typeof settings;
+export type Config = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
+
+export class ConfigError extends Error {}
+
+export function decodeKey(s: string): Buffer | null {
+  const t = s.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t, 'hex');
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(t)) {
+    const b = Buffer.from(t, 'base64');
+    if (b.length === 32) return b;
+  }
+  return null;
+}
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+function readJson(file: string): Record<string, unknown> {
+  if (!existsSync(file)) return {};
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Loads the configuration. `overrides` (used by tests and the CLI) win over everything.
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<Record<keyof Settings, unknown>> = {},
+  configDir = path.join(repoRoot, 'config'),
+): Config {
+  const fromFiles = {
+    ...readJson(path.join(configDir, 'default.json')),
+    ...(env.NODE_ENV ? readJson(path.join(configDir, `${env.NODE_ENV}.json`)) : {}),
+  };
+  const unknown = Object.keys(fromFiles).filter((k) => !(k in settings));
+  if (unknown.length) throw new ConfigError(`unknown setting in config/: ${unknown.join(', ')}`);
+
+  const out: Record<string, unknown> = {};
+  for (const [key, def] of Object.entries(settings)) {
+    let raw: unknown = def.default;
+    let source = `default of ${key}`;
+    if (key in fromFiles && fromFiles[key] !== null) {
+      raw = fromFiles[key];
+      source = `${key} in config/`;
+    }
+    const envVal = env[def.env];
+    if (envVal !== undefined && envVal !== '') {
+      raw = envVal;
+      source = def.env;
+    }
+    if (key in overrides && overrides[key as keyof Settings] !== undefined) {
+      raw = overrides[key as keyof Settings];
+      source = key;
+    }
+    const parsed = (def.schema as z.ZodType).safeParse(raw);
+    if (!parsed.success) {
+      const msg = parsed.error.issues.map((i) => i.message).join('; ');
+      throw new ConfigError(`invalid setting ${source === key ? key : `${source} (${key})`}: ${msg} (got ${JSON.stringify(raw)})`);
+    }
+    out[key] = parsed.data;
+  }
+  out.dataDir = path.resolve(out.dataDir as string);
+  return out as Config;
+}
+
+export function publicUrl(config: Config): string {
+  return (config.publicUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');
+}

@@ -1,0 +1,69 @@
+import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import pg from 'pg';
+import { WorkspaceSchema, ApiKeySchema, InstanceSettingSchema } from '../modules/workspaces/entities.ts';
+import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema } from '../modules/senders/entities.ts';
+import { SdrSchema, SdrMailboxSchema } from '../modules/sdrs/entities.ts';
+import { migrations } from './migrations/index.ts';
+
+export type { MikroORM };
+export type { EntityManager } from '@mikro-orm/postgresql';
+
+export const entities = [
+  WorkspaceSchema,
+  ApiKeySchema,
+  InstanceSettingSchema,
+  SenderAccountSchema,
+  SenderPoolSchema,
+  PoolMemberSchema,
+  SdrSchema,
+  SdrMailboxSchema,
+];
+
+export function ormOptions(clientUrl: string, poolMax = 10): Options {
+  return {
+    clientUrl,
+    entities,
+    extensions: [Migrator],
+    migrations: {
+      tableName: 'mikro_orm_migrations',
+      migrationsList: migrations,
+      transactional: true,
+      allOrNothing: true,
+      snapshot: false,
+      silent: true,
+    },
+    discovery: { warnWhenNoEntities: false },
+    allowGlobalContext: false,
+    pool: { min: 0, max: poolMax },
+    debug: false,
+    // Timestamps come back as Date objects in UTC.
+    forceUtcTimezone: true,
+  };
+}
+
+export async function openOrm(clientUrl: string, poolMax?: number): Promise<MikroORM> {
+  return MikroORM.init(ormOptions(clientUrl, poolMax));
+}
+
+// One advisory lock so concurrent `migrate` runs (daemon start, CLI) apply migrations once.
+const MIGRATION_LOCK = 7_202_611;
+
+/** Applies pending migrations; safe to run while other processes use the database. */
+export async function migrate(orm: MikroORM, clientUrl: string): Promise<string[]> {
+  const lock = new pg.Client({ connectionString: clientUrl });
+  await lock.connect();
+  try {
+    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    const applied = await orm.getMigrator().up();
+    return applied.map((m) => m.name);
+  } finally {
+    await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
+    await lock.end();
+  }
+}
+
+/** Names of migrations not yet applied (readiness check). */
+export async function pendingMigrations(orm: MikroORM): Promise<string[]> {
+  return (await orm.getMigrator().getPendingMigrations()).map((m) => m.name);
+}

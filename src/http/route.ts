@@ -1,0 +1,83 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { ApiError } from '../shared/errors.ts';
+import { fromZod } from './errors.ts';
+import type { AuthContext } from './auth.ts';
+import type { Services } from '../services.ts';
+
+export type Access = 'admin' | 'sdr' | 'none';
+
+export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z.ZodType> {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  path: string;
+  access: Access;
+  summary: string;
+  tag: string;
+  query?: Q;
+  body?: B;
+  params?: P;
+  /** Documented response schema (OpenAPI only). */
+  response?: z.ZodType;
+  status?: number;
+  /** Error codes this route can answer, for the docs. */
+  errors?: Record<number, string>;
+  handler: (req: {
+    query: z.output<Q>;
+    body: z.output<B>;
+    params: z.output<P>;
+    auth: AuthContext;
+    services: Services;
+    ctx: Context;
+  }) => Promise<unknown>;
+}
+
+export type AnyRoute = RouteSpec<z.ZodType, z.ZodType, z.ZodType>;
+
+export function defineRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodType = z.ZodUndefined, P extends z.ZodType = z.ZodObject<{}>>(
+  spec: RouteSpec<Q, B, P>,
+): AnyRoute {
+  return spec as unknown as AnyRoute;
+}
+
+/** Parses one query string into a plain object; a repeated key becomes an array. */
+function queryObject(ctx: Context): Record<string, unknown> {
+  return { ...ctx.query };
+}
+
+/**
+ * Mounts a route: authorize, validate (unknown query parameters and body fields are 400),
+ * call the handler, shape the response.
+ */
+export function mount(router: Router, route: AnyRoute, authorize: (ctx: Context, access: Access) => Promise<AuthContext>) {
+  const query = route.query ?? z.strictObject({});
+  const params = route.params ?? z.object({});
+  router[route.method](route.path, async (ctx: Context) => {
+    const auth = await authorize(ctx, route.access);
+    const q = query.safeParse(queryObject(ctx));
+    if (!q.success) throw fromZod(q.error, 'query');
+    const p = params.safeParse(ctx.params);
+    if (!p.success) throw fromZod(p.error, 'params');
+    let body: unknown = undefined;
+    if (route.method !== 'get' && route.method !== 'delete') {
+      const hasBody = ctx.request.rawBody !== undefined && ctx.request.rawBody.trim() !== '';
+      if (ctx.request.length && !ctx.request.is('application/json', '+json'))
+        throw ApiError.invalid('request body must be JSON (Content-Type: application/json)');
+      if (route.body) {
+        const b = route.body.safeParse(hasBody ? ctx.request.body : undefined);
+        if (!b.success) throw fromZod(b.error, 'body');
+        body = b.data;
+      } else if (hasBody && !(typeof ctx.request.body === 'object' && ctx.request.body && Object.keys(ctx.request.body).length === 0)) {
+        throw ApiError.invalid('this endpoint takes no request body');
+      }
+    }
+    const result = await route.handler({ query: q.data, body, params: p.data, auth, services: ctx.state.services, ctx });
+    if (route.status === 204) {
+      ctx.status = 204;
+      ctx.body = null;
+      return;
+    }
+    ctx.status = route.status ?? 200;
+    ctx.body = result;
+  });
+}

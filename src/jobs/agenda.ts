@@ -1,0 +1,65 @@
+import { Agenda, type Job } from 'agenda';
+import { PostgresBackend } from '@agendajs/postgres-backend';
+import type { Logger } from '../adapters/logger.ts';
+
+/**
+ * A recurring job: Agenda only decides *when* it runs; the work itself (claiming a batch of
+ * messages, deliveries, mailboxes) is claimed from our own tables with row locks, so a job is
+ * never one email and any number of workers can run the same job.
+ */
+export interface RecurringJob {
+  name: string;
+  every: string;
+  /** Runs one round; returns how many items it handled (for the logs). */
+  run(job: Job): Promise<number | void>;
+  lockLifetimeMs?: number;
+}
+
+export class JobRunner {
+  private readonly agenda: Agenda;
+
+  constructor(
+    databaseUrl: string,
+    private readonly jobs: RecurringJob[],
+    private readonly log: Logger,
+    opts: { processEvery?: string; workerName?: string } = {},
+  ) {
+    this.agenda = new Agenda({
+      // The table is created by our migrations: several processes starting at once would race.
+      backend: new PostgresBackend({ connectionString: databaseUrl, ensureSchema: false }),
+      name: opts.workerName,
+      processEvery: opts.processEvery ?? '1 second',
+      defaultLockLifetime: 60_000,
+      maxConcurrency: 20,
+    });
+    this.agenda.on('error', (err: unknown) => log.error({ err }, 'agenda error'));
+  }
+
+  async start(): Promise<void> {
+    for (const job of this.jobs) {
+      this.agenda.define(
+        job.name,
+        async (j: Job) => {
+          try {
+            const handled = await job.run(j);
+            if (handled) this.log.debug({ job: job.name, handled }, 'job round done');
+          } catch (err) {
+            this.log.error({ err, job: job.name }, 'job failed');
+            throw err;
+          }
+        },
+        // A recurring job is one Agenda row, locked by one worker per round; what it works on
+        // is claimed with row locks, so a round taken over after a crash resumes cleanly.
+        { concurrency: 1, lockLifetime: job.lockLifetimeMs ?? 60_000 },
+      );
+    }
+    await this.agenda.start();
+    for (const job of this.jobs) await this.agenda.every(job.every, job.name);
+  }
+
+  /** Stops taking jobs and waits (up to timeoutMs) for running ones, releasing their locks. */
+  async stop(timeoutMs: number): Promise<void> {
+    const result = await this.agenda.drain({ timeout: timeoutMs, closeConnection: true });
+    this.log.info({ result }, 'job runner drained');
+  }
+}

@@ -1,0 +1,67 @@
+import http from 'node:http';
+import type { Config } from './config/index.ts';
+import type { Logger } from './adapters/logger.ts';
+import { buildApp } from './app.ts';
+import { openRuntime } from './runtime.ts';
+import { createServices } from './services.ts';
+import { JobRunner } from './jobs/agenda.ts';
+import { recurringJobs } from './jobs/registry.ts';
+
+export type Role = 'all' | 'api' | 'worker';
+
+export interface RunningDaemon {
+  server: http.Server;
+  port: number;
+  shutdown(reason: string): Promise<void>;
+}
+
+/**
+ * `mailgate serve`: config -> database -> HTTP + jobs; drains on SIGTERM/SIGINT.
+ * Role `api` answers the /v1 API and links and runs no jobs; role `worker` runs the jobs and
+ * answers only /healthz and /readyz; `all` (default) does both.
+ */
+export async function serve(config: Config, log: Logger, role: Role, out: NodeJS.WritableStream = process.stdout): Promise<RunningDaemon> {
+  const runtime = await openRuntime(config, log);
+  const { deps } = runtime;
+
+  const key = await createServices(deps, deps.orm.em.fork()).workspaces.bootstrap();
+  if (key) {
+    out.write(
+      `\nmailgate: first start. Created workspace "default" (${key.workspaceId}) and its admin API key.\n` +
+        `mailgate: ADMIN API KEY (shown only this once; store it now): ${key.key}\n\n`,
+    );
+  }
+
+  let jobs: JobRunner | undefined;
+  if (role !== 'api') {
+    jobs = new JobRunner(runtime.db.url, recurringJobs(deps), log);
+    await jobs.start();
+  }
+
+  const app = buildApp(deps, { api: role !== 'worker' });
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const port = (server.address() as { port: number }).port;
+  log.info({ role, host: config.host, port, embedded: !!runtime.db.embedded }, 'mailgate is up');
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (reason: string) => {
+    stopping ??= (async () => {
+      log.info({ reason }, 'shutting down: no new work, finishing in-flight work');
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeout);
+      deadline.unref();
+      await jobs?.stop(config.shutdownTimeout).catch((err) => log.error({ err }, 'job runner did not stop cleanly'));
+      await closed;
+      await runtime.close();
+      log.info('stopped');
+    })();
+    return stopping;
+  };
+  return { server, port, shutdown };
+}

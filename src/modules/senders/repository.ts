@@ -1,0 +1,36 @@
+import { sql } from '../../db/sql.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+export interface PoolRow {
+  id: string;
+  name: string;
+  dailyCapacity: number;
+  sentLast24h: number;
+  senderAccountIds: string[];
+  createdAt: Date;
+}
+
+/** Pools with their member ids and rolling 24-hour usage, in one statement. */
+export async function listPoolsWithUsage(em: EntityManager, workspaceId: string, now: Date, poolId?: string): Promise<PoolRow[]> {
+  // sender_pools_workspace_idx for the pools; outbound_pool_sent_idx (pool_id, sent_at) for the
+  // rolling window count; pool_members primary key for the members.
+  const rows = await sql<{ id: string; name: string; daily_capacity: number; created_at: Date; sent: string; members: string[] }>(em, 
+    `select p.id, p.name, p.daily_capacity, p.created_at,
+            (select count(*) from outbound_messages m
+              where m.pool_id = p.id and m.sent_at is not null and m.sent_at > ?::timestamptz - interval '24 hours') as sent,
+            coalesce((select array_agg(pm.sender_account_id order by pm.added_at, pm.sender_account_id)
+                        from pool_members pm where pm.pool_id = p.id), '{}') as members
+       from sender_pools p
+      where p.workspace_id = ? ${poolId ? 'and p.id = ?' : ''}
+      order by p.created_at, p.id`,
+    poolId ? [now, workspaceId, poolId] : [now, workspaceId],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    dailyCapacity: r.daily_capacity,
+    sentLast24h: Number(r.sent),
+    senderAccountIds: r.members,
+    createdAt: r.created_at,
+  }));
+}

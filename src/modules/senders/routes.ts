@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { defineRoute } from '../../http/route.ts';
+import { senderView } from './service.ts';
+
+const senderAccount = z.object({
+  id: z.string(),
+  email: z.string(),
+  name: z.string(),
+  status: z.enum(['active', 'paused']),
+  health: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable']),
+  dailyLimit: z.number().int().nullable(),
+});
+
+const senderPool = z.object({
+  id: z.string(),
+  name: z.string(),
+  dailyCapacity: z.number().int(),
+  remainingVolume: z.number().int().describe('dailyCapacity minus messages sent through the pool in the last 24 hours'),
+  remainingToday: z.number().int().describe('same as remainingVolume (alternate name)'),
+  senderAccountIds: z.array(z.string()),
+  senderCount: z.number().int(),
+});
+
+const errors = { 400: 'invalid_request', 401: 'authentication_failed', 404: 'workspace_not_found' };
+
+export const senderRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/v1/sender-accounts',
+    access: 'admin',
+    tag: 'Senders',
+    summary: 'List sender accounts',
+    response: z.array(senderAccount),
+    errors,
+    async handler({ auth, services }) {
+      return (await services.senders.list(auth.workspaceId)).map(senderView);
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/v1/sender-pools',
+    access: 'admin',
+    tag: 'Senders',
+    summary: 'List sender pools with their rolling 24-hour remaining volume',
+    response: z.array(senderPool),
+    errors,
+    async handler({ auth, services }) {
+      return services.senders.listPools(auth.workspaceId);
+    },
+  }),
+];

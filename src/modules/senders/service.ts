@@ -1,0 +1,144 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { ApiError } from '../../shared/errors.ts';
+import { newId } from '../../adapters/ids.ts';
+import { parseMailUrl } from '../../adapters/mailurl.ts';
+import type { Deps } from '../../services.ts';
+import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema, type SenderAccount, type SenderStatus } from './entities.ts';
+import { listPoolsWithUsage, type PoolRow } from './repository.ts';
+import { normalizeEmail, isEmail } from '../../shared/email.ts';
+
+export interface AddSenderInput {
+  workspaceId: string;
+  email: string;
+  name: string;
+  smtpUrl: string;
+  imapUrl?: string;
+  poolId?: string;
+  dailyLimit?: number;
+  minIntervalMs?: number;
+}
+
+export function senderView(s: SenderAccount) {
+  return { id: s.id, email: s.email, name: s.name, status: s.status, health: s.health, dailyLimit: s.dailyLimit };
+}
+
+export function poolView(p: PoolRow) {
+  const remaining = Math.max(0, p.dailyCapacity - p.sentLast24h);
+  return {
+    id: p.id,
+    name: p.name,
+    dailyCapacity: p.dailyCapacity,
+    remainingVolume: remaining,
+    remainingToday: remaining,
+    senderAccountIds: p.senderAccountIds,
+    senderCount: p.senderAccountIds.length,
+  };
+}
+
+export class SenderService {
+  constructor(
+    private readonly deps: Deps,
+    private readonly em: EntityManager,
+  ) {}
+
+  async add(input: AddSenderInput): Promise<SenderAccount> {
+    const email = input.email.trim();
+    if (!isEmail(email)) throw ApiError.invalid(`email: "${input.email}" is not a valid email address`);
+    if (!input.name.trim()) throw ApiError.invalid('name: must not be empty');
+    for (const [field, url, proto] of [['smtp', input.smtpUrl, 'smtp'], ['imap', input.imapUrl, 'imap']] as const) {
+      if (url === undefined) continue;
+      try {
+        parseMailUrl(url, proto);
+      } catch (err) {
+        throw ApiError.invalid(`${field}: ${(err as Error).message}`);
+      }
+    }
+    const now = this.deps.clock.now();
+    const sender: SenderAccount = {
+      id: newId('snd'),
+      workspaceId: input.workspaceId,
+      email,
+      name: input.name.trim(),
+      status: 'active',
+      smtpUrlEnc: this.deps.crypto.encrypt(input.smtpUrl),
+      imapUrlEnc: input.imapUrl ? this.deps.crypto.encrypt(input.imapUrl) : null,
+      dailyLimit: input.dailyLimit ?? null,
+      minIntervalMs: input.minIntervalMs ?? 0,
+      health: 'unknown',
+      healthError: null,
+      healthCheckedAt: null,
+      lastSentAt: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      await this.em.transactional(async (em) => {
+        if (input.poolId) await this.requirePool(em, input.workspaceId, input.poolId);
+        // Explicit inserts: the entities carry plain foreign keys, so the order is ours to keep.
+        await em.insert(SenderAccountSchema, sender);
+        if (input.poolId) await em.insert(PoolMemberSchema, { poolId: input.poolId, senderAccountId: sender.id, addedAt: now });
+      });
+    } catch (err) {
+      if (err instanceof UniqueConstraintViolationException) throw new ApiError(409, 'already_exists', `a sender account for ${email} already exists in this workspace`);
+      throw err;
+    }
+    return sender;
+  }
+
+  async setStatus(id: string, status: SenderStatus): Promise<SenderAccount> {
+    const sender = await this.em.findOne(SenderAccountSchema, { id });
+    if (!sender) throw ApiError.notFound('sender_account');
+    sender.status = status;
+    sender.updatedAt = this.deps.clock.now();
+    await this.em.flush();
+    return sender;
+  }
+
+  async list(workspaceId: string): Promise<SenderAccount[]> {
+    return this.em.find(SenderAccountSchema, { workspaceId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  }
+
+  async createPool(workspaceId: string, name: string, dailyCapacity: number, senderIds: string[] = []) {
+    if (!name.trim()) throw ApiError.invalid('name: must not be empty');
+    if (!Number.isInteger(dailyCapacity) || dailyCapacity < 0) throw ApiError.invalid('dailyCapacity: must be a whole number >= 0');
+    const now = this.deps.clock.now();
+    const id = newId('pool');
+    await this.em.transactional(async (em) => {
+      await em.insert(SenderPoolSchema, { id, workspaceId, name: name.trim(), dailyCapacity, createdAt: now });
+      for (const sid of new Set(senderIds)) {
+        await this.requireSender(em, workspaceId, sid);
+        await em.insert(PoolMemberSchema, { poolId: id, senderAccountId: sid, addedAt: now });
+      }
+    });
+    return { id, name: name.trim(), dailyCapacity };
+  }
+
+  async addToPool(poolId: string, senderId: string) {
+    return this.em.transactional(async (em) => {
+      const pool = await em.findOne(SenderPoolSchema, { id: poolId });
+      if (!pool) throw ApiError.notFound('sender_pool');
+      await this.requireSender(em, pool.workspaceId, senderId);
+      const existing = await em.findOne(PoolMemberSchema, { poolId, senderAccountId: senderId });
+      if (!existing) await em.insert(PoolMemberSchema, { poolId, senderAccountId: senderId, addedAt: this.deps.clock.now() });
+      const [row] = await listPoolsWithUsage(em, pool.workspaceId, this.deps.clock.now(), poolId);
+      return { id: poolId, senderAccountIds: row.senderAccountIds };
+    });
+  }
+
+  async listPools(workspaceId: string) {
+    return (await listPoolsWithUsage(this.em, workspaceId, this.deps.clock.now())).map(poolView);
+  }
+
+  private async requirePool(em: EntityManager, workspaceId: string, poolId: string) {
+    const pool = await em.findOne(SenderPoolSchema, { id: poolId, workspaceId });
+    if (!pool) throw ApiError.notFound('sender_pool', `sender pool ${poolId} not found in this workspace`);
+    return pool;
+  }
+
+  private async requireSender(em: EntityManager, workspaceId: string, senderId: string) {
+    const sender = await em.findOne(SenderAccountSchema, { id: senderId, workspaceId });
+    if (!sender) throw ApiError.notFound('sender_account', `sender account ${senderId} not found in this workspace`);
+    return sender;
+  }
+}

@@ -1,0 +1,31 @@
+import { z } from 'zod';
+import { defineRoute } from '../../http/route.ts';
+import { ApiError, type FieldError } from '../../shared/errors.ts';
+import { isEmail } from '../../shared/email.ts';
+
+const MAX_EMAILS = 1000;
+
+const body = z.strictObject({
+  emails: z.array(z.unknown()).min(1, 'must contain at least one address').max(MAX_EMAILS, `at most ${MAX_EMAILS} addresses per request`),
+});
+
+export const suppressionRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/v1/suppression-list',
+    access: 'admin',
+    tag: 'Suppression',
+    summary: 'Suppress email addresses workspace-wide',
+    body,
+    response: z.object({ suppressed: z.number().int().describe('addresses newly added') }),
+    errors: { 400: 'invalid_request', 401: 'authentication_failed', 404: 'workspace_not_found', 422: 'validation_failed' },
+    async handler({ body, auth, services }) {
+      const errors: FieldError[] = [];
+      body.emails.forEach((value, index) => {
+        if (typeof value !== 'string' || !isEmail(value)) errors.push({ index, value, message: 'not a valid email address' });
+      });
+      if (errors.length) throw new ApiError(422, 'validation_failed', `${errors.length} address(es) failed validation`, { errors });
+      return { suppressed: await services.suppression.add(auth.workspaceId, body.emails as string[], 'manual', 'api') };
+    },
+  }),
+];

@@ -1,0 +1,32 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { Config } from './config/index.ts';
+import type { Clock } from './adapters/clock.ts';
+import type { Crypto } from './adapters/crypto.ts';
+import type { Logger } from './adapters/logger.ts';
+import type { MailProbe } from './adapters/mailprobe.ts';
+import { WorkspaceService } from './modules/workspaces/service.ts';
+import { SenderService } from './modules/senders/service.ts';
+import { SuppressionService } from './modules/suppression/service.ts';
+import { SdrService } from './modules/sdrs/service.ts';
+
+/** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
+export interface Deps {
+  orm: MikroORM;
+  config: Config;
+  clock: Clock;
+  crypto: Crypto;
+  log: Logger;
+  mailProbe: MailProbe;
+}
+
+/** The services of one unit of work (an HTTP request, a CLI command, a job run). */
+export function createServices(deps: Deps, em: EntityManager) {
+  return {
+    workspaces: new WorkspaceService(deps, em),
+    senders: new SenderService(deps, em),
+    suppression: new SuppressionService(deps, em),
+    sdrs: new SdrService(deps, em),
+  };
+}
+
+export type Services = ReturnType<typeof createServices>;

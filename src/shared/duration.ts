@@ -1,0 +1,16 @@
+// Durations are written 250ms, 30s, 5m, 2h, 1d (contract §1); a bare number means milliseconds.
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+export function parseDuration(value: string | number): number {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value < 0) throw new Error('must be a non-negative duration');
+    return value;
+  }
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(value);
+  if (!m) throw new Error(`"${value}" is not a duration like 250ms, 30s, 5m, 2h or 1d`);
+  return Math.round(Number(m[1]) * UNITS[m[2]]);
+}
+
+export function parseDurationList(value: string): number[] {
+  return value.split(',').map((p) => parseDuration(p.trim()));
+}

@@ -1,0 +1,133 @@
+import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import pg from 'pg';
+import { loadConfig, type Config } from '../../src/config/index.ts';
+import { Crypto } from '../../src/adapters/crypto.ts';
+import { ManualClock, systemClock, type Clock } from '../../src/adapters/clock.ts';
+import { createLogger, type Logger } from '../../src/adapters/logger.ts';
+import type { MailProbe } from '../../src/adapters/mailprobe.ts';
+import { realMailProbe } from '../../src/adapters/mailprobe.ts';
+import { openOrm } from '../../src/db/orm.ts';
+import { buildApp } from '../../src/app.ts';
+import { createServices, type Deps, type Services } from '../../src/services.ts';
+import { withDatabase } from './global.ts';
+
+let counter = 0;
+
+/** A fresh database cloned from the migrated template. */
+export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const adminUrl = process.env.MAILGATE_TEST_ADMIN_URL!;
+  const name = `mgt_${process.pid}_${++counter}_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${name} template ${process.env.MAILGATE_TEST_TEMPLATE}`);
+  await admin.end();
+  return {
+    url: withDatabase(adminUrl, name),
+    async drop() {
+      const a = new pg.Client({ connectionString: adminUrl });
+      await a.connect();
+      await a.query(`drop database if exists ${name} with (force)`);
+      await a.end();
+    },
+  };
+}
+
+/** Collects log lines (tests assert secrets never reach them). */
+export class LogSink extends Writable {
+  lines: string[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void) {
+    this.lines.push(chunk.toString());
+    cb();
+  }
+  get text() {
+    return this.lines.join('');
+  }
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+  text: string;
+}
+
+export interface TestApp {
+  url: string;
+  databaseUrl: string;
+  config: Config;
+  deps: Deps;
+  clock: Clock;
+  logs: LogSink;
+  services(): Services;
+  request<T = any>(method: string, path: string, opts?: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  close(): Promise<void>;
+}
+
+/**
+ * The real app on a fresh database, listening on an ephemeral port and driven over HTTP.
+ */
+export async function startTestApp(opts: { clock?: Clock; mailProbe?: MailProbe; config?: Partial<Record<keyof Config, unknown>>; api?: boolean } = {}): Promise<TestApp> {
+  const db = await createTestDatabase();
+  const config = loadConfig({}, { databaseUrl: db.url, port: 0, logLevel: process.env.TEST_LOG_LEVEL ?? 'info', dataDir: '.tmp/test-data', ...opts.config });
+  const logs = new LogSink();
+  const log: Logger = createLogger(config.logLevel, logs);
+  const orm = await openOrm(db.url, 5);
+  const clock = opts.clock ?? systemClock;
+  const deps: Deps = { orm, config, clock, crypto: new Crypto(randomBytes(32)), log, mailProbe: opts.mailProbe ?? realMailProbe };
+  const app = buildApp(deps, { api: opts.api });
+  const server = http.createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return {
+    url,
+    databaseUrl: db.url,
+    config,
+    deps,
+    clock,
+    logs,
+    services: () => createServices(deps, orm.em.fork()),
+    async request(method, path, o = {}) {
+      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      if (o.key) headers.authorization = `Bearer ${o.key}`;
+      let body: string | undefined = o.raw;
+      if (o.body !== undefined) {
+        body = JSON.stringify(o.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const res = await fetch(url + path, { method, headers, body });
+      const text = await res.text();
+      let parsed: unknown = undefined;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.status, body: parsed as any, headers: res.headers, text };
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await orm.close(true);
+      await db.drop();
+    },
+  };
+}
+
+/** Factories: a workspace with an admin key, SDRs with keys, senders and pools. */
+export async function seedWorkspace(app: TestApp, name = `ws-${randomBytes(3).toString('hex')}`) {
+  const s = app.services();
+  const ws = await s.workspaces.create(name);
+  const admin = await s.workspaces.createKey({ workspace: ws.id, role: 'admin' });
+  return { workspace: ws, adminKey: admin.key, adminKeyId: admin.id };
+}
+
+export async function seedSdr(app: TestApp, workspaceId: string, name = 'Sam Rep', email = `sam.${randomBytes(3).toString('hex')}@example.com`) {
+  const s = app.services();
+  const sdr = await s.sdrs.add(workspaceId, name, email);
+  const key = await s.workspaces.createKey({ workspace: workspaceId, role: 'sdr', sdrId: sdr.id });
+  return { sdr, sdrKey: key.key, sdrKeyId: key.id };
+}
+
+export { ManualClock };
