@@ -68,14 +68,16 @@ export interface TestApp {
 /**
  * The real app on a fresh database, listening on an ephemeral port and driven over HTTP.
  */
-export async function startTestApp(opts: { clock?: Clock; mailProbe?: MailProbe; config?: Partial<Record<keyof Config, unknown>>; api?: boolean } = {}): Promise<TestApp> {
-  const db = await createTestDatabase();
+export async function startTestApp(
+  opts: { clock?: Clock; mailProbe?: MailProbe; config?: Partial<Record<keyof Config, unknown>>; api?: boolean; database?: { url: string; drop(): Promise<void> }; secretKey?: Buffer } = {},
+): Promise<TestApp> {
+  const db = opts.database ?? (await createTestDatabase());
   const config = loadConfig({}, { databaseUrl: db.url, port: 0, logLevel: process.env.TEST_LOG_LEVEL ?? 'info', dataDir: '.tmp/test-data', ...opts.config });
   const logs = new LogSink();
   const log: Logger = createLogger(config.logLevel, logs);
   const orm = await openOrm(db.url, 5);
   const clock = opts.clock ?? systemClock;
-  const deps: Deps = { orm, config, clock, crypto: new Crypto(randomBytes(32)), log, mailProbe: opts.mailProbe ?? realMailProbe };
+  const deps: Deps = { orm, config, clock, crypto: new Crypto(opts.secretKey ?? randomBytes(32)), log, mailProbe: opts.mailProbe ?? realMailProbe };
   const app = buildApp(deps, { api: opts.api });
   const server = http.createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

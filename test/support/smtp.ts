@@ -1,0 +1,74 @@
+// The SMTP peer of the tests: smtp-server in process. It records what it accepted and can be
+// told to answer per recipient (5xx, 4xx) or to refuse a login.
+import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
+import { simpleParser, type ParsedMail } from 'mailparser';
+
+export interface Received {
+  from: string;
+  to: string[];
+  raw: Buffer;
+  parsed: ParsedMail;
+  user?: string;
+}
+
+export class SmtpSink {
+  readonly received: Received[] = [];
+  /** Per-recipient answers: an SMTP code and text, e.g. [550, '5.1.1 no such user']. */
+  readonly rcptAnswers = new Map<string, [number, string]>();
+  users = new Map<string, string>([['user', 'pass']]);
+  port = 0;
+  private server?: SMTPServer;
+
+  async start(opts: Partial<SMTPServerOptions> = {}): Promise<void> {
+    this.server = new SMTPServer({
+      // smtp-server's built-in certificate has expired: no STARTTLS in tests.
+      disabledCommands: ['STARTTLS'],
+      authOptional: true,
+      logger: false,
+      onAuth: (auth, _session, cb) => {
+        if (this.users.get(auth.username ?? '') === auth.password) return cb(null, { user: auth.username });
+        const err = new Error('Invalid username or password') as Error & { responseCode: number };
+        err.responseCode = 535;
+        cb(err);
+      },
+      onRcptTo: (address, _session, cb) => {
+        const answer = this.rcptAnswers.get(address.address.toLowerCase());
+        if (answer) {
+          const err = new Error(answer[1]) as Error & { responseCode: number };
+          err.responseCode = answer[0];
+          return cb(err);
+        }
+        cb();
+      },
+      onData: (stream, session, cb) => {
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', async () => {
+          const raw = Buffer.concat(chunks);
+          this.received.push({
+            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+            to: session.envelope.rcptTo.map((r) => r.address),
+            raw,
+            parsed: await simpleParser(raw),
+            user: session.user as string | undefined,
+          });
+          cb();
+        });
+      },
+      ...opts,
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(0, '127.0.0.1', () => resolve());
+    });
+    this.port = (this.server.server.address() as { port: number }).port;
+  }
+
+  url(user = 'user', pass = 'pass'): string {
+    return `smtp://${encodeURIComponent(user)}:${encodeURIComponent(pass)}@127.0.0.1:${this.port}`;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+}
