@@ -16,10 +16,6 @@ const duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
   }
 });
 
-const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])]).transform(
-  (v) => v === true || v === 'true' || v === '1' || v === 'yes',
-);
-
 /** Every setting: its config-file key, env variable, type, default and meaning. */
 export const settings = {
   port: { env: 'PORT', schema: z.coerce.number().int().min(0).max(65535), default: 8080, doc: 'HTTP listen port' },
@@ -43,12 +39,6 @@ export const settings = {
     default: undefined,
     doc: 'encrypts stored SMTP/IMAP passwords (AES-256-GCM); generated into dataDir/secret.key when unset',
   },
-  publicUrl: {
-    env: 'MAILGATE_PUBLIC_URL',
-    schema: z.string().url().optional(),
-    default: undefined,
-    doc: 'base of tracking and unsubscribe links; default http://HOST:PORT',
-  },
   logLevel: {
     env: 'LOG_LEVEL',
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -60,12 +50,6 @@ export const settings = {
     schema: duration,
     default: '30s',
     doc: 'how long a graceful shutdown waits for in-flight work before exiting',
-  },
-  webhookAllowPrivate: {
-    env: 'MAILGATE_WEBHOOK_ALLOW_PRIVATE',
-    schema: bool,
-    default: false,
-    doc: 'allow webhook URLs resolving to loopback/private/link-local addresses (tests only)',
   },
 } as const;
 
@@ -136,8 +120,4 @@ export function loadConfig(
   }
   out.dataDir = path.resolve(out.dataDir as string);
   return out as Config;
-}
-
-export function publicUrl(config: Config): string {
-  return (config.publicUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');
 }

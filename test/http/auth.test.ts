@@ -15,7 +15,8 @@ describe('HTTP: auth, roles, envelope', () => {
   }
 
   it('401 authentication_failed for a missing, malformed or unknown key', async () => {
-    for (const headers of [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer' }, { authorization: 'Bearer mgk_nope' }]) {
+    const variants: Array<Record<string, string>> = [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer' }, { authorization: 'Bearer mgk_nope' }];
+    for (const headers of variants) {
       const res = await app.request('GET', '/v1/sender-accounts', { headers });
       assert.equal(res.status, 401, JSON.stringify(headers));
       assertEnvelope(res, 'authentication_failed');
