@@ -12,8 +12,9 @@ import { pendingMigrations } from './db/orm.ts';
 import { senderRoutes } from './modules/senders/routes.ts';
 import { suppressionRoutes } from './modules/suppression/routes.ts';
 import { sdrRoutes } from './modules/sdrs/routes.ts';
+import { campaignRoutes } from './modules/campaigns/routes.ts';
 
-export const apiRoutes: AnyRoute[] = [...senderRoutes, ...suppressionRoutes, ...sdrRoutes];
+export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...suppressionRoutes, ...sdrRoutes];
 
 const VERSION = '0.1.0';
 

@@ -8,6 +8,7 @@ import { WorkspaceService } from './modules/workspaces/service.ts';
 import { SenderService } from './modules/senders/service.ts';
 import { SuppressionService } from './modules/suppression/service.ts';
 import { SdrService } from './modules/sdrs/service.ts';
+import { CampaignService } from './modules/campaigns/service.ts';
 
 /** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
 export interface Deps {
@@ -26,6 +27,7 @@ export function createServices(deps: Deps, em: EntityManager) {
     senders: new SenderService(deps, em),
     suppression: new SuppressionService(deps, em),
     sdrs: new SdrService(deps, em),
+    campaigns: new CampaignService(deps, em),
   };
 }
 

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { WorkspaceSchema, ApiKeySchema, InstanceSettingSchema } from '../modules/workspaces/entities.ts';
 import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema } from '../modules/senders/entities.ts';
 import { SdrSchema, SdrMailboxSchema } from '../modules/sdrs/entities.ts';
+import { CampaignSchema, CampaignStepSchema } from '../modules/campaigns/entities.ts';
 import { migrations } from './migrations/index.ts';
 
 export type { MikroORM };
@@ -18,6 +19,8 @@ export const entities = [
   PoolMemberSchema,
   SdrSchema,
   SdrMailboxSchema,
+  CampaignSchema,
+  CampaignStepSchema,
 ];
 
 export function ormOptions(clientUrl: string, poolMax = 10): Options {

@@ -150,6 +150,7 @@ export class Migration0001Initial extends Migration {
 
     this.addSql(sql`create table enrollments (
       id text primary key,
+      seq bigint generated always as identity,
       workspace_id text not null references workspaces(id) on delete cascade,
       campaign_id text not null references campaigns(id) on delete cascade,
       lead_id text not null references leads(id) on delete cascade,
@@ -166,7 +167,9 @@ export class Migration0001Initial extends Migration {
     )`);
     this.addSql(sql`create unique index enrollments_campaign_lead_key on enrollments (campaign_id, lead_id)`);
     this.addSql(sql`create index enrollments_lead_idx on enrollments (lead_id)`);
-    this.addSql(sql`create index enrollments_campaign_status_idx on enrollments (campaign_id, status, created_at)`);
+    // Listing order is enrollment order (seq).
+    this.addSql(sql`create index enrollments_campaign_seq_idx on enrollments (campaign_id, seq)`);
+    this.addSql(sql`create index enrollments_campaign_status_idx on enrollments (campaign_id, status, seq)`);
 
     // The send queue. One row per (enrollment, step): a step can never be queued twice.
     this.addSql(sql`create table outbound_messages (

@@ -1,5 +1,6 @@
 import { sql } from '../../db/sql.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { toDate } from '../../shared/time.ts';
 
 export interface PoolRow {
   id: string;
@@ -14,7 +15,7 @@ export interface PoolRow {
 export async function listPoolsWithUsage(em: EntityManager, workspaceId: string, now: Date, poolId?: string): Promise<PoolRow[]> {
   // sender_pools_workspace_idx for the pools; outbound_pool_sent_idx (pool_id, sent_at) for the
   // rolling window count; pool_members primary key for the members.
-  const rows = await sql<{ id: string; name: string; daily_capacity: number; created_at: Date; sent: string; members: string[] }>(em, 
+  const rows = await sql<{ id: string; name: string; daily_capacity: number; created_at: Date | string; sent: string; members: string[] }>(em, 
     `select p.id, p.name, p.daily_capacity, p.created_at,
             (select count(*) from outbound_messages m
               where m.pool_id = p.id and m.sent_at is not null and m.sent_at > ?::timestamptz - interval '24 hours') as sent,
@@ -31,6 +32,6 @@ export async function listPoolsWithUsage(em: EntityManager, workspaceId: string,
     dailyCapacity: r.daily_capacity,
     sentLast24h: Number(r.sent),
     senderAccountIds: r.members,
-    createdAt: r.created_at,
+    createdAt: toDate(r.created_at),
   }));
 }

@@ -1,0 +1,71 @@
+import type { FieldError } from '../../shared/errors.ts';
+import { isEmail, normalizeEmail } from '../../shared/email.ts';
+import { LIMITS } from './schemas.ts';
+
+export const STANDARD_FIELDS = ['firstName', 'lastName', 'company', 'jobTitle'] as const;
+export type StandardField = (typeof STANDARD_FIELDS)[number];
+
+/** Token names reserved by mailgate itself; a custom field cannot take them. */
+const RESERVED = new Set(['email', 'unsubscribeUrl', ...STANDARD_FIELDS]);
+const CUSTOM_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+const MAX_FIELD_LENGTH = 1000;
+
+export interface LeadInput {
+  email: string;
+  emailKey: string;
+  /** Standard fields present in the request (null clears the value). */
+  fields: Partial<Record<StandardField, string | null>>;
+  custom: Record<string, unknown>;
+}
+
+/**
+ * Validates and normalizes submitted leads. Duplicates (by trimmed, lower-cased email) collapse
+ * into one: later fields win, fields only an earlier duplicate had are kept.
+ */
+export function parseLeads(items: unknown[]): { leads: LeadInput[]; errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const byKey = new Map<string, LeadInput>();
+  items.forEach((item, index) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) {
+      errors.push({ index, message: 'a lead must be an object' });
+      return;
+    }
+    const obj = item as Record<string, unknown>;
+    const rowErrors: FieldError[] = [];
+    const email = obj.email;
+    if (typeof email !== 'string' || !isEmail(email)) {
+      rowErrors.push({ index, field: 'email', value: email, message: email === undefined ? 'email is required' : 'not a valid email address' });
+    }
+    const fields: LeadInput['fields'] = {};
+    const custom: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(obj)) {
+      if (key === 'email') continue;
+      if ((STANDARD_FIELDS as readonly string[]).includes(key)) {
+        if (value !== null && typeof value !== 'string') rowErrors.push({ index, field: key, value, message: 'must be a string or null' });
+        else if (typeof value === 'string' && value.length > MAX_FIELD_LENGTH) rowErrors.push({ index, field: key, message: `at most ${MAX_FIELD_LENGTH} characters` });
+        else fields[key as StandardField] = value === null ? null : value.trim();
+        continue;
+      }
+      if (!CUSTOM_KEY.test(key) || RESERVED.has(key)) {
+        rowErrors.push({ index, field: key, message: RESERVED.has(key) ? 'reserved name' : 'custom field names are letters, digits and _ (at most 64), starting with a letter or _' });
+        continue;
+      }
+      custom[key] = value;
+    }
+    if (Object.keys(custom).length > LIMITS.customFields) rowErrors.push({ index, field: 'customFields', message: `at most ${LIMITS.customFields} custom fields` });
+    if (rowErrors.length) {
+      errors.push(...rowErrors);
+      return;
+    }
+    const emailKey = normalizeEmail(email as string);
+    const prev = byKey.get(emailKey);
+    if (prev) {
+      // Re-insert so that the collapsed lead takes the position of its last occurrence.
+      byKey.delete(emailKey);
+      byKey.set(emailKey, { email: (email as string).trim(), emailKey, fields: { ...prev.fields, ...fields }, custom: { ...prev.custom, ...custom } });
+    } else {
+      byKey.set(emailKey, { email: (email as string).trim(), emailKey, fields, custom });
+    }
+  });
+  return { leads: [...byKey.values()], errors };
+}

@@ -1,0 +1,114 @@
+import { z } from 'zod';
+
+export const LIMITS = {
+  nameLength: 200,
+  steps: 20,
+  subjectLength: 998,
+  bodyHtmlBytes: 256 * 1024,
+  leadsPerRequest: 10_000,
+  customFields: 50,
+} as const;
+
+export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM (00:00 to 23:59)');
+
+export const scheduleSchema = z
+  .strictObject({
+    timezone: z.string().refine(isTimeZone, 'must be an IANA time zone name such as Europe/Berlin'),
+    days: z
+      .array(z.enum(WEEKDAYS))
+      .min(1, 'must list at least one day')
+      .refine((d) => new Set(d).size === d.length, 'must not repeat a day'),
+    start: hhmm,
+    end: hhmm,
+  })
+  .refine((s) => s.start !== s.end, { message: 'start and end must differ', path: ['end'] })
+  .describe('send only inside this weekly window (end before start spans midnight)');
+
+export const stepInput = z.strictObject({
+  subject: z.string().max(LIMITS.subjectLength, `at most ${LIMITS.subjectLength} characters`).describe('tokens allowed; empty = "Re: <previous subject>"'),
+  bodyHtml: z
+    .string()
+    .min(1, 'must not be empty')
+    .refine((s) => Buffer.byteLength(s) <= LIMITS.bodyHtmlBytes, `at most ${LIMITS.bodyHtmlBytes / 1024} KB`),
+  delayHours: z.number().min(0).max(24 * 365).optional().describe('hours after the previous step was sent (default 48; ignored on step 0)'),
+});
+
+const stepsInput = z
+  .array(stepInput)
+  .max(LIMITS.steps, `at most ${LIMITS.steps} steps`)
+  .superRefine((steps, ctx) => {
+    if (steps.length && steps[0].subject.trim() === '') ctx.addIssue({ code: 'custom', message: 'the first step needs a subject', path: [0, 'subject'] });
+  });
+
+export const createCampaignBody = z.strictObject({
+  name: z.string().trim().min(1, 'must not be empty').max(LIMITS.nameLength, `at most ${LIMITS.nameLength} characters`),
+  sequenceSteps: stepsInput.optional(),
+  senderPoolId: z.string().optional(),
+  schedule: scheduleSchema.nullable().optional(),
+  trackOpens: z.boolean().optional(),
+});
+
+export const patchCampaignBody = z.strictObject({
+  name: createCampaignBody.shape.name.optional(),
+  sequenceSteps: stepsInput.optional(),
+  senderPoolId: z.string().nullable().optional(),
+  schedule: scheduleSchema.nullable().optional(),
+  trackOpens: z.boolean().optional(),
+});
+
+export const stepView = z.object({ stepIndex: z.number().int(), subject: z.string(), bodyHtml: z.string(), delayHours: z.number() });
+
+export const campaignView = z.object({
+  id: z.string(),
+  name: z.string(),
+  status: z.enum(['draft', 'running', 'paused']),
+  sequenceSteps: z.array(stepView),
+  sequenceStepCount: z.number().int(),
+  senderPoolId: z.string().nullable(),
+  schedule: z.object({ timezone: z.string(), days: z.array(z.string()), start: z.string(), end: z.string() }).nullable(),
+  trackOpens: z.boolean(),
+  createdAt: z.string(),
+  startedAt: z.string().nullable(),
+  pausedAt: z.string().nullable(),
+});
+
+export const idParams = z.object({ id: z.string() });
+
+export const pageQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  offset: z.coerce.number().int().min(0).default(0),
+});
+
+// Lead objects are open: anything beyond the known fields is a custom field.
+export const bulkEnrollBody = z.strictObject({
+  leads: z
+    .array(z.unknown())
+    .min(1, 'must contain at least one lead')
+    .max(LIMITS.leadsPerRequest, `at most ${LIMITS.leadsPerRequest} leads per request`),
+});
+
+export const statsView = z.object({
+  campaignId: z.string(),
+  totalEnrolled: z.number().int(),
+  sent: z.number().int(),
+  delivered: z.number().int(),
+  bounced: z.number().int(),
+  replied: z.number().int(),
+  queued: z.number().int(),
+  scheduled: z.number().int().describe('follow-up steps waiting for their time'),
+  opened: z.number().int(),
+  unsubscribed: z.number().int(),
+  openRate: z.number(),
+  replyRate: z.number(),
+});

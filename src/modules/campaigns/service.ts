@@ -1,0 +1,246 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { LockMode } from '@mikro-orm/core';
+import type { z } from 'zod';
+import { ApiError } from '../../shared/errors.ts';
+import { isoOrNull } from '../../shared/time.ts';
+import { newId } from '../../adapters/ids.ts';
+import { sql } from '../../db/sql.ts';
+import type { Deps } from '../../services.ts';
+import { SenderPoolSchema } from '../senders/entities.ts';
+import { recordEvent } from '../events/outbox.ts';
+import { CampaignSchema, CampaignStepSchema, type Campaign, type CampaignStep } from './entities.ts';
+import type { createCampaignBody, patchCampaignBody } from './schemas.ts';
+import { parseLeads } from './leads.ts';
+import { upsertLeads, enrollLeads, queueFirstSteps, bumpCounters, readCounters, listEnrollments, type EnrollmentRow } from './repository.ts';
+
+const DEFAULT_DELAY_HOURS = 48;
+
+const iso = isoOrNull;
+
+export function campaignView(c: Campaign, steps: CampaignStep[]) {
+  return {
+    id: c.id,
+    name: c.name,
+    status: c.status,
+    sequenceSteps: steps.map((s) => ({ stepIndex: s.stepIndex, subject: s.subject, bodyHtml: s.bodyHtml, delayHours: s.delayHours })),
+    sequenceStepCount: steps.length,
+    senderPoolId: c.senderPoolId,
+    schedule: c.schedule,
+    trackOpens: c.trackOpens,
+    createdAt: c.createdAt.toISOString(),
+    startedAt: iso(c.startedAt),
+    pausedAt: iso(c.pausedAt),
+  };
+}
+
+function enrollmentView(r: EnrollmentRow) {
+  return {
+    id: r.lead_id,
+    enrollmentId: r.enrollment_id,
+    email: r.email,
+    firstName: r.first_name,
+    lastName: r.last_name,
+    company: r.company,
+    jobTitle: r.job_title,
+    customFields: r.custom,
+    status: r.status,
+    currentStep: r.current_step,
+    nextSendAt: iso(r.next_send_at),
+    lastEvent: r.last_event,
+    lastEventAt: iso(r.last_event_at),
+    enrolledAt: iso(r.created_at)!,
+  };
+}
+
+type StepInput = NonNullable<z.output<typeof createCampaignBody>['sequenceSteps']>[number];
+
+export class CampaignService {
+  constructor(
+    private readonly deps: Deps,
+    private readonly em: EntityManager,
+  ) {}
+
+  async create(workspaceId: string, input: z.output<typeof createCampaignBody>) {
+    const now = this.deps.clock.now();
+    return this.em.transactional(async (em) => {
+      const poolId = input.senderPoolId ? (await this.requirePool(em, workspaceId, input.senderPoolId)).id : await this.defaultPoolId(em, workspaceId);
+      const campaign: Campaign = {
+        id: newId('cmp'),
+        workspaceId,
+        name: input.name,
+        status: 'draft',
+        senderPoolId: poolId,
+        schedule: input.schedule ?? null,
+        trackOpens: input.trackOpens ?? true,
+        createdAt: now,
+        updatedAt: now,
+        startedAt: null,
+        pausedAt: null,
+      };
+      await em.insert(CampaignSchema, campaign);
+      await sql(em, 'insert into campaign_counters (campaign_id) values (?)', [campaign.id]);
+      const steps = await this.writeSteps(em, campaign.id, input.sequenceSteps ?? []);
+      return campaignView(campaign, steps);
+    });
+  }
+
+  async list(workspaceId: string, limit: number, offset: number) {
+    const [campaigns, total] = await this.em.findAndCount(CampaignSchema, { workspaceId }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit, offset });
+    const steps = await this.em.find(CampaignStepSchema, { campaignId: { $in: campaigns.map((c) => c.id) } }, { orderBy: { stepIndex: 'asc' } });
+    const data = campaigns.map((c) =>
+      campaignView(
+        c,
+        steps.filter((s) => s.campaignId === c.id),
+      ),
+    );
+    return { data, total, hasMore: offset + data.length < total };
+  }
+
+  async get(workspaceId: string, id: string) {
+    const campaign = await this.require(this.em, workspaceId, id);
+    return campaignView(campaign, await this.steps(this.em, id));
+  }
+
+  async update(workspaceId: string, id: string, input: z.output<typeof patchCampaignBody>) {
+    return this.em.transactional(async (em) => {
+      const campaign = await this.require(em, workspaceId, id, true);
+      if (input.sequenceSteps !== undefined && campaign.status === 'running')
+        throw new ApiError(409, 'campaign_running', 'sequence steps can only change while the campaign is not running: pause it first');
+      if (input.name !== undefined) campaign.name = input.name;
+      if (input.schedule !== undefined) campaign.schedule = input.schedule;
+      if (input.trackOpens !== undefined) campaign.trackOpens = input.trackOpens;
+      if (input.senderPoolId !== undefined) campaign.senderPoolId = input.senderPoolId === null ? null : (await this.requirePool(em, workspaceId, input.senderPoolId)).id;
+      campaign.updatedAt = this.deps.clock.now();
+      await em.flush();
+      let steps: CampaignStep[];
+      if (input.sequenceSteps !== undefined) {
+        await em.nativeDelete(CampaignStepSchema, { campaignId: id });
+        steps = await this.writeSteps(em, id, input.sequenceSteps);
+      } else {
+        steps = await this.steps(em, id);
+      }
+      return campaignView(campaign, steps);
+    });
+  }
+
+  /**
+   * Bulk enrollment: validate everything first (422 naming every failing index, nothing
+   * written), then one short transaction of set-based statements.
+   */
+  async enroll(workspaceId: string, campaignId: string, items: unknown[]) {
+    const { leads, errors } = parseLeads(items);
+    await this.require(this.em, workspaceId, campaignId);
+    if (errors.length) throw new ApiError(422, 'validation_failed', `${new Set(errors.map((e) => e.index)).size} lead(s) failed validation`, { errors });
+    const now = this.deps.clock.now();
+    return this.em.transactional(async (em) => {
+      // A share lock on the campaign orders this enrollment against a concurrent start or
+      // pause: either the start sees these enrollments, or this sees the campaign running.
+      const [campaign] = await sql<{ status: string }>(em, 'select status from campaigns where id = ? and workspace_id = ? for share', [campaignId, workspaceId]);
+      if (!campaign) throw ApiError.notFound('campaign');
+      const { leadIds, created, updated } = await upsertLeads(em, workspaceId, leads, now);
+      const enrollments = await enrollLeads(em, workspaceId, campaignId, leadIds, now);
+      let queued = 0;
+      if (campaign.status === 'running') {
+        const active = enrollments.filter((e) => e.status === 'active').map((e) => e.id);
+        if (active.length) queued = await queueFirstSteps(em, campaignId, now, active);
+      }
+      await bumpCounters(em, campaignId, { enrolled: enrollments.length, queued });
+      return { enrolled: created, updated, total: created + updated };
+    });
+  }
+
+  /** draft|paused -> running (a no-op when running); queues step 0 where nothing is queued. */
+  async start(workspaceId: string, id: string) {
+    return this.em.transactional(async (em) => {
+      const campaign = await this.require(em, workspaceId, id, true);
+      if (campaign.status === 'running') return { id, status: campaign.status, startedAt: iso(campaign.startedAt) };
+      const [{ leads, steps }] = await sql<{ leads: boolean; steps: boolean }>(
+        em,
+        `select exists (select 1 from enrollments where campaign_id = ?) as leads,
+                exists (select 1 from campaign_steps where campaign_id = ?) as steps`,
+        [id, id],
+      );
+      if (!leads) throw new ApiError(400, 'no_leads_enrolled', 'the campaign has no enrolled leads');
+      if (!steps) throw new ApiError(400, 'no_sequence_steps', 'the campaign has no sequence steps');
+      const now = this.deps.clock.now();
+      const resumed = campaign.status === 'paused';
+      campaign.status = 'running';
+      campaign.startedAt ??= now;
+      campaign.pausedAt = null;
+      campaign.updatedAt = now;
+      await em.flush();
+      const queued = await queueFirstSteps(em, id, now);
+      await bumpCounters(em, id, { queued });
+      await recordEvent(em, workspaceId, 'campaign.started', { campaignId: id, name: campaign.name, startedAt: campaign.startedAt.toISOString(), resumed }, now);
+      return { id, status: campaign.status, startedAt: campaign.startedAt.toISOString() };
+    });
+  }
+
+  /** running -> paused; a no-op otherwise. Queued messages stay queued. */
+  async pause(workspaceId: string, id: string) {
+    return this.em.transactional(async (em) => {
+      const campaign = await this.require(em, workspaceId, id, true);
+      if (campaign.status === 'running') {
+        const now = this.deps.clock.now();
+        campaign.status = 'paused';
+        campaign.pausedAt = now;
+        campaign.updatedAt = now;
+        await em.flush();
+      }
+      return { id, status: campaign.status, pausedAt: iso(campaign.pausedAt) };
+    });
+  }
+
+  async stats(workspaceId: string, id: string) {
+    const c = await readCounters(this.em, workspaceId, id);
+    if (!c) throw ApiError.notFound('campaign');
+    const rate = (n: number) => (c.delivered > 0 ? Math.min(1, n / c.delivered) : 0);
+    return {
+      campaignId: id,
+      totalEnrolled: c.enrolled,
+      sent: c.sent,
+      delivered: c.delivered,
+      bounced: c.bounced,
+      replied: c.replied,
+      queued: c.queued,
+      scheduled: c.scheduled,
+      opened: c.opened,
+      unsubscribed: c.unsubscribed,
+      openRate: rate(c.opened),
+      replyRate: rate(c.replied),
+    };
+  }
+
+  async leads(workspaceId: string, id: string, opts: { status?: string; limit: number; offset: number }) {
+    await this.require(this.em, workspaceId, id);
+    const { rows, total } = await listEnrollments(this.em, id, opts);
+    return { data: rows.map(enrollmentView), total, hasMore: opts.offset + rows.length < total };
+  }
+
+  private async require(em: EntityManager, workspaceId: string, id: string, forUpdate = false): Promise<Campaign> {
+    const campaign = await em.findOne(CampaignSchema, { id, workspaceId }, forUpdate ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+    if (!campaign) throw ApiError.notFound('campaign', `campaign ${id} not found`);
+    return campaign;
+  }
+
+  private async steps(em: EntityManager, campaignId: string) {
+    return em.find(CampaignStepSchema, { campaignId }, { orderBy: { stepIndex: 'asc' } });
+  }
+
+  private async writeSteps(em: EntityManager, campaignId: string, input: StepInput[]): Promise<CampaignStep[]> {
+    const steps = input.map((s, i) => ({ campaignId, stepIndex: i, subject: s.subject, bodyHtml: s.bodyHtml, delayHours: i === 0 ? 0 : (s.delayHours ?? DEFAULT_DELAY_HOURS) }));
+    if (steps.length) await em.insertMany(CampaignStepSchema, steps);
+    return steps;
+  }
+
+  private async requirePool(em: EntityManager, workspaceId: string, poolId: string) {
+    const pool = await em.findOne(SenderPoolSchema, { id: poolId, workspaceId });
+    if (!pool) throw ApiError.invalid(`senderPoolId: sender pool ${poolId} not found in this workspace`);
+    return pool;
+  }
+
+  private async defaultPoolId(em: EntityManager, workspaceId: string): Promise<string | null> {
+    const [pool] = await em.find(SenderPoolSchema, { workspaceId }, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: 1 });
+    return pool?.id ?? null;
+  }
+}

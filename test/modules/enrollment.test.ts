@@ -1,0 +1,254 @@
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
+
+describe('bulk enrollment, lifecycle, stats, leads view', () => {
+  let app: TestApp;
+  let key: string;
+  let workspaceId: string;
+  const clock = new ManualClock('2026-04-01T08:00:00.000Z');
+  let db: pg.Client;
+  before(async () => {
+    app = await startTestApp({ clock });
+    ({ adminKey: key, workspace: { id: workspaceId } } = await seedWorkspace(app));
+    db = new pg.Client({ connectionString: app.databaseUrl });
+    await db.connect();
+  });
+  after(async () => {
+    await db.end();
+    await app.close();
+  });
+
+  async function campaign(steps = 2): Promise<string> {
+    const res = await app.request('POST', '/v1/campaigns', {
+      key,
+      body: { name: `c${Math.random()}`, sequenceSteps: Array.from({ length: steps }, (_, i) => ({ subject: `s${i}`, bodyHtml: `<p>${i}</p>` })) },
+    });
+    return res.body.id;
+  }
+  const enroll = (id: string, leads: unknown[]) => app.request('POST', `/v1/campaigns/${id}/leads/bulk`, { key, body: { leads } });
+  const stats = async (id: string) => (await app.request('GET', `/v1/campaigns/${id}/stats`, { key })).body;
+  const leadRow = async (email: string) => (await db.query('select * from leads where workspace_id = $1 and email_key = $2', [workspaceId, email])).rows[0];
+
+  it('creates new leads (enrolled) and updates existing ones (updated); total = enrolled + updated', async () => {
+    const id = await campaign();
+    const first = await enroll(id, [
+      { email: 'ann@example.com', firstName: 'Ann', company: 'Acme', plan: 'pro' },
+      { email: 'bob@example.com', firstName: 'Bob' },
+    ]);
+    assert.equal(first.status, 200);
+    assert.deepEqual(first.body, { enrolled: 2, updated: 0, total: 2 });
+
+    // Ann again (different case and spaces) with only some fields: omitted ones keep their values.
+    const second = await enroll(id, [{ email: '  ANN@Example.com ', jobTitle: 'CTO', seats: 12 }, { email: 'cy@example.com' }]);
+    assert.deepEqual(second.body, { enrolled: 1, updated: 1, total: 2 });
+    const ann = await leadRow('ann@example.com');
+    assert.equal(ann.first_name, 'Ann');
+    assert.equal(ann.company, 'Acme');
+    assert.equal(ann.job_title, 'CTO');
+    assert.deepEqual(ann.custom, { plan: 'pro', seats: 12 });
+    // null clears a field explicitly.
+    await enroll(id, [{ email: 'ann@example.com', company: null }]);
+    assert.equal((await leadRow('ann@example.com')).company, null);
+
+    // No duplicate enrollment, no duplicate lead.
+    const { rows } = await db.query('select count(*)::int as n from enrollments where campaign_id = $1', [id]);
+    assert.equal(rows[0].n, 3);
+    assert.equal((await stats(id)).totalEnrolled, 3);
+  });
+
+  it('a lead enrolled into a second campaign counts as updated and gets its own enrollment', async () => {
+    const a = await campaign();
+    const b = await campaign();
+    await enroll(a, [{ email: 'shared@example.com', firstName: 'Sh' }]);
+    const res = await enroll(b, [{ email: 'shared@example.com' }]);
+    assert.deepEqual(res.body, { enrolled: 0, updated: 1, total: 1 });
+    assert.equal((await stats(b)).totalEnrolled, 1);
+    assert.equal((await leadRow('shared@example.com')).first_name, 'Sh');
+  });
+
+  it('duplicates inside one request collapse to one lead; later fields win', async () => {
+    const id = await campaign();
+    const res = await enroll(id, [
+      { email: 'dup@example.com', firstName: 'First', company: 'Keep' },
+      { email: 'DUP@example.com', firstName: 'Second' },
+    ]);
+    assert.deepEqual(res.body, { enrolled: 1, updated: 0, total: 1 });
+    const row = await leadRow('dup@example.com');
+    assert.equal(row.first_name, 'Second');
+    assert.equal(row.company, 'Keep');
+  });
+
+  it('422 validation_failed with an errors entry per failing index, and nothing written', async () => {
+    const id = await campaign();
+    const leadsBefore = (await db.query('select count(*)::int as n from leads')).rows[0].n;
+    const res = await enroll(id, [
+      { email: 'fine@example.com' },
+      { email: 'not an email' },
+      { firstName: 'no email' },
+      'just a string',
+      { email: 'ok@example.com', firstName: 7 },
+      { email: 'ok2@example.com', unsubscribeUrl: 'x' },
+      { email: 'ok3@example.com', 'bad key': 1 },
+    ]);
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error.code, 'validation_failed');
+    assert.deepEqual(
+      [...new Set(res.body.errors.map((e: { index: number }) => e.index))],
+      [1, 2, 3, 4, 5, 6],
+    );
+    assert.ok(res.body.errors.find((e: { index: number; field: string }) => e.index === 4 && e.field === 'firstName'));
+    assert.equal((await db.query('select count(*)::int as n from leads')).rows[0].n, leadsBefore);
+    assert.equal((await stats(id)).totalEnrolled, 0);
+  });
+
+  it('400 for a malformed body, a missing or empty leads array, more than 10,000 leads; 404 for an unknown campaign', async () => {
+    const id = await campaign();
+    for (const body of [{}, { leads: [] }, { leads: {} }, { leads: [{ email: 'a@b.example' }], extra: true }]) {
+      const res = await app.request('POST', `/v1/campaigns/${id}/leads/bulk`, { key, body });
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.body.error.code, 'invalid_request');
+    }
+    const tooMany = await enroll(id, Array.from({ length: 10_001 }, (_, i) => ({ email: `l${i}@example.com` })));
+    assert.equal(tooMany.status, 400);
+    assert.match(tooMany.body.error.message, /10000|10,000/);
+    const missing = await enroll('cmp_nope', [{ email: 'a@b.example' }]);
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.error.code, 'campaign_not_found');
+  });
+
+  it('10,000 leads in one request', async () => {
+    const id = await campaign();
+    const leads = Array.from({ length: 10_000 }, (_, i) => ({ email: `bulk${i}@example.org`, firstName: `F${i}`, idx: i }));
+    const res = await enroll(id, leads);
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, { enrolled: 10_000, updated: 0, total: 10_000 });
+    assert.equal((await stats(id)).totalEnrolled, 10_000);
+    const again = await enroll(id, leads.slice(0, 10));
+    assert.deepEqual(again.body, { enrolled: 0, updated: 10, total: 10 });
+    assert.equal((await stats(id)).totalEnrolled, 10_000);
+  });
+
+  it('start: 400 no_leads_enrolled, 400 no_sequence_steps, 404 campaign_not_found', async () => {
+    const empty = await campaign();
+    let res = await app.request('POST', `/v1/campaigns/${empty}/start`, { key });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error.code, 'no_leads_enrolled');
+    const noSteps = await campaign(0);
+    await enroll(noSteps, [{ email: 'x@example.com' }]);
+    res = await app.request('POST', `/v1/campaigns/${noSteps}/start`, { key });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error.code, 'no_sequence_steps');
+    assert.equal((await app.request('GET', `/v1/campaigns/${noSteps}`, { key })).body.status, 'draft');
+    res = await app.request('POST', '/v1/campaigns/cmp_nope/start', { key });
+    assert.equal(res.status, 404);
+    assert.equal(res.body.error.code, 'campaign_not_found');
+    res = await app.request('POST', `/v1/campaigns/${empty}/start`, { key, body: { now: true } });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error.code, 'invalid_request');
+  });
+
+  it('every transition of spec §3, with events in the outbox and step 0 queued exactly once', async () => {
+    const id = await campaign();
+    await app.services().suppression.add(workspaceId, ['blocked@example.com'], 'manual', 'test');
+    await enroll(id, [{ email: 'l1@example.com' }, { email: 'l2@example.com' }, { email: 'blocked@example.com' }]);
+
+    // draft -> pause: no-op
+    let res = await app.request('POST', `/v1/campaigns/${id}/pause`, { key });
+    assert.deepEqual(res.body, { id, status: 'draft', pausedAt: null });
+
+    // draft -> start
+    res = await app.request('POST', `/v1/campaigns/${id}/start`, { key, body: {} });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, { id, status: 'running', startedAt: '2026-04-01T08:00:00.000Z' });
+    let s = await stats(id);
+    assert.equal(s.queued, 2, 'the suppressed lead is never queued');
+    assert.equal(s.totalEnrolled, 3);
+
+    // running -> start: no-op, same startedAt, no second event, nothing queued twice
+    clock.advance(60_000);
+    res = await app.request('POST', `/v1/campaigns/${id}/start`, { key });
+    assert.deepEqual(res.body, { id, status: 'running', startedAt: '2026-04-01T08:00:00.000Z' });
+
+    // enrolling into a running campaign queues step 0 at once
+    await enroll(id, [{ email: 'l3@example.com' }]);
+    s = await stats(id);
+    assert.equal(s.queued, 3);
+
+    // running -> pause
+    res = await app.request('POST', `/v1/campaigns/${id}/pause`, { key });
+    assert.deepEqual(res.body, { id, status: 'paused', pausedAt: '2026-04-01T08:01:00.000Z' });
+    // paused -> pause: no-op
+    clock.advance(60_000);
+    res = await app.request('POST', `/v1/campaigns/${id}/pause`, { key });
+    assert.deepEqual(res.body, { id, status: 'paused', pausedAt: '2026-04-01T08:01:00.000Z' });
+    // while paused, queued stays and new enrollments wait
+    await enroll(id, [{ email: 'l4@example.com' }]);
+    s = await stats(id);
+    assert.equal(s.queued, 3);
+
+    // paused -> start (resume): l4 gets its step 0; nothing else is queued again
+    res = await app.request('POST', `/v1/campaigns/${id}/start`, { key });
+    assert.deepEqual(res.body, { id, status: 'running', startedAt: '2026-04-01T08:00:00.000Z' });
+    s = await stats(id);
+    assert.equal(s.queued, 4);
+    const { rows: msgs } = await db.query(`select enrollment_id, step_index, state from outbound_messages where campaign_id = $1`, [id]);
+    assert.equal(msgs.length, 4);
+    assert.ok(msgs.every((m) => m.step_index === 0 && m.state === 'queued'));
+
+    const { rows: events } = await db.query(`select type, data from events where data->>'campaignId' = $1 order by created_at, id`, [id]);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data.resumed]),
+      [
+        ['campaign.started', false],
+        ['campaign.started', true],
+      ],
+    );
+    assert.deepEqual(Object.keys(events[0].data).sort(), ['campaignId', 'name', 'resumed', 'startedAt']);
+  });
+
+  it('stats: every field, rates 0 while nothing is delivered', async () => {
+    const id = await campaign();
+    await enroll(id, [{ email: 's1@example.com' }]);
+    const s = await stats(id);
+    assert.deepEqual(s, {
+      campaignId: id,
+      totalEnrolled: 1,
+      sent: 0,
+      delivered: 0,
+      bounced: 0,
+      replied: 0,
+      queued: 0,
+      scheduled: 0,
+      opened: 0,
+      unsubscribed: 0,
+      openRate: 0,
+      replyRate: 0,
+    });
+    const bad = await app.request('GET', `/v1/campaigns/${id}/stats?x=1`, { key });
+    assert.equal(bad.status, 400);
+  });
+
+  it('GET /v1/campaigns/:id/leads: each enrollment with its lead, status, step, next send time', async () => {
+    const id = await campaign();
+    await app.services().suppression.add(workspaceId, ['gone@example.com'], 'manual', 'test');
+    await enroll(id, [{ email: 'v1@example.com', firstName: 'Vee', tier: 'gold' }, { email: 'gone@example.com' }, { email: 'v3@example.com' }]);
+    let res = await app.request('GET', `/v1/campaigns/${id}/leads?limit=2`, { key });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.total, 3);
+    assert.equal(res.body.hasMore, true);
+    assert.deepEqual(Object.keys(res.body.data[0]).sort(), [
+      'company', 'currentStep', 'customFields', 'email', 'enrolledAt', 'enrollmentId', 'firstName', 'id', 'jobTitle', 'lastEvent', 'lastEventAt', 'lastName', 'nextSendAt', 'status',
+    ]);
+    assert.equal(res.body.data[0].email, 'v1@example.com');
+    assert.deepEqual(res.body.data[0].customFields, { tier: 'gold' });
+    assert.equal(res.body.data[0].nextSendAt, null);
+    assert.equal(res.body.data[1].status, 'suppressed');
+    await app.request('POST', `/v1/campaigns/${id}/start`, { key });
+    res = await app.request('GET', `/v1/campaigns/${id}/leads?status=active`, { key });
+    assert.equal(res.body.total, 2);
+    assert.ok(res.body.data.every((d: { currentStep: number; nextSendAt: string }) => d.currentStep === 0 && d.nextSendAt === clock.now().toISOString()));
+    const bad = await app.request('GET', `/v1/campaigns/${id}/leads?status=happy`, { key });
+    assert.equal(bad.status, 400);
+  });
+});
