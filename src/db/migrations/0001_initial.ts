@@ -148,18 +148,18 @@ export class Migration0001Initial extends Migration {
     )`);
     this.addSql(sql`create unique index leads_workspace_email_key on leads (workspace_id, email_key)`);
 
+    // workspace_id is carried for scoping; integrity and cascades come through campaign_id
+    // (leads are only ever deleted with their workspace, whose campaigns cascade here). Bulk
+    // enrollment writes these by the ten thousand: every foreign-key check and index counts.
     this.addSql(sql`create table enrollments (
       id text primary key,
       seq bigint generated always as identity,
-      workspace_id text not null references workspaces(id) on delete cascade,
+      workspace_id text not null,
       campaign_id text not null references campaigns(id) on delete cascade,
-      lead_id text not null references leads(id) on delete cascade,
+      lead_id text not null,
       status text not null default 'active'
         check (status in ('active', 'completed', 'replied', 'bounced', 'unsubscribed', 'suppressed')),
-      current_step integer,
-      next_step_at timestamptz,
       sender_account_id text references sender_accounts(id) on delete set null,
-      last_message_id text,
       last_event text,
       last_event_at timestamptz,
       created_at timestamptz not null,
@@ -169,15 +169,18 @@ export class Migration0001Initial extends Migration {
     this.addSql(sql`create index enrollments_lead_idx on enrollments (lead_id)`);
     // Listing order is enrollment order (seq).
     this.addSql(sql`create index enrollments_campaign_seq_idx on enrollments (campaign_id, seq)`);
-    this.addSql(sql`create index enrollments_campaign_status_idx on enrollments (campaign_id, status, seq)`);
 
     // The send queue. One row per (enrollment, step): a step can never be queued twice.
+    // The send queue and the sent log. One row per (enrollment, step): a step can never be
+    // queued twice. workspace_id, campaign_id and lead_id are denormalized for the hot paths;
+    // integrity and cascades come through enrollment_id (these rows are written by the
+    // hundred thousand, so every foreign-key check counts).
     this.addSql(sql`create table outbound_messages (
       id text primary key,
-      workspace_id text not null references workspaces(id) on delete cascade,
-      campaign_id text not null references campaigns(id) on delete cascade,
-      enrollment_id text not null references enrollments(id) on delete cascade,
-      lead_id text not null references leads(id) on delete cascade,
+      workspace_id text not null,
+      campaign_id text not null,
+      enrollment_id text references enrollments(id) on delete cascade,
+      lead_id text,
       step_index integer not null,
       kind text not null default 'campaign' check (kind in ('campaign', 'forward', 'sdr_reply')),
       state text not null default 'queued'
@@ -209,11 +212,11 @@ export class Migration0001Initial extends Migration {
     this.addSql(sql`create index outbound_due_idx on outbound_messages (due_at) where state in ('queued', 'scheduled')`);
     this.addSql(sql`create index outbound_lease_idx on outbound_messages (lease_until) where state = 'sending'`);
     this.addSql(sql`create unique index outbound_message_id_key on outbound_messages (message_id_header) where message_id_header is not null`);
-    this.addSql(sql`create index outbound_campaign_state_idx on outbound_messages (campaign_id, state)`);
     // Rolling 24-hour capacity counts.
     this.addSql(sql`create index outbound_pool_sent_idx on outbound_messages (pool_id, sent_at) where sent_at is not null`);
     this.addSql(sql`create index outbound_sender_sent_idx on outbound_messages (sender_account_id, sent_at) where sent_at is not null`);
-    this.addSql(sql`create index outbound_sender_to_idx on outbound_messages (sender_account_id, lower(to_email), sent_at desc)`);
+    // Matching a reply by its sender's address to the latest message sent from an account.
+    this.addSql(sql`create index outbound_sender_to_idx on outbound_messages (sender_account_id, lower(to_email), sent_at desc) where sent_at is not null`);
 
     // Suppression: workspace-wide, keyed by the lower-cased, trimmed address.
     this.addSql(sql`create table suppressions (

@@ -12,8 +12,6 @@ const COLUMNS: Record<StandardField, string> = { firstName: 'first_name', lastNa
  */
 export async function upsertLeads(em: EntityManager, workspaceId: string, leads: LeadInput[], now: Date) {
   const keys = leads.map((l) => l.emailKey);
-  const fieldArray = (f: StandardField) => leads.map((l) => (l.fields[f] === undefined ? null : l.fields[f]));
-  const presentArray = (f: StandardField) => leads.map((l) => l.fields[f] !== undefined);
   const customs = leads.map((l) => JSON.stringify(l.custom));
 
   // leads_workspace_email_key: the conflict target.
@@ -32,18 +30,32 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
       leads.map(() => newId('lead')),
       leads.map((l) => l.email),
       keys,
-      fieldArray('firstName'),
-      fieldArray('lastName'),
-      fieldArray('company'),
-      fieldArray('jobTitle'),
+      fieldArray(leads, 'firstName'),
+      fieldArray(leads, 'lastName'),
+      fieldArray(leads, 'company'),
+      fieldArray(leads, 'jobTitle'),
       customs,
     ],
   );
-  const insertedKeys = inserted.map((r) => r.email_key);
+  // Patch only the leads that already existed (the insert skipped them).
+  const insertedKeys = new Set(inserted.map((r) => r.email_key));
+  const existing = leads.filter((l) => !insertedKeys.has(l.emailKey));
+  const updated = existing.length ? await patchLeads(em, workspaceId, existing, now) : [];
+  const idByKey = new Map<string, string>();
+  for (const r of [...inserted, ...updated]) idByKey.set(r.email_key, r.id);
+  return { leadIds: keys.map((k) => idByKey.get(k)!), created: inserted.length, updated: updated.length };
+}
+
+const fieldArray = (leads: LeadInput[], f: StandardField) => leads.map((l) => (l.fields[f] === undefined ? null : l.fields[f]));
+const presentArray = (leads: LeadInput[], f: StandardField) => leads.map((l) => l.fields[f] !== undefined);
+
+/** Overwrites only the fields present in the request; custom fields are merged key by key. */
+async function patchLeads(em: EntityManager, workspaceId: string, leads: LeadInput[], now: Date) {
   const sets = (Object.keys(COLUMNS) as StandardField[])
     .map((f) => `${COLUMNS[f]} = case when p.has_${COLUMNS[f]} then p.${COLUMNS[f]} else l.${COLUMNS[f]} end`)
     .join(',\n         ');
-  const updated = await sql<{ id: string; email_key: string }>(
+  // leads_workspace_email_key for the join.
+  return sql<{ id: string; email_key: string }>(
     em,
     `update leads l set
          email = p.email,
@@ -52,71 +64,89 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
          updated_at = ?
        from unnest(?::text[], ?::text[], ?::text[], ?::boolean[], ?::text[], ?::boolean[], ?::text[], ?::boolean[], ?::text[], ?::boolean[], ?::text[])
          as p(email_key, email, custom, has_first_name, first_name, has_last_name, last_name, has_company, company, has_job_title, job_title)
-      where l.workspace_id = ? and l.email_key = p.email_key and not (p.email_key = any(?::text[]))
+      where l.workspace_id = ? and l.email_key = p.email_key
       returning l.id, l.email_key`,
     [
       now,
-      keys,
+      leads.map((l) => l.emailKey),
       leads.map((l) => l.email),
-      customs,
-      presentArray('firstName'),
-      fieldArray('firstName'),
-      presentArray('lastName'),
-      fieldArray('lastName'),
-      presentArray('company'),
-      fieldArray('company'),
-      presentArray('jobTitle'),
-      fieldArray('jobTitle'),
+      leads.map((l) => JSON.stringify(l.custom)),
+      presentArray(leads, 'firstName'),
+      fieldArray(leads, 'firstName'),
+      presentArray(leads, 'lastName'),
+      fieldArray(leads, 'lastName'),
+      presentArray(leads, 'company'),
+      fieldArray(leads, 'company'),
+      presentArray(leads, 'jobTitle'),
+      fieldArray(leads, 'jobTitle'),
       workspaceId,
-      insertedKeys,
     ],
   );
-  const idByKey = new Map<string, string>();
-  for (const r of [...inserted, ...updated]) idByKey.set(r.email_key, r.id);
-  return { leadIds: keys.map((k) => idByKey.get(k)!), created: inserted.length, updated: updated.length };
 }
 
 /**
  * Enrolls leads into a campaign; a lead already enrolled keeps its enrollment untouched. A
  * suppressed address is enrolled with status `suppressed` (never sent to).
  */
-export async function enrollLeads(em: EntityManager, workspaceId: string, campaignId: string, leadIds: string[], now: Date) {
+export async function enrollLeads(em: EntityManager, workspaceId: string, campaignId: string, leads: Array<{ id: string; emailKey: string; email: string }>, now: Date) {
   // enrollments_campaign_lead_key: the conflict target; suppressions primary key for the join.
-  return sql<{ id: string; status: string }>(
+  return sql<{ id: string; lead_id: string; status: string }>(
     em,
     `insert into enrollments (id, workspace_id, campaign_id, lead_id, status, created_at, updated_at)
      select t.id, ?, ?, t.lead_id, case when s.email_key is null then 'active' else 'suppressed' end, ?, ?
-       from unnest(?::text[], ?::text[]) with ordinality as t(id, lead_id, n)
-       join leads l on l.id = t.lead_id
-       left join suppressions s on s.workspace_id = l.workspace_id and s.email_key = l.email_key
-      order by t.n
+       from unnest(?::text[], ?::text[], ?::text[]) as t(id, lead_id, email_key)
+       left join suppressions s on s.workspace_id = ? and s.email_key = t.email_key
      on conflict (campaign_id, lead_id) do nothing
-     returning id, status`,
-    [workspaceId, campaignId, now, now, leadIds.map(() => newId('enr')), leadIds],
+     returning id, lead_id, status`,
+    [workspaceId, campaignId, now, now, leads.map(() => newId('enr')), leads.map((l) => l.id), leads.map((l) => l.emailKey), workspaceId],
   );
 }
 
 /**
- * Queues step 0 for every active enrollment of the campaign that has nothing queued yet (or
- * only for `enrollmentIds`). Idempotent: the (enrollment, step) unique index makes a repeat a
- * no-op. Returns how many messages were queued.
+ * Queues step 0 for every active enrollment of the campaign that has none yet.
+ * Idempotent: the (enrollment, step) unique index makes a repeat a no-op. Returns how many
+ * messages were queued.
  */
-export async function queueFirstSteps(em: EntityManager, campaignId: string, now: Date, enrollmentIds?: string[]): Promise<number> {
+export async function queueFirstSteps(em: EntityManager, campaignId: string, now: Date): Promise<number> {
+  // enrollments_campaign_seq_idx for the campaign's enrollments; outbound_enrollment_step_key
+  // is the conflict target that skips the ones already queued (no anti-join: its plan is at
+  // the mercy of table statistics, and a fresh campaign has none).
   const rows = await sql<{ n: string }>(
     em,
     `with q as (
        insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
        select 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.workspace_id, e.campaign_id, e.id, e.lead_id, 0, 'queued', ?, l.email, ?, ?
          from enrollments e join leads l on l.id = e.lead_id
-        where e.campaign_id = ? and e.status = 'active' and e.current_step is null
-          ${enrollmentIds ? 'and e.id = any(?::text[])' : ''}
+        where e.campaign_id = ? and e.status = 'active'
        on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
-       returning enrollment_id
-     ), u as (
-       update enrollments set current_step = 0, next_step_at = ?, updated_at = ? where id in (select enrollment_id from q)
+       returning 1
      )
      select count(*) as n from q`,
-    enrollmentIds ? [now, now, now, campaignId, enrollmentIds, now, now] : [now, now, now, campaignId, now, now],
+    [now, now, now, campaignId],
+  );
+  return Number(rows[0].n);
+}
+
+/** Queues step 0 for enrollments just created in a running campaign (no join needed). */
+export async function queueFirstStepsFor(
+  em: EntityManager,
+  workspaceId: string,
+  campaignId: string,
+  enrollments: Array<{ id: string; leadId: string; email: string }>,
+  now: Date,
+): Promise<number> {
+  if (!enrollments.length) return 0;
+  const rows = await sql<{ n: string }>(
+    em,
+    `with q as (
+       insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
+       select 'msg_' || replace(gen_random_uuid()::text, '-', ''), ?, ?, t.enrollment_id, t.lead_id, 0, 'queued', ?, t.email, ?, ?
+         from unnest(?::text[], ?::text[], ?::text[]) as t(enrollment_id, lead_id, email)
+       on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
+       returning 1
+     )
+     select count(*) as n from q`,
+    [workspaceId, campaignId, now, now, now, enrollments.map((e) => e.id), enrollments.map((e) => e.leadId), enrollments.map((e) => e.email)],
   );
   return Number(rows[0].n);
 }
@@ -175,14 +205,14 @@ export interface EnrollmentRow {
 }
 
 export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string; limit: number; offset: number }) {
-  // enrollments_campaign_seq_idx / enrollments_campaign_status_idx for the page and the
-  // count; outbound_enrollment_step_key for each enrollment's pending message.
+  // enrollments_campaign_seq_idx for the page and the count; outbound_enrollment_step_key for each enrollment's pending message.
   const filter = opts.status ? 'and e.status = ?' : '';
   const params = opts.status ? [campaignId, opts.status] : [campaignId];
   const rows = await sql<EnrollmentRow>(
     em,
-    `select e.id as enrollment_id, e.status, e.current_step, e.last_event, e.last_event_at, e.created_at,
+    `select e.id as enrollment_id, e.status, e.last_event, e.last_event_at, e.created_at,
             l.id as lead_id, l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom,
+            (select max(m.step_index) from outbound_messages m where m.enrollment_id = e.id and m.kind = 'campaign') as current_step,
             (select min(m.due_at) from outbound_messages m
               where m.enrollment_id = e.id and m.state in ('queued', 'scheduled', 'sending')) as next_send_at
        from enrollments e join leads l on l.id = e.lead_id

@@ -11,7 +11,7 @@ import { recordEvent } from '../events/outbox.ts';
 import { CampaignSchema, CampaignStepSchema, type Campaign, type CampaignStep } from './entities.ts';
 import type { createCampaignBody, patchCampaignBody } from './schemas.ts';
 import { parseLeads } from './leads.ts';
-import { upsertLeads, enrollLeads, queueFirstSteps, bumpCounters, readCounters, listEnrollments, type EnrollmentRow } from './repository.ts';
+import { upsertLeads, enrollLeads, queueFirstSteps, queueFirstStepsFor, bumpCounters, readCounters, listEnrollments, type EnrollmentRow } from './repository.ts';
 
 const DEFAULT_DELAY_HOURS = 48;
 
@@ -138,11 +138,18 @@ export class CampaignService {
       const [campaign] = await sql<{ status: string }>(em, 'select status from campaigns where id = ? and workspace_id = ? for share', [campaignId, workspaceId]);
       if (!campaign) throw ApiError.notFound('campaign');
       const { leadIds, created, updated } = await upsertLeads(em, workspaceId, leads, now);
-      const enrollments = await enrollLeads(em, workspaceId, campaignId, leadIds, now);
+      const enrollments = await enrollLeads(
+        em,
+        workspaceId,
+        campaignId,
+        leads.map((l, i) => ({ id: leadIds[i], emailKey: l.emailKey, email: l.email })),
+        now,
+      );
       let queued = 0;
       if (campaign.status === 'running') {
-        const active = enrollments.filter((e) => e.status === 'active').map((e) => e.id);
-        if (active.length) queued = await queueFirstSteps(em, campaignId, now, active);
+        const emailByLead = new Map(leads.map((l, i) => [leadIds[i], l.email]));
+        const active = enrollments.filter((e) => e.status === 'active').map((e) => ({ id: e.id, leadId: e.lead_id, email: emailByLead.get(e.lead_id)! }));
+        queued = await queueFirstStepsFor(em, workspaceId, campaignId, active, now);
       }
       await bumpCounters(em, campaignId, { enrolled: enrollments.length, queued });
       return { enrolled: created, updated, total: created + updated };

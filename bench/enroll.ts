@@ -1,0 +1,107 @@
+// Enrollment and stats benchmarks (issue 3). Run: npm run bench:enroll
+//  (a) one 10,000-lead bulk request through the API vs a bare INSERT ... ON CONFLICT of the
+//      same rows through pg on the same database;
+//  (b) 100,000 leads in 10 requests into one campaign, then start: time to queue step 0;
+//  (c) stats latency p50/p95 over 200 calls with 1,000,000 messages in one campaign, vs a bare
+//      primary-key SELECT of the same counters row.
+import { performance } from 'node:perf_hooks';
+import { benchEnvironment, median, percentile, ms } from './support.ts';
+
+const env = await benchEnvironment();
+const round = (n: number) => Array.from({ length: 10_000 }, (_, i) => ({ email: `r${n}.lead${i}@bench.example`, firstName: `First${i}`, company: `Co ${i % 300}`, jobTitle: 'VP Sales', tier: i % 3 }));
+
+// (a) alternate API and bare runs so both see the same machine state.
+const apiTimes: number[] = [];
+const bareTimes: number[] = [];
+const leadsOnlyTimes: number[] = [];
+for (let r = 0; r < 5; r++) {
+  const { id } = await env.api('POST', '/v1/campaigns', { name: `bench a${r}`, sequenceSteps: [{ subject: 'Hi {{firstName}}', bodyHtml: '<p>Hello</p>' }] });
+  const leads = round(r);
+  let t = performance.now();
+  const res = await env.api('POST', `/v1/campaigns/${id}/leads/bulk`, { leads });
+  apiTimes.push(performance.now() - t);
+  if (res.total !== 10_000) throw new Error('unexpected total');
+
+  // The bare baseline writes the same rows the API writes (10,000 leads and their 10,000
+  // enrollments) with one INSERT ... ON CONFLICT each, in one transaction, through pg.
+  const { id: bareCampaign } = await env.api('POST', '/v1/campaigns', { name: `bench bare${r}`, sequenceSteps: [{ subject: 'Hi', bodyHtml: '<p>Hello</p>' }] });
+  const rows = round(100 + r);
+  const client = await env.pool.connect();
+  t = performance.now();
+  await client.query('begin');
+  const { rows: ids } = await client.query(
+    `insert into leads (id, workspace_id, email, email_key, first_name, company, job_title, custom, created_at, updated_at)
+     select 'lead_b' || $7::text || '_' || t.n, $1, t.email, lower(t.email), t.first_name, t.company, t.job_title, t.custom::jsonb, now(), now()
+       from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) with ordinality as t(email, first_name, company, job_title, custom, n)
+     on conflict (workspace_id, email_key) do update set first_name = excluded.first_name, company = excluded.company,
+       job_title = excluded.job_title, custom = leads.custom || excluded.custom, updated_at = now()
+     returning id`,
+    [
+      env.workspaceId,
+      rows.map((l) => l.email),
+      rows.map((l) => l.firstName),
+      rows.map((l) => l.company),
+      rows.map((l) => l.jobTitle),
+      rows.map((l) => JSON.stringify({ tier: l.tier })),
+      String(r),
+    ],
+  );
+  const leadsOnly = performance.now() - t;
+  await client.query(
+    `insert into enrollments (id, workspace_id, campaign_id, lead_id, status, created_at, updated_at)
+     select 'enr_b' || $3::text || '_' || t.n, $1, $2, t.lead_id, 'active', now(), now()
+       from unnest($4::text[]) with ordinality as t(lead_id, n)
+     on conflict (campaign_id, lead_id) do nothing`,
+    [env.workspaceId, bareCampaign, String(r), ids.map((x: { id: string }) => x.id)],
+  );
+  await client.query('commit');
+  client.release();
+  leadsOnlyTimes.push(leadsOnly);
+  bareTimes.push(performance.now() - t);
+}
+const ratioA = median(apiTimes) / median(bareTimes);
+console.log(
+  `(a) 10,000-lead bulk enroll: API median ${ms(median(apiTimes))} vs bare INSERT ... ON CONFLICT of the same leads and enrollments ${ms(median(bareTimes))}: ` +
+    `ratio ${ratioA.toFixed(2)}x (target <= 2x); the bare leads statement alone ${ms(median(leadsOnlyTimes))}`,
+);
+
+// (b)
+const { id: big } = await env.api('POST', '/v1/campaigns', { name: 'bench b', sequenceSteps: [{ subject: 'Hi', bodyHtml: '<p>Hi</p>' }] });
+let t = performance.now();
+for (let r = 0; r < 10; r++) await env.api('POST', `/v1/campaigns/${big}/leads/bulk`, { leads: round(1000 + r) });
+const enrollMs = performance.now() - t;
+t = performance.now();
+await env.api('POST', `/v1/campaigns/${big}/start`);
+const startMs = performance.now() - t;
+const s = await env.api('GET', `/v1/campaigns/${big}/stats`);
+console.log(`(b) 100,000 leads in 10 requests: ${ms(enrollMs)}; start queued ${s.queued} first steps in ${ms(startMs)}`);
+
+if (process.env.BENCH_SKIP_C) { await env.close(); process.exit(0); }
+// (c) seed 1,000,000 messages: 100,000 enrollments x 10 steps.
+t = performance.now();
+const { rows: [{ id: cmp }] } = await env.pool.query(`select id from campaigns where name = 'bench b'`);
+await env.pool.query(
+  `insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, sent_at, created_at, updated_at)
+   select 'msg_s' || e.seq || '_' || g, e.workspace_id, e.campaign_id, e.id, e.lead_id, g, 'sent', now(), 'x@bench.example', now(), now(), now()
+     from enrollments e cross join generate_series(1, 10) g
+    where e.campaign_id = $1`,
+  [cmp],
+);
+const { rows: [{ n }] } = await env.pool.query('select count(*)::int as n from outbound_messages where campaign_id = $1', [cmp]);
+await env.pool.query('analyze');
+console.log(`    seeded ${n} messages in the campaign in ${ms(performance.now() - t)}`);
+const statsTimes: number[] = [];
+const bareStats: number[] = [];
+for (let i = 0; i < 200; i++) {
+  let t0 = performance.now();
+  await env.api('GET', `/v1/campaigns/${cmp}/stats`);
+  statsTimes.push(performance.now() - t0);
+  t0 = performance.now();
+  await env.pool.query('select * from campaign_counters where campaign_id = $1', [cmp]);
+  bareStats.push(performance.now() - t0);
+}
+console.log(
+  `(c) stats with ${n} messages: p50 ${ms(percentile(statsTimes, 50))}, p95 ${ms(percentile(statsTimes, 95))} (target p95 < 20 ms); ` +
+    `bare counters SELECT p50 ${ms(percentile(bareStats, 50))}, p95 ${ms(percentile(bareStats, 95))}; p95 ratio ${(percentile(statsTimes, 95) / percentile(bareStats, 95)).toFixed(2)}x`,
+);
+await env.close();
