@@ -13,6 +13,7 @@ import { senderRoutes } from './modules/senders/routes.ts';
 import { suppressionRoutes } from './modules/suppression/routes.ts';
 import { sdrRoutes } from './modules/sdrs/routes.ts';
 import { campaignRoutes } from './modules/campaigns/routes.ts';
+import { mountTrackingRoutes } from './modules/tracking/routes.ts';
 
 export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...suppressionRoutes, ...sdrRoutes];
 
@@ -56,6 +57,7 @@ export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
     });
     const authorize = authorizer(deps.clock);
     for (const route of apiRoutes) mount(router, route, authorize);
+    mountTrackingRoutes(router);
   }
 
   app.use(errorMiddleware(deps.log));

@@ -6,6 +6,8 @@ import { openRuntime } from './runtime.ts';
 import { createServices } from './services.ts';
 import { JobRunner } from './jobs/agenda.ts';
 import { recurringJobs } from './jobs/registry.ts';
+import { SmtpMessenger } from './adapters/smtp.ts';
+import { Dispatcher } from './modules/sending/dispatcher.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -33,8 +35,12 @@ export async function serve(config: Config, log: Logger, role: Role, out: NodeJS
   }
 
   let jobs: JobRunner | undefined;
+  let messenger: SmtpMessenger | undefined;
+  let dispatcher: Dispatcher | undefined;
   if (role !== 'api') {
-    jobs = new JobRunner(runtime.db.url, recurringJobs(deps), log);
+    messenger = new SmtpMessenger({ maxConnections: config.smtpMaxConnections });
+    dispatcher = new Dispatcher(deps, messenger, { maxConnections: config.smtpMaxConnections, retryDelaysMs: config.smtpRetryDelays });
+    jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher }), log);
     await jobs.start();
   }
 
@@ -56,7 +62,9 @@ export async function serve(config: Config, log: Logger, role: Role, out: NodeJS
       server.closeIdleConnections();
       const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeout);
       deadline.unref();
+      dispatcher?.stop();
       await jobs?.stop(config.shutdownTimeout).catch((err) => log.error({ err }, 'job runner did not stop cleanly'));
+      await messenger?.close();
       await closed;
       await runtime.close();
       log.info('stopped');

@@ -9,6 +9,7 @@ import { SenderService } from './modules/senders/service.ts';
 import { SuppressionService } from './modules/suppression/service.ts';
 import { SdrService } from './modules/sdrs/service.ts';
 import { CampaignService } from './modules/campaigns/service.ts';
+import { TrackingService } from './modules/tracking/service.ts';
 
 /** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
 export interface Deps {
@@ -28,6 +29,7 @@ export function createServices(deps: Deps, em: EntityManager) {
     suppression: new SuppressionService(deps, em),
     sdrs: new SdrService(deps, em),
     campaigns: new CampaignService(deps, em),
+    tracking: new TrackingService(deps, em),
   };
 }
 

@@ -5,7 +5,16 @@ import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { parseDuration } from '../shared/duration.ts';
+import { parseDuration, parseDurationList } from '../shared/duration.ts';
+
+const durationList = z.string().transform((v, ctx) => {
+  try {
+    return parseDurationList(v);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return z.NEVER;
+  }
+});
 
 const duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
   try {
@@ -38,6 +47,24 @@ export const settings = {
       .optional(),
     default: undefined,
     doc: 'encrypts stored SMTP/IMAP passwords (AES-256-GCM); generated into dataDir/secret.key when unset',
+  },
+  publicUrl: {
+    env: 'MAILGATE_PUBLIC_URL',
+    schema: z.string().url().optional(),
+    default: undefined,
+    doc: 'base of tracking-pixel and unsubscribe links put into emails; default http://HOST:PORT',
+  },
+  smtpRetryDelays: {
+    env: 'MAILGATE_SMTP_RETRY_DELAYS',
+    schema: durationList,
+    default: '5m,30m,2h',
+    doc: 'delays before retrying a temporary (4xx / network) SMTP failure; after the last, a soft bounce',
+  },
+  smtpMaxConnections: {
+    env: 'MAILGATE_SMTP_MAX_CONNECTIONS',
+    schema: z.coerce.number().int().min(1).max(50),
+    default: 3,
+    doc: 'SMTP connections per sender account (also the most messages of one account in flight)',
   },
   logLevel: {
     env: 'LOG_LEVEL',
@@ -120,4 +147,8 @@ export function loadConfig(
   }
   out.dataDir = path.resolve(out.dataDir as string);
   return out as Config;
+}
+
+export function publicUrl(config: Config): string {
+  return (config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`).replace(/\/+$/, '');
 }

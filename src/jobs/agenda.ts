@@ -13,6 +13,8 @@ export interface RecurringJob {
   /** Runs one round; returns how many items it handled (for the logs). */
   run(job: Job): Promise<number | void>;
   lockLifetimeMs?: number;
+  /** How many rounds of this job may run at once across the deployment (default 1). */
+  lanes?: number;
 }
 
 export class JobRunner {
@@ -50,11 +52,16 @@ export class JobRunner {
         },
         // A recurring job is one Agenda row, locked by one worker per round; what it works on
         // is claimed with row locks, so a round taken over after a crash resumes cleanly.
-        { concurrency: 1, lockLifetime: job.lockLifetimeMs ?? 60_000 },
+        { concurrency: job.lanes ?? 1, lockLimit: job.lanes ?? 1, lockLifetime: job.lockLifetimeMs ?? 60_000 },
       );
     }
     await this.agenda.start();
-    for (const job of this.jobs) await this.agenda.every(job.every, job.name);
+    for (const job of this.jobs) {
+      // One repeating Agenda row per lane, unique by lane: every process saves the same rows.
+      for (let lane = 0; lane < (job.lanes ?? 1); lane++) {
+        await this.agenda.create(job.name, { lane }).unique({ name: job.name, 'data.lane': lane }).repeatEvery(job.every, { skipImmediate: false }).save();
+      }
+    }
   }
 
   /** Stops taking jobs and waits (up to timeoutMs) for running ones, releasing their locks. */

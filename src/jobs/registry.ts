@@ -1,11 +1,27 @@
-import type { Deps } from '../services.ts';
 import type { RecurringJob } from './agenda.ts';
+import type { Dispatcher } from '../modules/sending/dispatcher.ts';
+
+export interface Workers {
+  dispatcher: Dispatcher;
+}
 
 /**
  * The job-name -> handler map of the worker role. Each job is a thin wrapper calling one
- * service on a forked EntityManager. The sending, webhook, inbound and follow-up issues add
- * theirs here.
+ * service; the work itself is claimed from our tables, so any number of workers can run it.
  */
-export function recurringJobs(_deps: Deps): RecurringJob[] {
-  return [];
+export function recurringJobs(workers: Workers): RecurringJob[] {
+  return [
+    {
+      name: 'sending.dispatch',
+      every: '1 second',
+      // Two lanes: two rounds can run at once (in one worker or two), each claiming its own
+      // batches, so one slow SMTP server does not hold up every pool.
+      lanes: 2,
+      lockLifetimeMs: 60_000,
+      async run(job) {
+        const r = await workers.dispatcher.runRound(() => job.touch());
+        return r.claimed + r.promoted + r.released;
+      },
+    },
+  ];
 }

@@ -196,6 +196,7 @@ export class Migration0001Initial extends Migration {
       claimed_by text,
       lease_until timestamptz,
       attempts integer not null default 0,
+      smtp_started_at timestamptz,
       last_error text,
       smtp_response text,
       sent_at timestamptz,
@@ -208,9 +209,16 @@ export class Migration0001Initial extends Migration {
       updated_at timestamptz not null
     )`);
     this.addSql(sql`create unique index outbound_enrollment_step_key on outbound_messages (enrollment_id, step_index) where kind = 'campaign'`);
-    // The dispatcher's claim: due messages in order.
-    this.addSql(sql`create index outbound_due_idx on outbound_messages (due_at) where state in ('queued', 'scheduled')`);
+    // The dispatcher's claim: a running campaign's due messages in order.
+    this.addSql(sql`create index outbound_claim_idx on outbound_messages (campaign_id, due_at) where state = 'queued'`);
+    // Promotion of follow-ups whose time has come.
+    this.addSql(sql`create index outbound_scheduled_idx on outbound_messages (due_at) where state = 'scheduled'`);
+    // Claimed messages: expired leases, and in-flight counts per pool and per account.
     this.addSql(sql`create index outbound_lease_idx on outbound_messages (lease_until) where state = 'sending'`);
+    this.addSql(sql`create index outbound_sending_pool_idx on outbound_messages (pool_id) where state = 'sending'`);
+    this.addSql(sql`create index outbound_sending_sender_idx on outbound_messages (sender_account_id) where state = 'sending'`);
+    // Pending messages of an enrollment (ending it cancels them).
+    this.addSql(sql`create index outbound_pending_enrollment_idx on outbound_messages (enrollment_id) where state in ('queued', 'scheduled', 'sending')`);
     this.addSql(sql`create unique index outbound_message_id_key on outbound_messages (message_id_header) where message_id_header is not null`);
     // Rolling 24-hour capacity counts.
     this.addSql(sql`create index outbound_pool_sent_idx on outbound_messages (pool_id, sent_at) where sent_at is not null`);

@@ -1,0 +1,136 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+import { createHash } from 'node:crypto';
+import { parseMailUrl } from './mailurl.ts';
+
+export interface OutgoingMail {
+  from: { name: string; address: string };
+  to: string;
+  cc?: string[];
+  subject: string;
+  html: string;
+  text: string;
+  messageId: string;
+  inReplyTo?: string;
+  references?: string[];
+  headers?: Record<string, string>;
+  attachments?: Array<{ filename: string; content: Buffer | string; contentType: string }>;
+}
+
+export type SendOutcome =
+  | { kind: 'accepted'; response: string }
+  | { kind: 'rejected'; code: number; response: string }
+  | { kind: 'temporary'; code?: number; response: string }
+  | { kind: 'auth_failed'; response: string };
+
+export interface MailAccount {
+  id: string;
+  smtpUrl: string;
+}
+
+/** Pushes mail through an account's SMTP server (listmonk's "messenger"). */
+export interface Messenger {
+  send(account: MailAccount, mail: OutgoingMail): Promise<SendOutcome>;
+  close(): Promise<void>;
+}
+
+/** Maps a nodemailer error to what the sending engine does with it. */
+export function classifySmtpError(err: unknown): Exclude<SendOutcome, { kind: 'accepted' }> {
+  const e = err as { code?: string; responseCode?: number; response?: string; message?: string };
+  const response = (e.response ?? e.message ?? String(err)).slice(0, 1000);
+  if (e.code === 'EAUTH' || e.code === 'ENOAUTH') return { kind: 'auth_failed', response };
+  const code = e.responseCode;
+  if (code && code >= 500 && code < 600) return { kind: 'rejected', code, response };
+  return { kind: 'temporary', code, response };
+}
+
+interface PooledTransport {
+  transport: Transporter;
+  key: string;
+  lastUsed: number;
+  inFlight: number;
+}
+
+/**
+ * One pooled nodemailer transport per sender account: connections are reused across
+ * messages (maxMessages unlimited, instead of a reconnect every 100), closed after
+ * `idleTimeoutMs` idle, and never requeue a message on a dropped connection (maxRequeues 0):
+ * a requeue would send it twice; our own retry schedule handles the failure instead.
+ */
+export class SmtpMessenger implements Messenger {
+  private readonly pools = new Map<string, PooledTransport>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly opts: { maxConnections: number; idleTimeoutMs?: number; timeoutMs?: number }) {
+    this.sweeper = setInterval(() => this.sweep(), 15_000);
+    this.sweeper.unref();
+  }
+
+  private transportFor(account: MailAccount): PooledTransport {
+    const key = createHash('sha256').update(account.smtpUrl).digest('hex');
+    const existing = this.pools.get(account.id);
+    if (existing && existing.key === key) return existing;
+    if (existing) existing.transport.close();
+    const s = parseMailUrl(account.smtpUrl, 'smtp');
+    const timeout = this.opts.timeoutMs ?? 60_000;
+    const transport = nodemailer.createTransport({
+      pool: true,
+      host: s.host,
+      port: s.port,
+      secure: s.secure,
+      auth: s.user ? { user: s.user, pass: s.pass ?? '' } : undefined,
+      maxConnections: this.opts.maxConnections,
+      maxMessages: Infinity,
+      maxRequeues: 0,
+      idleTimeout: this.opts.idleTimeoutMs ?? 30_000,
+      connectionTimeout: timeout,
+      greetingTimeout: timeout,
+      socketTimeout: timeout,
+    } as Parameters<typeof nodemailer.createTransport>[0]);
+    const pooled = { transport, key, lastUsed: Date.now(), inFlight: 0 };
+    this.pools.set(account.id, pooled);
+    return pooled;
+  }
+
+  async send(account: MailAccount, mail: OutgoingMail): Promise<SendOutcome> {
+    const pooled = this.transportFor(account);
+    pooled.lastUsed = Date.now();
+    pooled.inFlight++;
+    try {
+      const info = await pooled.transport.sendMail({
+        from: mail.from,
+        to: mail.to,
+        cc: mail.cc,
+        subject: mail.subject,
+        html: mail.html,
+        text: mail.text,
+        messageId: mail.messageId,
+        inReplyTo: mail.inReplyTo,
+        references: mail.references,
+        headers: mail.headers,
+        attachments: mail.attachments,
+      });
+      return { kind: 'accepted', response: String(info.response ?? '250 OK') };
+    } catch (err) {
+      return classifySmtpError(err);
+    } finally {
+      pooled.inFlight--;
+      pooled.lastUsed = Date.now();
+    }
+  }
+
+  private sweep() {
+    const idle = (this.opts.idleTimeoutMs ?? 30_000) * 2;
+    for (const [id, p] of this.pools) {
+      if (p.inFlight === 0 && Date.now() - p.lastUsed > idle) {
+        p.transport.close();
+        this.pools.delete(id);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    for (const p of this.pools.values()) p.transport.close();
+    this.pools.clear();
+  }
+}

@@ -1,0 +1,309 @@
+import { randomBytes } from 'node:crypto';
+import type { Deps } from '../../services.ts';
+import type { Messenger, OutgoingMail } from '../../adapters/smtp.ts';
+import { publicUrl } from '../../config/index.ts';
+import { bumpCounters } from '../campaigns/repository.ts';
+import { endEnrollments } from './lifecycle.ts';
+import { inWindow } from './schedule.ts';
+import { renderHtml, renderSubject, htmlToText, withOpenPixel, replySubject, type LeadValues } from './render.ts';
+import { OutcomeRecorder, type SentMessage } from './outcomes.ts';
+import {
+  runningCampaigns,
+  promoteDue,
+  releaseExpired,
+  lockPool,
+  lockAccounts,
+  dueMessages,
+  markClaimed,
+  loadForSending,
+  startSending,
+  guardState,
+  release,
+  cancelQueued,
+  type AccountSlot,
+  type Candidate,
+  type PreparedRow,
+} from './repository.ts';
+import { toDate } from '../../shared/time.ts';
+
+const LEASE_MS = 10 * 60_000;
+
+interface Prepared {
+  message: SentMessage;
+  mail: OutgoingMail;
+  smtpUrl: string;
+  subject: string;
+  inReplyTo: string | null;
+  references: string | null;
+}
+
+/** Counts waiters so each sender account never has more SMTP transactions than connections. */
+class Semaphore {
+  private waiting: Array<() => void> = [];
+  constructor(private free: number) {}
+  async acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
+export interface RoundResult {
+  promoted: number;
+  released: number;
+  claimed: number;
+  sent: number;
+  bounced: number;
+  retried: number;
+}
+
+/**
+ * The sending engine: one round promotes due follow-ups, recovers expired claims, then for each
+ * pool with running campaigns claims batches of due messages (pool capacity, account limits,
+ * intervals and stickiness decided under the pool's row lock) and sends them, each through a
+ * guard at the moment of sending and each outcome recorded in its own transaction.
+ */
+export class Dispatcher {
+  readonly workerId = `${process.pid}.${randomBytes(4).toString('hex')}`;
+  private readonly outcomes: OutcomeRecorder;
+  private readonly semaphores = new Map<string, Semaphore>();
+  private stopping = false;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly messenger: Messenger,
+    private readonly opts: { maxConnections: number; retryDelaysMs: number[]; batchSize?: number; maxRoundMs?: number },
+  ) {
+    this.outcomes = new OutcomeRecorder(deps, opts.retryDelaysMs);
+  }
+
+  /** Stop claiming; messages already claimed finish. */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  private em() {
+    return this.deps.orm.em.fork();
+  }
+
+  async runRound(touch?: () => Promise<void>): Promise<RoundResult> {
+    const result: RoundResult = { promoted: 0, released: 0, claimed: 0, sent: 0, bounced: 0, retried: 0 };
+    const started = Date.now();
+    const now = this.deps.clock.now();
+    await this.em().transactional(async (em) => {
+      const promoted = await promoteDue(em, now);
+      for (const p of promoted) {
+        await bumpCounters(em, p.campaign_id, { scheduled: -Number(p.n), queued: Number(p.n) });
+        result.promoted += Number(p.n);
+      }
+    });
+    const expired = await releaseExpired(this.em(), now);
+    result.released = expired.released;
+    if (expired.released) this.deps.log.warn(expired, 'requeued messages of an expired claim (a worker stopped mid-batch)');
+
+    const campaigns = (await runningCampaigns(this.em())).filter((c) => c.sender_pool_id && inWindow(c.schedule, now));
+    const byPool = new Map<string, string[]>();
+    for (const c of campaigns) byPool.set(c.sender_pool_id!, [...(byPool.get(c.sender_pool_id!) ?? []), c.id]);
+
+    for (const [poolId, campaignIds] of byPool) {
+      const inflight: Array<Promise<void>> = [];
+      while (!this.stopping && Date.now() - started < (this.opts.maxRoundMs ?? 25_000)) {
+        const batch = await this.claim(poolId, campaignIds);
+        if (!batch.length) break;
+        result.claimed += batch.length;
+        inflight.push(this.sendAll(batch, result));
+        // Two batches in flight: the next claim overlaps the current sends.
+        if (inflight.length >= 2) await inflight.shift();
+        await touch?.();
+      }
+      await Promise.all(inflight);
+    }
+    return result;
+  }
+
+  /** Claims a batch for one pool under its row lock; returns the rendered messages. */
+  private async claim(poolId: string, campaignIds: string[]): Promise<Prepared[]> {
+    const now = this.deps.clock.now();
+    const claimed = await this.em().transactional(async (em) => {
+      const pool = await lockPool(em, poolId, now);
+      if (!pool) return [];
+      let poolLeft = pool.dailyCapacity - pool.used - pool.inFlight;
+      if (poolLeft <= 0) return [];
+      const accounts = await lockAccounts(em, poolId, now);
+      if (!accounts.length) return [];
+      const slots = new Map(accounts.map((a) => [a.id, this.slotOf(a, now)]));
+      const batchSize = Math.min(this.opts.batchSize ?? 100, poolLeft);
+      const candidates = await dueMessages(em, campaignIds, now, batchSize * 2);
+      const claims: Array<{ id: string; enrollmentId: string; accountId: string }> = [];
+      const order = accounts.map((a) => a.id);
+      let cursor = 0;
+      for (const c of candidates) {
+        if (claims.length >= batchSize || poolLeft <= 0) break;
+        const accountId = this.pickAccount(c, slots, order, cursor);
+        if (!accountId) continue;
+        cursor = (order.indexOf(accountId) + 1) % order.length;
+        slots.get(accountId)!.left--;
+        if (slots.get(accountId)!.intervalMs > 0) slots.get(accountId)!.readyAt = Infinity;
+        poolLeft--;
+        claims.push({ id: c.id, enrollmentId: c.enrollment_id, accountId });
+      }
+      if (claims.length) await markClaimed(em, claims, poolId, this.workerId, now, new Date(now.getTime() + LEASE_MS));
+      return claims;
+    });
+    if (!claimed.length) return [];
+    const rows = await loadForSending(this.em(), claimed.map((c) => c.id));
+    const prepared: Prepared[] = [];
+    for (const row of rows) {
+      if (row.step_subject === null || row.step_body === null) {
+        // The step was removed while the campaign was paused: the sequence ends here.
+        await this.em().transactional(async (em) => {
+          await release(em, row.id, this.workerId, now);
+          await endEnrollments(em, [row.enrollment_id], 'completed', 'completed', now);
+        });
+        continue;
+      }
+      prepared.push(this.render(row));
+    }
+    return prepared;
+  }
+
+  private slotOf(a: AccountSlot, now: Date) {
+    const left = a.daily_limit === null ? Infinity : a.daily_limit - Number(a.used) - Number(a.in_flight);
+    const last = a.last_sent_at ? toDate(a.last_sent_at).getTime() : 0;
+    const readyAt = a.min_interval_ms > 0 ? last + a.min_interval_ms : 0;
+    return { left, readyAt, intervalMs: a.min_interval_ms, now: now.getTime() };
+  }
+
+  /**
+   * The sticky account while it is usable (it may just be busy: then the message waits), else
+   * the next account of the pool in rotation that has room.
+   */
+  private pickAccount(c: Candidate, slots: Map<string, ReturnType<Dispatcher['slotOf']>>, order: string[], cursor: number): string | null {
+    const canTake = (id: string) => {
+      const s = slots.get(id)!;
+      return s.left > 0 && s.readyAt <= s.now;
+    };
+    if (c.sticky && slots.has(c.sticky)) return canTake(c.sticky) ? c.sticky : null;
+    for (let i = 0; i < order.length; i++) {
+      const id = order[(cursor + i) % order.length];
+      if (canTake(id)) return id;
+    }
+    return null;
+  }
+
+  private render(row: PreparedRow): Prepared {
+    const lead: LeadValues = { email: row.email, firstName: row.first_name, lastName: row.last_name, company: row.company, jobTitle: row.job_title, custom: row.custom ?? {} };
+    const base = publicUrl(this.deps.config);
+    const unsubscribeUrl = `${base}/u/${this.deps.crypto.sign(`u.${row.id}`)}`;
+    const extra = { unsubscribeUrl };
+    const previous = row.previous ?? [];
+    const last = previous[previous.length - 1];
+    let subject = renderSubject(row.step_subject!, lead, extra);
+    if (!subject && last) subject = replySubject(last.subject);
+    let html = renderHtml(row.step_body!, lead, extra);
+    const text = htmlToText(html);
+    if (row.track_opens) html = withOpenPixel(html, `${base}/t/o/${this.deps.crypto.sign(`o.${row.id}`)}`);
+    const domain = row.from_email.split('@')[1] ?? 'mailgate.local';
+    const messageIdHeader = `<${row.id}.${randomBytes(6).toString('hex')}@${domain}>`;
+    const references = previous.map((p) => p.mid);
+    const mail: OutgoingMail = {
+      from: { name: row.from_name, address: row.from_email },
+      to: row.to_email,
+      subject,
+      html,
+      text,
+      messageId: messageIdHeader,
+      inReplyTo: last?.mid,
+      references: references.length ? references : undefined,
+      headers: {
+        'List-Unsubscribe': `<${unsubscribeUrl}>, <mailto:${row.from_email}?subject=unsubscribe>`,
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      },
+    };
+    return {
+      message: {
+        id: row.id,
+        workspaceId: row.workspace_id,
+        campaignId: row.campaign_id,
+        enrollmentId: row.enrollment_id,
+        leadId: row.lead_id,
+        stepIndex: row.step_index,
+        toEmail: row.to_email,
+        messageIdHeader,
+        senderAccountId: row.sender_account_id,
+      },
+      mail,
+      smtpUrl: this.deps.crypto.decrypt(row.smtp_url_enc),
+      subject,
+      inReplyTo: last?.mid ?? null,
+      references: references.length ? references.join(' ') : null,
+    };
+  }
+
+  private semaphore(accountId: string): Semaphore {
+    let s = this.semaphores.get(accountId);
+    if (!s) this.semaphores.set(accountId, (s = new Semaphore(this.opts.maxConnections)));
+    return s;
+  }
+
+  private async sendAll(batch: Prepared[], result: RoundResult): Promise<void> {
+    await Promise.all(batch.map((p) => this.sendOne(p, result)));
+  }
+
+  private async sendOne(p: Prepared, result: RoundResult): Promise<void> {
+    const sem = this.semaphore(p.message.senderAccountId);
+    await sem.acquire();
+    try {
+      const now = this.deps.clock.now();
+      const em = this.em();
+      if (this.stopping) {
+        await release(em, p.message.id, this.workerId, now);
+        return;
+      }
+      const go = await startSending(
+        em,
+        { id: p.message.id, workerId: this.workerId, messageIdHeader: p.message.messageIdHeader, subject: p.subject, inReplyTo: p.inReplyTo, references: p.references },
+        now,
+        new Date(now.getTime() + LEASE_MS),
+      );
+      if (!go) {
+        await this.notSent(p, now);
+        return;
+      }
+      const outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail);
+      const recorded = await this.outcomes.record(this.em(), p.message, outcome, this.workerId);
+      if (recorded === 'sent') result.sent++;
+      else if (recorded === 'hard_bounce' || recorded === 'soft_bounce') result.bounced++;
+      else if (recorded === 'retry' || recorded === 'auth_failed') result.retried++;
+      if (outcome.kind === 'auth_failed') this.deps.log.warn({ senderAccountId: p.message.senderAccountId, response: outcome.response }, 'SMTP authentication failed; account marked unhealthy');
+    } catch (err) {
+      this.deps.log.error({ err, messageId: p.message.id }, 'sending a message failed unexpectedly; it stays claimed until its lease expires');
+    } finally {
+      sem.release();
+    }
+  }
+
+  /** The guard said no: find out why and record it (Postal: never a silent skip). */
+  private async notSent(p: Prepared, now: Date): Promise<void> {
+    await this.em().transactional(async (em) => {
+      const g = await guardState(em, p.message.id);
+      if (!g || g.state !== 'sending' || g.claimed_by !== this.workerId) return; // no longer ours
+      await release(em, p.message.id, this.workerId, now);
+      if (g.enrollment_status === 'active' && g.suppressed) {
+        // Suppressed after it was queued: the enrollment ends as suppressed (which cancels it).
+        await endEnrollments(em, [p.message.enrollmentId], 'suppressed', 'suppressed', now);
+      } else if (g.enrollment_status !== 'active') {
+        // The enrollment ended meanwhile (reply, bounce, unsubscribe).
+        if (await cancelQueued(em, p.message.id, g.enrollment_status, now)) await bumpCounters(em, p.message.campaignId, { queued: -1 });
+      }
+      // Otherwise the campaign was paused: the message is back in the queue as it was.
+    });
+  }
+}

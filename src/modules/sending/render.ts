@@ -1,0 +1,90 @@
+import { convert } from 'html-to-text';
+
+// Personalization (contract §4): {{firstName}}, {{company}}, {{jobTitle}}, {{email}},
+// {{lastName}}, any custom field, {{unsubscribeUrl}}; {{name|fallback}} gives a fallback.
+// One pass: a value that itself contains {{...}} is inserted as is, never expanded again.
+const TOKEN = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\|([^}]*))?\}\}/g;
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+}
+
+export interface LeadValues {
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+  company: string | null;
+  jobTitle: string | null;
+  custom: Record<string, unknown>;
+}
+
+function valueOf(name: string, lead: LeadValues, extra: Record<string, string>): string | undefined {
+  if (name in extra) return extra[name];
+  let v: unknown;
+  switch (name) {
+    case 'email':
+      v = lead.email;
+      break;
+    case 'firstName':
+      v = lead.firstName;
+      break;
+    case 'lastName':
+      v = lead.lastName;
+      break;
+    case 'company':
+      v = lead.company;
+      break;
+    case 'jobTitle':
+      v = lead.jobTitle;
+      break;
+    default:
+      v = lead.custom[name];
+  }
+  if (v === null || v === undefined) return undefined;
+  const s = typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
+  return s.trim() === '' ? undefined : s;
+}
+
+/** Replaces tokens once; `escape` is applied to every inserted value (and fallback). */
+export function renderTokens(template: string, lead: LeadValues, extra: Record<string, string>, escape: (s: string) => string): string {
+  return template.replace(TOKEN, (_m, name: string, fallback: string | undefined) => {
+    const v = valueOf(name, lead, extra);
+    return escape(v ?? fallback?.trim() ?? '');
+  });
+}
+
+/** A subject line: tokens inserted, every CR/LF run becomes one space (no header injection). */
+export function renderSubject(template: string, lead: LeadValues, extra: Record<string, string> = {}): string {
+  return renderTokens(template, lead, extra, (s) => s)
+    .replace(/[\r\n]+/g, ' ')
+    .trim();
+}
+
+export function renderHtml(template: string, lead: LeadValues, extra: Record<string, string> = {}): string {
+  return renderTokens(template, lead, extra, escapeHtml);
+}
+
+/** The text/plain alternative derived from the rendered HTML. */
+export function htmlToText(html: string): string {
+  return convert(html, {
+    wordwrap: 78,
+    selectors: [
+      { selector: 'img', format: 'skip' },
+      { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
+    ],
+  }).trim();
+}
+
+/** Appends the open-tracking pixel inside <body> when there is one, else at the end. */
+export function withOpenPixel(html: string, pixelUrl: string): string {
+  const img = `<img src="${escapeHtml(pixelUrl)}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0" />`;
+  const i = html.search(/<\/body\s*>/i);
+  return i >= 0 ? html.slice(0, i) + img + html.slice(i) : html + img;
+}
+
+/** "Re: <previous>" without stacking prefixes. */
+export function replySubject(previous: string): string {
+  return /^\s*re\s*:/i.test(previous) ? previous : `Re: ${previous}`;
+}

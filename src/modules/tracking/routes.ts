@@ -1,0 +1,53 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { ApiError } from '../../shared/errors.ts';
+import { escapeHtml } from '../sending/render.ts';
+import type { Services } from '../../services.ts';
+
+// A transparent 1x1 GIF.
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+
+function page(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}
+button{font-size:1rem;padding:.6rem 1.2rem;border-radius:.4rem;border:1px solid #888;background:#fff;cursor:pointer}</style></head>
+<body>${body}</body></html>`;
+}
+
+const services = (ctx: Context): Services => ctx.state.services;
+
+/** The public links put into emails: no API key, signed tokens instead. */
+export function mountTrackingRoutes(router: Router) {
+  router.get('/t/o/:token', async (ctx) => {
+    const known = await services(ctx).tracking.open(ctx.params.token);
+    if (!known) throw new ApiError(404, 'not_found', 'unknown tracking link');
+    ctx.set('Cache-Control', 'no-store, max-age=0');
+    ctx.type = 'image/gif';
+    ctx.body = PIXEL;
+  });
+
+  router.get('/u/:token', async (ctx) => {
+    const target = await services(ctx).tracking.unsubscribeTarget(ctx.params.token);
+    if (!target) throw new ApiError(404, 'not_found', 'unknown unsubscribe link');
+    ctx.set('Cache-Control', 'no-store');
+    ctx.type = 'text/html';
+    ctx.body = page(
+      'Unsubscribe',
+      `<h1>Unsubscribe</h1><p>Stop all emails to <strong>${escapeHtml(target.email)}</strong>?</p>
+<form method="post" action="/u/${encodeURIComponent(ctx.params.token)}"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`,
+    );
+  });
+
+  // RFC 8058 one-click: mail clients POST "List-Unsubscribe=One-Click"; the page's form too.
+  router.post('/u/:token', async (ctx) => {
+    const done = await services(ctx).tracking.unsubscribe(ctx.params.token);
+    if (!done) throw new ApiError(404, 'not_found', 'unknown unsubscribe link');
+    ctx.set('Cache-Control', 'no-store');
+    if (ctx.accepts('html', 'json') === 'json') {
+      ctx.body = { unsubscribed: true };
+      return;
+    }
+    ctx.type = 'text/html';
+    ctx.body = page('Unsubscribed', '<h1>You are unsubscribed</h1><p>You will not receive further emails from us.</p>');
+  });
+}
