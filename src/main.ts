@@ -39,7 +39,7 @@ export async function serve(config: Config, log: Logger, role: Role, out: NodeJS
   let dispatcher: Dispatcher | undefined;
   if (role !== 'api') {
     messenger = new SmtpMessenger({ maxConnections: config.smtpMaxConnections });
-    dispatcher = new Dispatcher(deps, messenger, { maxConnections: config.smtpMaxConnections, retryDelaysMs: config.smtpRetryDelays });
+    dispatcher = new Dispatcher(deps, messenger, { maxConnections: config.smtpMaxConnections, retryDelaysMs: config.smtpRetryDelays, leaseMs: config.sendLease });
     jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher }), log);
     await jobs.start();
   }

@@ -66,6 +66,12 @@ export const settings = {
     default: 3,
     doc: 'SMTP connections per sender account (also the most messages of one account in flight)',
   },
+  sendLease: {
+    env: 'MAILGATE_SEND_LEASE',
+    schema: duration,
+    default: '10m',
+    doc: 'how long a worker holds claimed messages; a dead worker\'s claims return to the queue after it',
+  },
   logLevel: {
     env: 'LOG_LEVEL',
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),

@@ -17,10 +17,16 @@ export function recurringJobs(workers: Workers): RecurringJob[] {
       // Two lanes: two rounds can run at once (in one worker or two), each claiming its own
       // batches, so one slow SMTP server does not hold up every pool.
       lanes: 2,
-      lockLifetimeMs: 60_000,
+      // A dead worker's Agenda lock holds its lane this long; a live round keeps touching it.
+      lockLifetimeMs: 10_000,
       async run(job) {
-        const r = await workers.dispatcher.runRound(() => job.touch());
-        return r.claimed + r.promoted + r.released;
+        const touching = setInterval(() => job.touch().catch(() => {}), 3_000);
+        try {
+          const r = await workers.dispatcher.runRound();
+          return r.claimed + r.promoted + r.released;
+        } finally {
+          clearInterval(touching);
+        }
       },
     },
   ];

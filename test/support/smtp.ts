@@ -16,6 +16,8 @@ export class SmtpSink {
   /** Per-recipient answers: an SMTP code and text, e.g. [550, '5.1.1 no such user']. */
   readonly rcptAnswers = new Map<string, [number, string]>();
   users = new Map<string, string>([['user', 'pass']]);
+  /** Delay before accepting each message's data (a slow server). */
+  delayMs = 0;
   port = 0;
   private server?: SMTPServer;
 
@@ -44,6 +46,7 @@ export class SmtpSink {
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', async () => {
+          if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
           const raw = Buffer.concat(chunks);
           this.received.push({
             from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',

@@ -26,7 +26,6 @@ import {
 } from './repository.ts';
 import { toDate } from '../../shared/time.ts';
 
-const LEASE_MS = 10 * 60_000;
 
 interface Prepared {
   message: SentMessage;
@@ -79,9 +78,13 @@ export class Dispatcher {
   constructor(
     private readonly deps: Deps,
     private readonly messenger: Messenger,
-    private readonly opts: { maxConnections: number; retryDelaysMs: number[]; batchSize?: number; maxRoundMs?: number },
+    private readonly opts: { maxConnections: number; retryDelaysMs: number[]; leaseMs?: number; batchSize?: number; maxRoundMs?: number },
   ) {
     this.outcomes = new OutcomeRecorder(deps, opts.retryDelaysMs);
+  }
+
+  private get leaseMs(): number {
+    return this.opts.leaseMs ?? 10 * 60_000;
   }
 
   /** Stop claiming; messages already claimed finish. */
@@ -93,7 +96,7 @@ export class Dispatcher {
     return this.deps.orm.em.fork();
   }
 
-  async runRound(touch?: () => Promise<void>): Promise<RoundResult> {
+  async runRound(): Promise<RoundResult> {
     const result: RoundResult = { promoted: 0, released: 0, claimed: 0, sent: 0, bounced: 0, retried: 0 };
     const started = Date.now();
     const now = this.deps.clock.now();
@@ -121,7 +124,6 @@ export class Dispatcher {
         inflight.push(this.sendAll(batch, result));
         // Two batches in flight: the next claim overlaps the current sends.
         if (inflight.length >= 2) await inflight.shift();
-        await touch?.();
       }
       await Promise.all(inflight);
     }
@@ -154,7 +156,7 @@ export class Dispatcher {
         poolLeft--;
         claims.push({ id: c.id, enrollmentId: c.enrollment_id, accountId });
       }
-      if (claims.length) await markClaimed(em, claims, poolId, this.workerId, now, new Date(now.getTime() + LEASE_MS));
+      if (claims.length) await markClaimed(em, claims, poolId, this.workerId, now, new Date(now.getTime() + this.leaseMs));
       return claims;
     });
     if (!claimed.length) return [];
@@ -271,7 +273,7 @@ export class Dispatcher {
         em,
         { id: p.message.id, workerId: this.workerId, messageIdHeader: p.message.messageIdHeader, subject: p.subject, inReplyTo: p.inReplyTo, references: p.references },
         now,
-        new Date(now.getTime() + LEASE_MS),
+        new Date(now.getTime() + this.leaseMs),
       );
       if (!go) {
         await this.notSent(p, now);
