@@ -35,7 +35,8 @@ export async function benchEnvironment() {
   const orm = await openOrm(url, 10);
   await migrate(orm, url);
   const config = loadConfig({}, { databaseUrl: url, port: 0, logLevel: 'warn' });
-  const deps: Deps = { orm, config, clock: systemClock, crypto: new Crypto(randomBytes(32)), log: createLogger('warn', process.stderr), mailProbe: realMailProbe };
+  const secretKey = randomBytes(32);
+  const deps: Deps = { orm, config, clock: systemClock, crypto: new Crypto(secretKey), log: createLogger('warn', process.stderr), mailProbe: realMailProbe };
   const server = http.createServer(buildApp(deps).callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
@@ -45,6 +46,7 @@ export async function benchEnvironment() {
   const key = (await services().workspaces.createKey({ workspace: ws.id })).key;
   return {
     url,
+    secretKey,
     base,
     key,
     workspaceId: ws.id,

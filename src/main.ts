@@ -65,6 +65,7 @@ export async function serve(config: Config, log: Logger, role: Role, out: NodeJS
       dispatcher?.stop();
       await jobs?.stop(config.shutdownTimeout).catch((err) => log.error({ err }, 'job runner did not stop cleanly'));
       await messenger?.close();
+      await dispatcher?.close();
       await closed;
       await runtime.close();
       log.info('stopped');

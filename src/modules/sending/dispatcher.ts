@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Deps } from '../../services.ts';
-import type { Messenger, OutgoingMail } from '../../adapters/smtp.ts';
+import type { Messenger, OutgoingMail, SendOutcome } from '../../adapters/smtp.ts';
 import { publicUrl } from '../../config/index.ts';
 import { bumpCounters } from '../campaigns/repository.ts';
 import { endEnrollments } from './lifecycle.ts';
 import { inWindow } from './schedule.ts';
-import { renderHtml, renderSubject, htmlToText, withOpenPixel, replySubject, type LeadValues } from './render.ts';
+import { renderHtml, renderSubject, renderText, withOpenPixel, replySubject, type LeadValues } from './render.ts';
 import { OutcomeRecorder, type SentMessage } from './outcomes.ts';
 import {
   runningCampaigns,
@@ -25,6 +25,7 @@ import {
   type PreparedRow,
 } from './repository.ts';
 import { toDate } from '../../shared/time.ts';
+import { PreparedStatements } from '../../db/statements.ts';
 
 
 interface Prepared {
@@ -72,15 +73,29 @@ export interface RoundResult {
 export class Dispatcher {
   readonly workerId = `${process.pid}.${randomBytes(4).toString('hex')}`;
   private readonly outcomes: OutcomeRecorder;
+  private readonly statements: PreparedStatements;
+  private readonly guardStatements: PreparedStatements;
   private readonly semaphores = new Map<string, Semaphore>();
   private stopping = false;
 
   constructor(
     private readonly deps: Deps,
     private readonly messenger: Messenger,
-    private readonly opts: { maxConnections: number; retryDelaysMs: number[]; leaseMs?: number; batchSize?: number; maxRoundMs?: number },
+    private readonly opts: { maxConnections: number; retryDelaysMs: number[]; leaseMs?: number; batchSize?: number; maxRoundMs?: number; statementPool?: number },
   ) {
-    this.outcomes = new OutcomeRecorder(deps, opts.retryDelaysMs);
+    const url = deps.orm.config.getClientUrl();
+    this.statements = new PreparedStatements(url, opts.statementPool ?? 6);
+    // The guard's "SMTP transaction starts now" mark sits on every message's critical path. It
+    // commits asynchronously: losing it takes a crash of PostgreSQL itself, and then the message
+    // only looks never-started and is sent again, which an in-flight message may anyway.
+    this.guardStatements = new PreparedStatements(url, opts.statementPool ?? 6, { asyncCommit: true });
+    this.outcomes = new OutcomeRecorder(deps, opts.retryDelaysMs, this.statements);
+  }
+
+  /** Releases the dispatcher's own connections (after the last round). */
+  async close(): Promise<void> {
+    await this.statements.close();
+    await this.guardStatements.close();
   }
 
   private get leaseMs(): number {
@@ -210,7 +225,7 @@ export class Dispatcher {
     let subject = renderSubject(row.step_subject!, lead, extra);
     if (!subject && last) subject = replySubject(last.subject);
     let html = renderHtml(row.step_body!, lead, extra);
-    const text = htmlToText(html);
+    const text = renderText(row.step_body!, lead, extra);
     if (row.track_opens) html = withOpenPixel(html, `${base}/t/o/${this.deps.crypto.sign(`o.${row.id}`)}`);
     const domain = row.from_email.split('@')[1] ?? 'mailgate.local';
     const messageIdHeader = `<${row.id}.${randomBytes(6).toString('hex')}@${domain}>`;
@@ -260,17 +275,20 @@ export class Dispatcher {
   }
 
   private async sendOne(p: Prepared, result: RoundResult): Promise<void> {
+    // The slot covers the guard and the SMTP transaction: at most maxConnections messages of an
+    // account are ever marked as started, which bounds what a crash can send twice. Recording
+    // the outcome needs no connection and happens after the slot is free.
     const sem = this.semaphore(p.message.senderAccountId);
     await sem.acquire();
+    let outcome: SendOutcome;
     try {
       const now = this.deps.clock.now();
-      const em = this.em();
       if (this.stopping) {
-        await release(em, p.message.id, this.workerId, now);
+        await release(this.em(), p.message.id, this.workerId, now);
         return;
       }
       const go = await startSending(
-        em,
+        this.guardStatements,
         { id: p.message.id, workerId: this.workerId, messageIdHeader: p.message.messageIdHeader, subject: p.subject, inReplyTo: p.inReplyTo, references: p.references },
         now,
         new Date(now.getTime() + this.leaseMs),
@@ -279,16 +297,21 @@ export class Dispatcher {
         await this.notSent(p, now);
         return;
       }
-      const outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail);
+      outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail);
+    } catch (err) {
+      this.deps.log.error({ err, messageId: p.message.id }, 'sending a message failed unexpectedly; it stays claimed until its lease expires');
+      return;
+    } finally {
+      sem.release();
+    }
+    try {
       const recorded = await this.outcomes.record(this.em(), p.message, outcome, this.workerId);
       if (recorded === 'sent') result.sent++;
       else if (recorded === 'hard_bounce' || recorded === 'soft_bounce') result.bounced++;
       else if (recorded === 'retry' || recorded === 'auth_failed') result.retried++;
       if (outcome.kind === 'auth_failed') this.deps.log.warn({ senderAccountId: p.message.senderAccountId, response: outcome.response }, 'SMTP authentication failed; account marked unhealthy');
     } catch (err) {
-      this.deps.log.error({ err, messageId: p.message.id }, 'sending a message failed unexpectedly; it stays claimed until its lease expires');
-    } finally {
-      sem.release();
+      this.deps.log.error({ err, messageId: p.message.id }, 'recording an SMTP outcome failed; the message stays claimed until its lease expires');
     }
   }
 

@@ -6,6 +6,7 @@ import { bumpCounters } from '../campaigns/repository.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { SuppressionService } from '../suppression/service.ts';
 import type { Deps } from '../../services.ts';
+import type { PreparedStatements } from '../../db/statements.ts';
 import { endEnrollments } from './lifecycle.ts';
 
 export interface SentMessage {
@@ -20,7 +21,6 @@ export interface SentMessage {
   senderAccountId: string;
 }
 
-const HOUR_MS = 3_600_000;
 
 /**
  * Records what the SMTP server answered, in one transaction per message: the message's state
@@ -31,14 +31,14 @@ export class OutcomeRecorder {
   constructor(
     private readonly deps: Deps,
     private readonly retryDelaysMs: number[],
+    private readonly stmts: PreparedStatements,
   ) {}
 
   async record(em: EntityManager, m: SentMessage, outcome: SendOutcome, workerId: string): Promise<'sent' | 'hard_bounce' | 'retry' | 'soft_bounce' | 'auth_failed' | 'lost'> {
     const now = this.deps.clock.now();
+    if (outcome.kind === 'accepted') return (await this.accepted(m, outcome.response, workerId, now)) ? 'sent' : 'lost';
     return em.transactional(async (tx) => {
       switch (outcome.kind) {
-        case 'accepted':
-          return (await this.accepted(tx, m, outcome.response, workerId, now)) ? 'sent' : 'lost';
         case 'rejected':
           return (await this.bounced(tx, m, 'hard', outcome.response, workerId, now)) ? 'hard_bounce' : 'lost';
         case 'temporary': {
@@ -82,62 +82,54 @@ export class OutcomeRecorder {
     });
   }
 
-  private async accepted(tx: EntityManager, m: SentMessage, response: string, workerId: string, now: Date): Promise<boolean> {
-    const done = await sql(
-      tx,
-      `update outbound_messages set state = 'sent', sent_at = ?, smtp_response = ?, lease_until = null, updated_at = ?
-        where id = ? and state = 'sending' and claimed_by = ? returning id`,
-      [now, response, now, m.id, workerId],
+  /**
+   * The hot path, as one statement (one round trip, its own transaction): the message is sent,
+   * the next step is scheduled (or the enrollment completes), counters move, and message.sent
+   * goes to the outbox. Data-modifying CTEs all see one snapshot and commit together.
+   */
+  private async accepted(m: SentMessage, response: string, workerId: string, now: Date): Promise<boolean> {
+    const rows = await this.stmts.run<{ done: string }>(
+      'sending.accepted',
+      `with m as (
+         update outbound_messages set state = 'sent', sent_at = ?, smtp_response = ?, lease_until = null, updated_at = ?
+          where id = ? and state = 'sending' and claimed_by = ?
+          returning id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, to_email, message_id_header
+       ), nxt as (
+         select m.*, s.step_index as next_step, s.delay_hours
+           from m join enrollments en on en.id = m.enrollment_id and en.status = 'active'
+           join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index + 1
+       ), ins as (
+         insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
+         select ?, workspace_id, campaign_id, enrollment_id, lead_id, next_step,
+                case when delay_hours > 0 then 'scheduled' else 'queued' end,
+                ?::timestamptz + delay_hours * interval '1 hour', to_email, ?, ?
+           from nxt
+         on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
+         returning state
+       ), e as (
+         update enrollments en set last_event = 'sent', last_event_at = ?, updated_at = ?,
+                status = case when en.status = 'active' and not exists (select 1 from nxt) then 'completed' else en.status end
+           from m where en.id = m.enrollment_id
+          returning en.id
+       ), c as (
+         update campaign_counters k set sent = sent + 1, delivered = delivered + 1,
+                queued = queued - 1 + (select count(*) from ins where state = 'queued'),
+                scheduled = scheduled + (select count(*) from ins where state = 'scheduled')
+           from m where k.campaign_id = m.campaign_id
+          returning 1
+       ), ev as (
+         insert into events (id, workspace_id, type, data, created_at)
+         select ?, workspace_id, 'message.sent',
+                jsonb_build_object('campaignId', campaign_id, 'leadId', lead_id, 'email', to_email, 'sequenceStep', step_index,
+                                   'messageId', id, 'messageIdHeader', message_id_header, 'sentAt', ?::text),
+                ?
+           from m
+          returning 1
+       )
+       select (select count(*) from m) + 0 * (select count(*) from e) + 0 * (select count(*) from c) + 0 * (select count(*) from ev) as done`,
+      [now, response, now, m.id, workerId, newId('msg'), now, now, now, now, now, newId('evt'), now.toISOString(), now],
     );
-    if (!done.length) return false;
-    const [enrollment] = await sql<{ status: string }>(
-      tx,
-      `update enrollments set last_event = 'sent', last_event_at = ?, updated_at = ? where id = ? returning status`,
-      [now, now, m.enrollmentId],
-    );
-    let scheduled = 0;
-    let queued = 0;
-    if (enrollment?.status === 'active') {
-      const [next] = await sql<{ step_index: number; delay_hours: number }>(
-        tx,
-        `select step_index, delay_hours from campaign_steps where campaign_id = ? and step_index = ?`,
-        [m.campaignId, m.stepIndex + 1],
-      );
-      if (next) {
-        const due = new Date(now.getTime() + next.delay_hours * HOUR_MS);
-        const state = due.getTime() > now.getTime() ? 'scheduled' : 'queued';
-        const ins = await sql(
-          tx,
-          `insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
-           values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-           on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing returning id`,
-          [newId('msg'), m.workspaceId, m.campaignId, m.enrollmentId, m.leadId, next.step_index, state, due, m.toEmail, now, now],
-        );
-        if (ins.length) {
-          if (state === 'scheduled') scheduled++;
-          else queued++;
-        }
-      } else {
-        await endEnrollments(tx, [m.enrollmentId], 'completed', 'completed', now);
-      }
-    }
-    await bumpCounters(tx, m.campaignId, { queued: queued - 1, scheduled, sent: 1, delivered: 1 });
-    await recordEvent(
-      tx,
-      m.workspaceId,
-      'message.sent',
-      {
-        campaignId: m.campaignId,
-        leadId: m.leadId,
-        email: m.toEmail,
-        sequenceStep: m.stepIndex,
-        messageId: m.id,
-        messageIdHeader: m.messageIdHeader,
-        sentAt: now.toISOString(),
-      },
-      now,
-    );
-    return true;
+    return Number(rows[0].done) === 1;
   }
 
   private async bounced(tx: EntityManager, m: SentMessage, type: 'hard' | 'soft', reason: string, workerId: string, now: Date): Promise<boolean> {

@@ -69,12 +69,31 @@ export function renderHtml(template: string, lead: LeadValues, extra: Record<str
 /** The text/plain alternative derived from the rendered HTML. */
 export function htmlToText(html: string): string {
   return convert(html, {
-    wordwrap: 78,
+    // No wrapping and no upper-casing: the text may still hold {{tokens}} (see renderText).
+    wordwrap: false,
     selectors: [
+      ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({ selector: h, options: { uppercase: false } })),
       { selector: 'img', format: 'skip' },
       { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
     ],
   }).trim();
+}
+
+const textTemplates = new Map<string, string>();
+
+/**
+ * The text/plain part of a rendered step: the step's HTML is converted to text once (tokens
+ * survive the conversion as text) and the lead's values are inserted into that, unescaped.
+ * Converting each personalized HTML body instead costs a parse per message.
+ */
+export function renderText(htmlTemplate: string, lead: LeadValues, extra: Record<string, string> = {}): string {
+  let template = textTemplates.get(htmlTemplate);
+  if (template === undefined) {
+    template = htmlToText(htmlTemplate);
+    if (textTemplates.size >= 500) textTemplates.delete(textTemplates.keys().next().value!);
+    textTemplates.set(htmlTemplate, template);
+  }
+  return renderTokens(template, lead, extra, (s) => s);
 }
 
 /** Appends the open-tracking pixel inside <body> when there is one, else at the end. */

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import type { Schedule } from '../campaigns/entities.ts';
+import type { PreparedStatements } from '../../db/statements.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -199,13 +200,13 @@ export async function loadForSending(em: EntityManager, ids: string[]): Promise<
  * the rendered headers and that the transaction starts. Returns false when it must not send.
  */
 export async function startSending(
-  em: EntityManager,
+  stmts: PreparedStatements,
   m: { id: string; workerId: string; messageIdHeader: string; subject: string; inReplyTo: string | null; references: string | null },
   now: Date,
   leaseUntil: Date,
 ): Promise<boolean> {
-  const rows = await sql(
-    em,
+  const rows = await stmts.run(
+    'sending.start',
     `update outbound_messages m set smtp_started_at = ?, lease_until = ?, message_id_header = ?, subject = ?, in_reply_to = ?,
             references_header = ?, updated_at = ?
       where m.id = ? and m.state = 'sending' and m.claimed_by = ?

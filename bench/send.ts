@@ -1,0 +1,82 @@
+// Sending benchmark (issue 4). Run: npm run bench:send
+// 10,000 personalized messages, one sender account, capacity unlimited, to a local SMTP sink in
+// its own process: mailgate (a `serve --role worker` process) from `start` to the last message
+// accepted, vs a bare nodemailer pooled-transport loop sending the same rendered messages to
+// the same sink with the same connection count. Prints messages/s for both, the ratio and the
+// worker's peak RSS.
+import { fork, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import nodemailer from 'nodemailer';
+import { benchEnvironment } from './support.ts';
+import { renderHtml, renderSubject, htmlToText, withOpenPixel } from '../src/modules/sending/render.ts';
+
+const COUNT = Number(process.env.BENCH_COUNT ?? 10_000);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 3);
+
+const sink = fork(new URL('./sink.ts', import.meta.url).pathname, [], { execArgv: ['--import', 'tsx'] });
+const ask = (cmd: string) =>
+  new Promise<{ count: number }>((resolve) => {
+    sink.once('message', (m) => resolve(m as { count: number }));
+    sink.send({ cmd });
+  });
+const port = await new Promise<number>((resolve) => sink.once('message', (m) => resolve((m as { port: number }).port)));
+const waitForCount = async (n: number) => {
+  while ((await ask('count')).count < n) await new Promise((r) => setTimeout(r, 20));
+};
+
+const env = await benchEnvironment();
+const steps = [{ subject: 'Quick question, {{firstName|there}}', bodyHtml: '<html><body><p>Hi {{firstName|there}},</p><p>I noticed {{company}} is growing its {{team|sales}} team. Would a short call next week make sense?</p><p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p></body></html>' }];
+const leads = Array.from({ length: COUNT }, (_, i) => ({ email: `lead${i}@bench.example`, firstName: `First${i}`, company: `Company ${i}`, team: i % 2 ? 'sales' : 'growth' }));
+
+// --- baseline: bare nodemailer pool, same rendered messages, same connections.
+const rendered = leads.map((l, i) => {
+  const lead = { email: l.email, firstName: l.firstName, lastName: null, company: l.company, jobTitle: null, custom: { team: l.team } };
+  const extra = { unsubscribeUrl: `http://127.0.0.1:8080/u/token${i}` };
+  const html = renderHtml(steps[0].bodyHtml, lead, extra);
+  return {
+    from: { name: 'Bench Sender', address: 'sender@bench.example' },
+    to: l.email,
+    subject: renderSubject(steps[0].subject, lead, extra),
+    html: withOpenPixel(html, `http://127.0.0.1:8080/t/o/token${i}`),
+    text: htmlToText(html),
+    messageId: `<bench${i}@bench.example>`,
+    headers: { 'List-Unsubscribe': `<${extra.unsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+  };
+});
+const transport = nodemailer.createTransport({ pool: true, host: '127.0.0.1', port, secure: false, ignoreTLS: true, maxConnections: CONNECTIONS, maxMessages: Infinity, auth: { user: 'u', pass: 'p' } });
+let t = performance.now();
+await Promise.all(rendered.map((m) => transport.sendMail(m)));
+await waitForCount(COUNT);
+const bareMs = performance.now() - t;
+transport.close();
+await ask('reset');
+
+// --- mailgate: a worker process sends the campaign.
+const s = env.services();
+const sender = await s.senders.add({ workspaceId: env.workspaceId, email: 'sender@bench.example', name: 'Bench Sender', smtpUrl: `smtp://u:p@127.0.0.1:${port}` });
+const pool = await s.senders.createPool(env.workspaceId, 'bench', 10_000_000, [sender.id]);
+const { id } = await env.api('POST', '/v1/campaigns', { name: 'send bench', senderPoolId: pool.id, sequenceSteps: steps });
+for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${id}/leads/bulk`, { leads: leads.slice(i, i + 10_000) });
+const worker = spawn('node', ['bin/mailgate.js', 'serve', '--role', 'worker'], {
+  env: { ...process.env, DATABASE_URL: env.url, MAILGATE_SECRET_KEY: env.secretKey.toString('hex'), PORT: '0', LOG_LEVEL: 'warn', MAILGATE_SMTP_MAX_CONNECTIONS: String(CONNECTIONS) },
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
+await new Promise((r) => setTimeout(r, 3000)); // let the worker boot before the clock starts
+t = performance.now();
+await env.api('POST', `/v1/campaigns/${id}/start`);
+await waitForCount(COUNT);
+const mailgateMs = performance.now() - t;
+const status = readFileSync(`/proc/${worker.pid}/status`, 'utf8');
+const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
+const stats = await env.api('GET', `/v1/campaigns/${id}/stats`);
+worker.kill('SIGTERM');
+await new Promise((r) => worker.once('exit', r));
+
+const bareRate = COUNT / (bareMs / 1000);
+const mgRate = COUNT / (mailgateMs / 1000);
+console.log(`bare nodemailer pool (${CONNECTIONS} connections): ${COUNT} messages in ${(bareMs / 1000).toFixed(2)} s = ${bareRate.toFixed(0)} msg/s`);
+console.log(`mailgate worker (${CONNECTIONS} connections):       ${COUNT} messages in ${(mailgateMs / 1000).toFixed(2)} s = ${mgRate.toFixed(0)} msg/s (stats: sent ${stats.sent}, queued ${stats.queued})`);
+console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.7); worker peak RSS ${peakRssMb.toFixed(0)} MB (target < 300 MB)`);
+sink.send({ cmd: 'exit' });
+await env.close();
