@@ -338,8 +338,14 @@ describe('sending engine', function () {
     assert.ok(sink.received.every((r) => r.user === 'healthy@acme.example'));
     const accounts = (await app.request('GET', '/v1/sender-accounts', { key: t.key })).body;
     assert.equal(accounts.find((a: { email: string }) => a.email === 'broken@acme.example').health, 'auth_failed');
+    assert.equal(accounts.find((a: { email: string }) => a.email === 'healthy@acme.example').health, 'ok');
     const s = await stats(t);
     assert.deepEqual([s.sent, s.bounced, s.queued], [4, 0, 0]);
+    // `sender resume` clears the failure so the account is tried again.
+    const broken = accounts.find((a: { email: string }) => a.email === 'broken@acme.example');
+    await app.services().senders.setStatus(broken.id, 'active');
+    const after = (await app.request('GET', '/v1/sender-accounts', { key: t.key })).body;
+    assert.equal(after.find((a: { email: string }) => a.email === 'broken@acme.example').health, 'unknown');
   });
 
   it('pause: nothing starts sending after the pause commits; in-flight finishes; resume sends the rest once', async () => {

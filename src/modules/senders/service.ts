@@ -90,6 +90,11 @@ export class SenderService {
     const sender = await this.em.findOne(SenderAccountSchema, { id });
     if (!sender) throw ApiError.notFound('sender_account');
     sender.status = status;
+    // Resuming is how an operator says "try this account again" after an auth failure.
+    if (status === 'active' && sender.health === 'auth_failed') {
+      sender.health = 'unknown';
+      sender.healthError = null;
+    }
     sender.updatedAt = this.deps.clock.now();
     await this.em.flush();
     return sender;

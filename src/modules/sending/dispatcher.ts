@@ -26,6 +26,7 @@ import {
 } from './repository.ts';
 import { toDate } from '../../shared/time.ts';
 import { PreparedStatements } from '../../db/statements.ts';
+import { sql } from '../../db/sql.ts';
 
 
 interface Prepared {
@@ -271,10 +272,17 @@ export class Dispatcher {
   }
 
   private async sendAll(batch: Prepared[], result: RoundResult): Promise<void> {
-    await Promise.all(batch.map((p) => this.sendOne(p, result)));
+    const healthy = new Set<string>();
+    await Promise.all(batch.map((p) => this.sendOne(p, result, healthy)));
+    // Accounts whose server accepted mail are healthy (once per batch, off the hot path).
+    if (healthy.size)
+      await sql(this.em(), `update sender_accounts set health = 'ok', health_error = null, health_checked_at = ? where id = any(?::text[]) and health = 'unknown'`, [
+        this.deps.clock.now(),
+        [...healthy],
+      ]);
   }
 
-  private async sendOne(p: Prepared, result: RoundResult): Promise<void> {
+  private async sendOne(p: Prepared, result: RoundResult, healthy: Set<string>): Promise<void> {
     // The slot covers the guard and the SMTP transaction: at most maxConnections messages of an
     // account are ever marked as started, which bounds what a crash can send twice. Recording
     // the outcome needs no connection and happens after the slot is free.
@@ -306,6 +314,7 @@ export class Dispatcher {
     }
     try {
       const recorded = await this.outcomes.record(this.em(), p.message, outcome, this.workerId);
+      if (outcome.kind === 'accepted') healthy.add(p.message.senderAccountId);
       if (recorded === 'sent') result.sent++;
       else if (recorded === 'hard_bounce' || recorded === 'soft_bounce') result.bounced++;
       else if (recorded === 'retry' || recorded === 'auth_failed') result.retried++;
