@@ -9,6 +9,7 @@ import { registerSenderCommands } from './sender.ts';
 import { registerSdrCommands } from './sdr.ts';
 import { registerSuppressionCommands } from './suppression.ts';
 import { registerServeCommands } from './serve.ts';
+import { registerClassifyCommands } from './classify.ts';
 import type { MailProbe } from '../adapters/mailprobe.ts';
 
 export interface CliIO {
@@ -86,6 +87,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
   registerSenderCommands(program, ctx);
   registerSdrCommands(program, ctx);
   registerSuppressionCommands(program, ctx);
+  registerClassifyCommands(program, ctx);
 
   for (const cmd of program.commands) cmd.exitOverride();
 

@@ -1,0 +1,165 @@
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { convert } from 'html-to-text';
+import { detectBounce, type BounceCandidate, type BounceInfo } from './bounces.ts';
+import { RuleClassifier, type Classification, type ReplyClassifier } from './classifier.ts';
+import { extractReturnDate } from './classifier-dates.ts';
+import { OOO_BODY, OOO_SUBJECT } from './lexicon.ts';
+import { snippetOf, stripReply } from './strip.ts';
+
+export type { Classification, ReplyClassifier } from './classifier.ts';
+
+// One inbound mail in, one verdict out: the pure half of inbound processing (no database).
+// The IMAP watcher and `mailgate classify` both call analyzeMessage.
+
+export interface InboundAnalysis {
+  /** ignored: delayed-delivery DSNs, success DSNs, read receipts, feedback reports. */
+  kind: 'bounce' | 'reply' | 'ignored';
+  /** This mail's Message-ID, with angle brackets as in the header. */
+  messageId: string | null;
+  inReplyTo: string | null;
+  references: string[];
+  /** Lower-cased sender address. */
+  from: string | null;
+  fromName: string | null;
+  subject: string;
+  date: Date | null;
+  /** 'bounce' when kind is 'bounce'; 'out_of_office' (automatic, no effect) when 'ignored'. */
+  classification: Classification;
+  decidedBy: string;
+  confidence: number;
+  /** A reply without quoted history and signature; a bounce's reason; why mail is ignored. */
+  strippedText: string;
+  /** The first 200 characters of strippedText, whitespace collapsed. */
+  snippet: string;
+  oooReturnDate: Date | null;
+  bounce: BounceInfo | null;
+}
+
+export interface AnalyzeOptions {
+  /** Defaults to the rule classifier. */
+  classifier?: ReplyClassifier;
+  /** Reference for return dates without a year when the mail has no Date header. */
+  now?: Date;
+}
+
+const DEFAULT_CLASSIFIER = new RuleClassifier();
+
+const PART_TYPES = new Set([
+  'message/delivery-status',
+  'message/global-delivery-status',
+  'message/rfc822',
+  'message/global',
+  'text/rfc822-headers',
+  'message/rfc822-headers',
+  'message/global-headers',
+]);
+
+export async function analyzeMessage(raw: Buffer | string, options: AnalyzeOptions = {}): Promise<InboundAnalysis> {
+  const mail = await simpleParser(raw, {
+    // Keep message/delivery-status as a part of its own instead of text appended to the body.
+    keepDeliveryStatus: true,
+    // We convert HTML-only mail ourselves (no wrapping, links without their URLs).
+    skipHtmlToText: true,
+    skipImageLinks: true,
+    skipTextLinks: true,
+    skipTextToHtml: true,
+  });
+  const header = rawHeaders(mail);
+  const text = bodyText(mail);
+  const base = {
+    messageId: angleId(mail.messageId ?? null),
+    inReplyTo: angleIds(mail.inReplyTo ?? null)[0] ?? null,
+    references: angleIds(mail.references ?? null),
+    from: mail.from?.value[0]?.address?.toLowerCase() || null,
+    fromName: mail.from?.value[0]?.name || null,
+    subject: mail.subject ?? '',
+    date: header('date') !== null && mail.date && !Number.isNaN(mail.date.getTime()) ? mail.date : null,
+  };
+
+  const contentType = mail.headers.get('content-type') as { value?: string; params?: Record<string, string> } | undefined;
+  const candidate: BounceCandidate = {
+    fromAddress: base.from,
+    fromName: base.fromName,
+    subject: base.subject,
+    reportType: contentType?.value?.toLowerCase() === 'multipart/report' ? (contentType.params?.['report-type']?.toLowerCase() ?? null) : null,
+    nullSender: /^\s*<\s*>\s*$/.test(header('return-path') ?? ''),
+    header,
+    text,
+    parts: mail.attachments
+      .filter((a) => PART_TYPES.has(a.contentType.toLowerCase()))
+      .map((a) => ({ contentType: a.contentType.toLowerCase(), content: a.content.toString('utf8') })),
+    inReplyTo: base.inReplyTo,
+  };
+  const verdict = detectBounce(candidate);
+  if (verdict?.kind === 'bounce') {
+    const { bounce } = verdict;
+    return { ...base, kind: 'bounce', classification: 'bounce', decidedBy: verdict.decidedBy, confidence: verdict.confidence, strippedText: bounce.reason, snippet: snippetOf(bounce.reason), oooReturnDate: null, bounce };
+  }
+  if (verdict?.kind === 'ignored') {
+    return { ...base, kind: 'ignored', classification: 'out_of_office', decidedBy: verdict.decidedBy, confidence: verdict.confidence, strippedText: verdict.reason, snippet: snippetOf(verdict.reason), oooReturnDate: null, bounce: null };
+  }
+
+  const strippedText = stripReply(text);
+  const classifier = options.classifier ?? DEFAULT_CLASSIFIER;
+  const result = await classifier.classify({ subject: base.subject, text: strippedText, headers: mail.headers });
+  let oooReturnDate: Date | null = null;
+  if (result.classification === 'out_of_office') {
+    const reference = base.date ?? options.now ?? null;
+    const monthFirst = writtenInEnglish(`${base.subject}\n${strippedText}`);
+    oooReturnDate = extractReturnDate(strippedText, reference, monthFirst) ?? extractReturnDate(text, reference, monthFirst);
+  }
+  return { ...base, kind: 'reply', ...result, strippedText, snippet: snippetOf(strippedText), oooReturnDate, bounce: null };
+}
+
+/** The text a person reads: the text/plain part, else the HTML part converted. */
+function bodyText(mail: ParsedMail): string {
+  if (typeof mail.text === 'string' && mail.text.trim() !== '') return mail.text;
+  if (typeof mail.html === 'string' && mail.html.trim() !== '') return htmlToText(mail.html);
+  return '';
+}
+
+export function htmlToText(html: string): string {
+  return convert(html, {
+    wordwrap: false,
+    selectors: [
+      { selector: 'img', format: 'skip' },
+      { selector: 'style', format: 'skip' },
+      { selector: 'a', options: { ignoreHref: true } },
+      ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({ selector: h, options: { uppercase: false } })),
+      { selector: 'table', format: 'dataTable' },
+    ],
+  });
+}
+
+/** Raw header access: lower-cased name to the first unfolded value. */
+function rawHeaders(mail: ParsedMail): (name: string) => string | null {
+  const map = new Map<string, string>();
+  for (const { key, line } of mail.headerLines) {
+    if (map.has(key)) continue;
+    const colon = line.indexOf(':');
+    map.set(key, line.slice(colon + 1).replace(/\r?\n[ \t]+/g, ' ').trim());
+  }
+  return (name) => map.get(name.toLowerCase()) ?? null;
+}
+
+function angleIds(value: string | string[] | null): string[] {
+  if (!value) return [];
+  const all = Array.isArray(value) ? value.join(' ') : value;
+  const ids = all.match(/<[^<>\s]+>/g);
+  if (ids) return ids;
+  return all
+    .split(/\s+/)
+    .filter((s) => s.includes('@'))
+    .map((s) => `<${s}>`);
+}
+
+function angleId(value: string | null): string | null {
+  return angleIds(value)[0] ?? null;
+}
+
+function writtenInEnglish(text: string): boolean {
+  const langs = [...OOO_BODY, ...OOO_SUBJECT].filter((c) => c.re.test(text)).map((c) => c.lang);
+  if (langs.length === 0) return true;
+  const en = langs.filter((l) => l === 'en').length;
+  return en * 2 >= langs.length;
+}
