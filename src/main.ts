@@ -8,6 +8,8 @@ import { JobRunner } from './jobs/agenda.ts';
 import { recurringJobs } from './jobs/registry.ts';
 import { SmtpMessenger } from './adapters/smtp.ts';
 import { Dispatcher } from './modules/sending/dispatcher.ts';
+import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
+import { MailboxWatcher } from './modules/inbound/watcher.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -37,11 +39,16 @@ export async function serve(config: Config, log: Logger, role: Role, out: NodeJS
   let jobs: JobRunner | undefined;
   let messenger: SmtpMessenger | undefined;
   let dispatcher: Dispatcher | undefined;
+  let webhooks: WebhookDispatcher | undefined;
+  let watcher: MailboxWatcher | undefined;
   if (role !== 'api') {
     messenger = new SmtpMessenger({ maxConnections: config.smtpMaxConnections });
     dispatcher = new Dispatcher(deps, messenger, { maxConnections: config.smtpMaxConnections, retryDelaysMs: config.smtpRetryDelays, leaseMs: config.sendLease });
-    jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher }), log);
+    webhooks = new WebhookDispatcher(deps);
+    jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher, webhooks }), log);
     await jobs.start();
+    watcher = new MailboxWatcher(deps, { pollIntervalMs: config.imapPollInterval });
+    await watcher.start();
   }
 
   const app = buildApp(deps, { api: role !== 'worker' });
@@ -63,9 +70,12 @@ export async function serve(config: Config, log: Logger, role: Role, out: NodeJS
       const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeout);
       deadline.unref();
       dispatcher?.stop();
+      webhooks?.stop();
+      await watcher?.stop().catch((err) => log.error({ err }, 'mailbox watcher did not stop cleanly'));
       await jobs?.stop(config.shutdownTimeout).catch((err) => log.error({ err }, 'job runner did not stop cleanly'));
       await messenger?.close();
       await dispatcher?.close();
+      await webhooks?.close();
       await closed;
       await runtime.close();
       log.info('stopped');

@@ -10,6 +10,8 @@ import { SuppressionService } from './modules/suppression/service.ts';
 import { SdrService } from './modules/sdrs/service.ts';
 import { CampaignService } from './modules/campaigns/service.ts';
 import { TrackingService } from './modules/tracking/service.ts';
+import { InboundService } from './modules/inbound/service.ts';
+import { WebhookService } from './modules/webhooks/service.ts';
 
 /** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
 export interface Deps {
@@ -30,6 +32,8 @@ export function createServices(deps: Deps, em: EntityManager) {
     sdrs: new SdrService(deps, em),
     campaigns: new CampaignService(deps, em),
     tracking: new TrackingService(deps, em),
+    inbound: new InboundService(deps, em),
+    webhooks: new WebhookService(deps, em),
   };
 }
 

@@ -6,7 +6,7 @@ const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
 
 export type IdPrefix =
   | 'ws' | 'key' | 'snd' | 'pool' | 'cmp' | 'step' | 'lead' | 'enr' | 'msg' | 'inb' | 'rpl'
-  | 'whk' | 'evt' | 'dlv' | 'sdr' | 'thr' | 'tmsg' | 'hof' | 'drf' | 'fur' | 'fup' | 'kb';
+  | 'whk' | 'evt' | 'dlv' | 'mbx' | 'sdr' | 'thr' | 'tmsg' | 'hof' | 'drf' | 'fur' | 'fup' | 'kb';
 
 export function newId(prefix: IdPrefix): string {
   const bytes = randomBytes(16);

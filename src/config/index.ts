@@ -66,6 +66,12 @@ export const settings = {
     default: 3,
     doc: 'SMTP connections per sender account (also the most messages of one account in flight)',
   },
+  imapPollInterval: {
+    env: 'MAILGATE_IMAP_POLL_INTERVAL',
+    schema: duration,
+    default: '60s',
+    doc: 'fallback poll of a mailbox whose server has no IDLE (and the IDLE safety-net re-check)',
+  },
   sendLease: {
     env: 'MAILGATE_SEND_LEASE',
     schema: duration,
@@ -83,6 +89,24 @@ export const settings = {
     schema: duration,
     default: '30s',
     doc: 'how long a graceful shutdown waits for in-flight work before exiting',
+  },
+  webhookTimeout: {
+    env: 'MAILGATE_WEBHOOK_TIMEOUT',
+    schema: duration.refine((ms) => ms > 0, 'must be more than 0'),
+    default: '10s',
+    doc: 'how long a webhook receiver has to answer (connect, TLS and status line); later is a failed attempt',
+  },
+  webhookRetryDelays: {
+    env: 'MAILGATE_WEBHOOK_RETRY_DELAYS',
+    schema: durationList,
+    default: '30s,5m,30m,2h,8h',
+    doc: 'delays after a failed webhook attempt before the next one; after the last, the delivery is failed',
+  },
+  webhookAllowPrivate: {
+    env: 'MAILGATE_WEBHOOK_ALLOW_PRIVATE',
+    schema: z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')]),
+    default: false,
+    doc: 'allow webhook URLs that resolve to loopback, private, link-local and other non-public addresses (SSRF guard off; for tests and closed networks)',
   },
 } as const;
 

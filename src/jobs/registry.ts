@@ -1,8 +1,10 @@
 import type { RecurringJob } from './agenda.ts';
 import type { Dispatcher } from '../modules/sending/dispatcher.ts';
+import { webhookDispatchJob, type WebhookDispatcher } from '../modules/webhooks/dispatcher.ts';
 
 export interface Workers {
   dispatcher: Dispatcher;
+  webhooks: WebhookDispatcher;
 }
 
 /**
@@ -29,5 +31,6 @@ export function recurringJobs(workers: Workers): RecurringJob[] {
         }
       },
     },
+    webhookDispatchJob(workers.webhooks),
   ];
 }

@@ -20,8 +20,8 @@ describe('GET /v1/sender-accounts and /v1/sender-pools', () => {
     const res = await app.request('GET', '/v1/sender-accounts', { key: adminKey });
     assert.equal(res.status, 200);
     assert.deepEqual(res.body, [
-      { id: a.id, email: 'alice@send.example', name: 'Alice', status: 'active', health: 'unknown', dailyLimit: null },
-      { id: b.id, email: 'bob@send.example', name: 'Bob', status: 'paused', health: 'unknown', dailyLimit: 50 },
+      { id: a.id, email: 'alice@send.example', name: 'Alice', status: 'active', health: 'unknown', imapHealth: 'unknown', dailyLimit: null },
+      { id: b.id, email: 'bob@send.example', name: 'Bob', status: 'paused', health: 'unknown', imapHealth: null, dailyLimit: 50 },
     ]);
     assert.doesNotMatch(res.text, /s3cr3t|pw2|smtp/);
     // Stored encrypted, not in clear.

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, writeFileSync, mkdirSync, chmodSync, chownSync
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
+import { ImapFlow } from 'imapflow';
 import { freePort } from '../../src/db/embedded.ts';
 
 function ensureInstalled(): string {
@@ -90,8 +91,40 @@ service stats {
 }
 `;
     writeFileSync(path.join(this.dir, 'dovecot.conf'), conf);
+    await this.launch();
+  }
+
+  private async launch(): Promise<void> {
     this.proc = spawn(this.binary, ['-F', '-c', path.join(this.dir, 'dovecot.conf')], { stdio: 'ignore' });
     await waitForPort(this.port);
+  }
+
+  /** Stops the server (dropping every connection) and starts it again on the same port. */
+  async restart(): Promise<void> {
+    await this.kill();
+    await this.launch();
+  }
+
+  private async kill(): Promise<void> {
+    const p = this.proc;
+    if (p && p.exitCode === null && p.signalCode === null) {
+      await new Promise<void>((resolve) => {
+        p.once('exit', () => resolve());
+        p.kill('SIGTERM');
+      });
+    }
+  }
+
+  /** Delivers a raw message into a user's INBOX over IMAP (APPEND). */
+  async append(user: string, password: string, raw: string | Buffer, date?: Date): Promise<void> {
+    const client = new ImapFlow({ host: '127.0.0.1', port: this.port, secure: false, auth: { user, pass: password }, logger: false });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      await client.append('INBOX', raw, [], date);
+    } finally {
+      await client.logout();
+    }
   }
 
   addUser(user: string, password: string): void {
@@ -112,13 +145,7 @@ service stats {
   }
 
   async stop(): Promise<void> {
-    const p = this.proc;
-    if (p && p.exitCode === null) {
-      await new Promise<void>((resolve) => {
-        p.once('exit', () => resolve());
-        p.kill('SIGTERM');
-      });
-    }
+    await this.kill();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
-import { senderView } from './service.ts';
 
 const senderAccount = z.object({
   id: z.string(),
   email: z.string(),
   name: z.string(),
   status: z.enum(['active', 'paused']),
-  health: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable']),
+  health: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable']).describe('SMTP: from real sending outcomes'),
+  imapHealth: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable']).nullable().describe('IMAP connection of the watched mailbox; null without one'),
   dailyLimit: z.number().int().nullable(),
 });
 
@@ -33,7 +33,7 @@ export const senderRoutes = [
     response: z.array(senderAccount),
     errors,
     async handler({ auth, services }) {
-      return (await services.senders.list(auth.workspaceId)).map(senderView);
+      return services.senders.listWithMailboxes(auth.workspaceId);
     },
   }),
   defineRoute({

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../shared/errors.ts';
+import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import { parseMailUrl } from '../../adapters/mailurl.ts';
 import type { Deps } from '../../services.ts';
@@ -19,8 +20,8 @@ export interface AddSenderInput {
   minIntervalMs?: number;
 }
 
-export function senderView(s: SenderAccount) {
-  return { id: s.id, email: s.email, name: s.name, status: s.status, health: s.health, dailyLimit: s.dailyLimit };
+export function senderView(s: SenderAccount, imapHealth: string | null = null) {
+  return { id: s.id, email: s.email, name: s.name, status: s.status, health: s.health, imapHealth, dailyLimit: s.dailyLimit };
 }
 
 export function poolView(p: PoolRow) {
@@ -77,6 +78,14 @@ export class SenderService {
         if (input.poolId) await this.requirePool(em, input.workspaceId, input.poolId);
         // Explicit inserts: the entities carry plain foreign keys, so the order is ours to keep.
         await em.insert(SenderAccountSchema, sender);
+        // Its mailbox is watched from now on: mail received from here is processed, older is not.
+        if (input.imapUrl)
+          await sql(em, `insert into mailbox_watches (id, workspace_id, sender_account_id, mailbox, since) values (?, ?, ?, 'INBOX', ?)`, [
+            newId('mbx'),
+            input.workspaceId,
+            sender.id,
+            now,
+          ]);
         if (input.poolId) await em.insert(PoolMemberSchema, { poolId: input.poolId, senderAccountId: sender.id, addedAt: now });
       });
     } catch (err) {
@@ -102,6 +111,18 @@ export class SenderService {
 
   async list(workspaceId: string): Promise<SenderAccount[]> {
     return this.em.find(SenderAccountSchema, { workspaceId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  }
+
+  /** Accounts with the health of their IMAP connection (null: no mailbox watched). */
+  async listWithMailboxes(workspaceId: string) {
+    const senders = await this.list(workspaceId);
+    const watches = await sql<{ sender_account_id: string; status: string }>(
+      this.em,
+      `select sender_account_id, status from mailbox_watches where workspace_id = ? and sender_account_id is not null`,
+      [workspaceId],
+    );
+    const byId = new Map(watches.map((w) => [w.sender_account_id, w.status]));
+    return senders.map((s) => senderView(s, byId.get(s.id) ?? null));
   }
 
   async createPool(workspaceId: string, name: string, dailyCapacity: number, senderIds: string[] = []) {

@@ -1,0 +1,199 @@
+// Webhook delivery benchmark (issue 6). Run: npm run bench:webhooks
+// A local HTTPS receiver in its own process (certificates made with openssl at run time, as the
+// tests do) receives:
+//  - bare: 10,000 signed POSTs from a loop in this process with CONCURRENCY requests in flight
+//    over a keep-alive agent: no database, the floor of what delivery can cost;
+//  - mailgate: 10,000 events committed to the outbox (20 transactions of 500), delivered by a
+//    real `serve --role worker` process (Agenda job, fan-out, claims, leases, signed POSTs,
+//    recorded attempts) trusting the receiver's CA through NODE_EXTRA_CA_CERTS;
+//  - paced: 2,000 events committed at 200/s, to show the commit-to-receipt lag at steady load.
+// Prints deliveries per second for both, the ratio (target >= 0.5) and p50/p95 lag from each
+// event's commit to its receipt.
+import https from 'node:https';
+import { fork, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+const COUNT = Number(process.env.BENCH_COUNT ?? 10_000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16); // the WebhookDispatcher default
+const PACED = Number(process.env.BENCH_PACED ?? 2_000);
+const PACED_RATE = 200;
+
+if (process.env.BENCH_WEBHOOK_RECEIVER) {
+  // --- the receiver process: records each event id's receipt time, answers 200.
+  const dir = process.env.BENCH_CERT_DIR!;
+  const times = new Map<string, number>();
+  const server = https.createServer({ key: readFileSync(`${dir}/server.key`), cert: readFileSync(`${dir}/server.crt`) }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const id = JSON.parse(Buffer.concat(chunks).toString('utf8')).id as string;
+      if (!times.has(id)) times.set(id, Date.now());
+      res.writeHead(200).end();
+    });
+  });
+  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as { port: number }).port }));
+  process.on('message', (m: { cmd: string }) => {
+    if (m.cmd === 'count') process.send!({ count: times.size });
+    if (m.cmd === 'times') process.send!({ times: [...times] });
+    if (m.cmd === 'reset') {
+      times.clear();
+      process.send!({ count: 0 });
+    }
+    if (m.cmd === 'exit') process.exit(0);
+  });
+} else {
+  await main();
+}
+
+async function main() {
+  const { testCertificates } = await import('../test/support/https.ts');
+  const { benchEnvironment, percentile } = await import('./support.ts');
+  const { envelope, deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
+  const { newId } = await import('../src/adapters/ids.ts');
+
+  const certs = testCertificates();
+  const receiver = fork(fileURLToPath(import.meta.url), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, BENCH_WEBHOOK_RECEIVER: '1', BENCH_CERT_DIR: certs.dir } });
+  const ask = <T>(cmd: string) =>
+    new Promise<T>((resolve) => {
+      receiver.once('message', (m) => resolve(m as T));
+      receiver.send({ cmd });
+    });
+  const port = await new Promise<number>((resolve) => receiver.once('message', (m) => resolve((m as { port: number }).port)));
+  const waitForCount = async (n: number) => {
+    while ((await ask<{ count: number }>('count')).count < n) await new Promise((r) => setTimeout(r, 20));
+  };
+  const url = `https://127.0.0.1:${port}/hook`;
+
+  const env = await benchEnvironment();
+  // The receiver is on 127.0.0.1: this is the one place the SSRF guard must be off.
+  env.deps.config = { ...env.deps.config, webhookAllowPrivate: true };
+  const { id: webhookId, signingSecret } = await env.api('POST', '/v1/webhooks', { url, events: ['message.sent'] });
+  const dataOf = (i: number) => ({
+    campaignId: 'cmp_bench',
+    leadId: `lead_${i}`,
+    email: `lead${i}@bench.example`,
+    sequenceStep: 0,
+    messageId: `msg_${i}`,
+    messageIdHeader: `<msg_${i}.x@bench.example>`,
+    sentAt: new Date().toISOString(),
+  });
+
+  // --- bare: signed POSTs with CONCURRENCY in flight, same receiver, same envelope shape.
+  const bodies = Array.from({ length: COUNT }, (_, i) =>
+    envelope({ eventId: `evt_bare${i}`, event: 'message.sent', eventCreatedAt: new Date(), webhookId, data: dataOf(i) }),
+  );
+  const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: certs.ca });
+  const post = (body: Buffer, i: number) =>
+    new Promise<void>((resolve, reject) => {
+      const headers = deliveryHeaders({ secret: signingSecret, body, eventId: `evt_bare${i}`, at: new Date(), attempt: 1 });
+      const req = https.request({ host: '127.0.0.1', port, path: '/hook', method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  let next = 0;
+  let t = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < COUNT) {
+        const i = next++;
+        await post(bodies[i], i);
+      }
+    }),
+  );
+  await waitForCount(COUNT);
+  const bareMs = performance.now() - t;
+  agent.destroy();
+  await ask('reset');
+
+  // --- mailgate: a worker process delivers what the outbox holds.
+  const worker = spawn('node', ['bin/mailgate.js', 'serve', '--role', 'worker'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: env.url,
+      MAILGATE_SECRET_KEY: env.secretKey.toString('hex'),
+      PORT: '0',
+      LOG_LEVEL: 'warn',
+      MAILGATE_WEBHOOK_ALLOW_PRIVATE: 'true',
+      NODE_EXTRA_CA_CERTS: certs.caPath,
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  await new Promise((r) => setTimeout(r, 4000)); // let the worker boot before the clock starts
+
+  /** Commits `n` events in one transaction (one multi-row insert); returns ids and commit time. */
+  const commitEvents = async (from: number, n: number) => {
+    const ids = Array.from({ length: n }, () => newId('evt'));
+    const client = await env.pool.connect();
+    try {
+      await client.query('begin');
+      await client.query(
+        `insert into events (id, workspace_id, type, data, created_at)
+         select t.id, $1, 'message.sent', t.data::jsonb, now() from unnest($2::text[], $3::text[]) as t(id, data)`,
+        [env.workspaceId, ids, ids.map((_, k) => JSON.stringify(dataOf(from + k)))],
+      );
+      await client.query('commit');
+    } finally {
+      client.release();
+    }
+    return { ids, at: Date.now() };
+  };
+  const lags = async (commits: Array<{ ids: string[]; at: number }>) => {
+    const received = new Map((await ask<{ times: Array<[string, number]> }>('times')).times);
+    return commits.flatMap((c) => c.ids.map((id) => received.get(id)! - c.at));
+  };
+
+  t = performance.now();
+  const commits: Array<{ ids: string[]; at: number }> = [];
+  for (let i = 0; i < COUNT; i += 500) commits.push(await commitEvents(i, Math.min(500, COUNT - i)));
+  const committedMs = performance.now() - t;
+  await waitForCount(COUNT);
+  const mailgateMs = performance.now() - t;
+  const backlogLag = await lags(commits);
+  const rss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))![1]) / 1024;
+  await ask('reset');
+
+  // --- paced: PACED_RATE events per second, one per transaction, while the worker runs.
+  const paced: Array<{ ids: string[]; at: number }> = [];
+  const start = performance.now();
+  for (let i = 0; i < PACED; i++) {
+    const due = start + (i * 1000) / PACED_RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    paced.push(await commitEvents(COUNT + i, 1));
+  }
+  await waitForCount(PACED);
+  const pacedLag = await lags(paced);
+
+  // Outcomes are written just after receipt: wait for the last of them.
+  let rows: Array<{ delivered: number; deliveries: number; attempts: number }> = [];
+  for (let tries = 0; tries < 100; tries++) {
+    ({ rows } = await env.pool.query(
+      `select count(*) filter (where state = 'delivered')::int as delivered, count(*)::int as deliveries,
+              (select count(*)::int from webhook_attempts) as attempts
+         from webhook_deliveries`,
+    ));
+    if (rows[0].delivered === COUNT + PACED) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  worker.kill('SIGTERM');
+  await new Promise((r) => worker.once('exit', r));
+
+  const bareRate = COUNT / (bareMs / 1000);
+  const mgRate = COUNT / (mailgateMs / 1000);
+  const fmt = (v: number[]) => `p50 ${percentile(v, 50).toFixed(0)} ms, p95 ${percentile(v, 95).toFixed(0)} ms`;
+  console.log(`bare loop of signed POSTs (${CONCURRENCY} in flight): ${COUNT} in ${(bareMs / 1000).toFixed(2)} s = ${bareRate.toFixed(0)} deliveries/s`);
+  console.log(
+    `mailgate worker (${CONCURRENCY} in flight): ${COUNT} in ${(mailgateMs / 1000).toFixed(2)} s from the first commit = ${mgRate.toFixed(0)} deliveries/s ` +
+      `(events committed in ${(committedMs / 1000).toFixed(2)} s); lag commit -> receipt ${fmt(backlogLag)}`,
+  );
+  console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.5)`);
+  console.log(`paced ${PACED} events at ${PACED_RATE}/s: lag commit -> receipt ${fmt(pacedLag)}`);
+  console.log(`rows: ${rows[0].delivered}/${rows[0].deliveries} deliveries delivered, ${rows[0].attempts} attempts; worker peak RSS ${rss.toFixed(0)} MB`);
+  receiver.send({ cmd: 'exit' });
+  await env.close();
+}

@@ -1,0 +1,116 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+
+export interface WatchRow {
+  id: string;
+  workspace_id: string;
+  sender_account_id: string | null;
+  sdr_id: string | null;
+  mailbox: string;
+  uid_validity: string | null;
+  last_uid: string;
+  since: Date | string;
+  imap_url_enc: string;
+}
+
+/**
+ * Takes (or renews) leases on mailboxes to watch: free ones, expired ones (their worker died)
+ * and this worker's own. One worker per mailbox at a time.
+ */
+export async function leaseWatches(em: EntityManager, owner: string, now: Date, leaseUntil: Date, max: number): Promise<WatchRow[]> {
+  return sql<WatchRow>(
+    em,
+    `with picked as (
+       select w.id from mailbox_watches w
+        where w.lease_owner = ? or w.lease_owner is null or w.lease_until < ?
+        order by (w.lease_owner = ?) desc nulls last, w.id
+        limit ?
+        for update skip locked
+     )
+     update mailbox_watches w set lease_owner = ?, lease_until = ?
+       from picked where w.id = picked.id
+     returning w.id, w.workspace_id, w.sender_account_id, w.sdr_id, w.mailbox, w.uid_validity, w.last_uid, w.since,
+               (select a.imap_url_enc from sender_accounts a where a.id = w.sender_account_id) as imap_url_enc`,
+    [owner, now, owner, max, owner, leaseUntil],
+  );
+}
+
+export async function releaseWatches(em: EntityManager, owner: string): Promise<void> {
+  await sql(em, `update mailbox_watches set lease_owner = null, lease_until = null where lease_owner = ?`, [owner]);
+}
+
+export async function setWatchStatus(em: EntityManager, id: string, status: 'ok' | 'auth_failed' | 'unreachable', error: string | null, now: Date): Promise<void> {
+  await sql(
+    em,
+    `update mailbox_watches set status = ?, last_error = ?, last_synced_at = case when ? = 'ok' then ? else last_synced_at end where id = ?`,
+    [status, error, status, now, id],
+  );
+}
+
+/** A new UIDVALIDITY: UIDs restart, so the cursor does too (Message-IDs dedupe what was seen). */
+export async function resetCursor(em: EntityManager, id: string, uidValidity: bigint): Promise<void> {
+  await sql(em, `update mailbox_watches set uid_validity = ?, last_uid = 0 where id = ?`, [String(uidValidity), id]);
+}
+
+/** Advances the cursor; false when this worker no longer holds the lease or the UID is old. */
+export async function advanceCursor(em: EntityManager, id: string, owner: string, uidValidity: bigint, uid: number): Promise<boolean> {
+  const rows = await sql(
+    em,
+    `update mailbox_watches set last_uid = ?, last_synced_at = now()
+      where id = ? and lease_owner = ? and uid_validity = ? and last_uid < ? returning id`,
+    [uid, id, owner, String(uidValidity), uid],
+  );
+  return rows.length === 1;
+}
+
+export interface MatchedMessage {
+  id: string;
+  workspace_id: string;
+  campaign_id: string;
+  enrollment_id: string;
+  lead_id: string;
+  step_index: number;
+  to_email: string;
+  message_id_header: string | null;
+  state: string;
+}
+
+const MATCH_COLUMNS = `m.id, m.workspace_id, m.campaign_id, m.enrollment_id, m.lead_id, m.step_index, m.to_email, m.message_id_header, m.state`;
+
+/** Our outbound message with one of these Message-IDs (the latest in the chain wins). */
+export async function matchByMessageIds(em: EntityManager, workspaceId: string, ids: string[]): Promise<MatchedMessage | undefined> {
+  if (!ids.length) return undefined;
+  // outbound_message_id_key
+  const rows = await sql<MatchedMessage & { pos: number }>(
+    em,
+    `select ${MATCH_COLUMNS}, t.pos
+       from unnest(?::text[]) with ordinality as t(mid, pos)
+       join outbound_messages m on m.message_id_header = t.mid
+      where m.workspace_id = ? and m.kind = 'campaign'
+      order by t.pos desc limit 1`,
+    [ids, workspaceId],
+  );
+  return rows[0];
+}
+
+/**
+ * The most recent campaign message this account sent to that address (also after the lead's
+ * sequence completed, contract §7).
+ */
+export async function matchBySender(em: EntityManager, senderAccountId: string, address: string): Promise<MatchedMessage | undefined> {
+  // outbound_sender_to_idx (sender_account_id, lower(to_email), sent_at desc)
+  const rows = await sql<MatchedMessage>(
+    em,
+    `select ${MATCH_COLUMNS} from outbound_messages m
+      where m.sender_account_id = ? and lower(m.to_email) = lower(?) and m.sent_at is not null and m.kind = 'campaign'
+      order by m.sent_at desc limit 1`,
+    [senderAccountId, address],
+  );
+  return rows[0];
+}
+
+export async function alreadyIngested(em: EntityManager, watchId: string, messageIdHeader: string | null): Promise<boolean> {
+  if (!messageIdHeader) return false;
+  const rows = await sql(em, `select 1 from inbound_messages where watch_id = ? and message_id_header = ? limit 1`, [watchId, messageIdHeader]);
+  return rows.length > 0;
+}

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { defineRoute } from '../../http/route.ts';
+import { ApiError } from '../../shared/errors.ts';
+import { isoOrNull } from '../../shared/time.ts';
+import { CampaignSchema } from '../campaigns/entities.ts';
+
+const CLASSIFICATIONS = ['interested', 'not_interested', 'out_of_office', 'bounce', 'unsubscribe'] as const;
+
+const reply = z.object({
+  id: z.string(),
+  email: z.string(),
+  campaignId: z.string(),
+  classification: z.enum(CLASSIFICATIONS),
+  receivedAt: z.string(),
+  threadSnippet: z.string(),
+});
+
+const query = z.strictObject({
+  campaignId: z.string().min(1).optional(),
+  classification: z
+    .union([z.enum(CLASSIFICATIONS), z.array(z.enum(CLASSIFICATIONS))])
+    .transform((v) => (Array.isArray(v) ? v : [v]))
+    .optional()
+    .describe('repeatable'),
+  since: z.iso.datetime({ offset: true }).optional().describe('ISO 8601: only replies received at or after it'),
+  page: z.coerce.number().int().min(1).default(1),
+  pageSize: z.coerce.number().int().min(1).max(500).default(50),
+});
+
+export const replyRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/v1/replies',
+    access: 'admin',
+    tag: 'Replies',
+    summary: 'Inbound replies and bounces, newest first (total in X-Total-Count)',
+    query,
+    response: z.array(reply),
+    errors: { 400: 'invalid_request', 401: 'authentication_failed', 404: 'campaign_not_found' },
+    async handler({ query: q, auth, services, ctx }) {
+      if (q.campaignId && !(await ctx.state.em.findOne(CampaignSchema, { id: q.campaignId, workspaceId: auth.workspaceId })))
+        throw ApiError.notFound('campaign', `campaign ${q.campaignId} not found`);
+      const { rows, total } = await services.inbound.list(auth.workspaceId, {
+        campaignId: q.campaignId,
+        classification: q.classification,
+        since: q.since ? new Date(q.since) : undefined,
+        page: q.page,
+        pageSize: q.pageSize,
+      });
+      ctx.set('X-Total-Count', String(total));
+      return rows.map((r) => ({
+        id: r.id,
+        email: r.email,
+        campaignId: r.campaign_id,
+        classification: r.classification,
+        receivedAt: isoOrNull(r.received_at)!,
+        threadSnippet: r.thread_snippet,
+      }));
+    },
+  }),
+];

@@ -1,0 +1,228 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import { newId } from '../../adapters/ids.ts';
+import type { Deps } from '../../services.ts';
+import { bumpCounters } from '../campaigns/repository.ts';
+import { recordEvent } from '../events/outbox.ts';
+import { SuppressionService } from '../suppression/service.ts';
+import { endEnrollments } from '../sending/lifecycle.ts';
+import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
+import { advanceCursor, alreadyIngested, matchByMessageIds, matchBySender, type MatchedMessage } from './repository.ts';
+
+export interface IncomingMail {
+  watchId: string;
+  workspaceId: string;
+  senderAccountId: string | null;
+  owner: string;
+  uidValidity: bigint;
+  uid: number;
+  raw: Buffer;
+  receivedAt: Date;
+}
+
+export type IngestResult = 'reply' | 'bounce' | 'unmatched' | 'ignored' | 'duplicate' | 'lost_lease';
+
+/** Classifications that count as a human reply (`replied`, contract §4). */
+const HUMAN = new Set(['interested', 'not_interested', 'unsubscribe']);
+
+/**
+ * One inbound message: parse and classify it, match it to the campaign message it answers,
+ * and apply its effects, in one transaction with the mailbox cursor, so a restart neither
+ * misses nor double-counts it.
+ */
+export class InboundService {
+  constructor(
+    private readonly deps: Deps,
+    private readonly em: EntityManager,
+  ) {}
+
+  /** Moves the cursor past a message without looking at it (mail older than the watch). */
+  async skip(watchId: string, owner: string, uidValidity: bigint, uid: number): Promise<IngestResult> {
+    return (await advanceCursor(this.em, watchId, owner, uidValidity, uid)) ? 'ignored' : 'lost_lease';
+  }
+
+  async ingest(mail: IncomingMail): Promise<IngestResult> {
+    let analysis: InboundAnalysis;
+    try {
+      analysis = await analyzeMessage(mail.raw);
+    } catch (err) {
+      // Mail we cannot parse is left alone (logged), like unmatched mail: the cursor moves on.
+      this.deps.log.warn({ err, watchId: mail.watchId, uid: mail.uid }, 'could not parse an inbound message');
+      return (await advanceCursor(this.em, mail.watchId, mail.owner, mail.uidValidity, mail.uid)) ? 'ignored' : 'lost_lease';
+    }
+    return this.em.transactional(async (tx) => {
+      if (!(await advanceCursor(tx, mail.watchId, mail.owner, mail.uidValidity, mail.uid))) return 'lost_lease';
+      if (analysis.kind === 'ignored') return 'ignored';
+      if (await alreadyIngested(tx, mail.watchId, analysis.messageId)) return 'duplicate';
+      const match = await this.match(tx, mail, analysis);
+      if (!match) return 'unmatched';
+      const inboundId = newId('inb');
+      await sql(
+        tx,
+        `insert into inbound_messages (id, workspace_id, watch_id, uid_validity, uid, message_id_header, in_reply_to, references_header,
+                                       from_email, subject, received_at, raw, outbound_message_id, kind, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          inboundId,
+          mail.workspaceId,
+          mail.watchId,
+          String(mail.uidValidity),
+          mail.uid,
+          analysis.messageId,
+          analysis.inReplyTo,
+          analysis.references.join(' ') || null,
+          analysis.from,
+          analysis.subject,
+          mail.receivedAt,
+          mail.raw,
+          match.id,
+          analysis.kind,
+          this.deps.clock.now(),
+        ],
+      );
+      if (analysis.kind === 'bounce') await this.bounce(tx, match, analysis, inboundId, mail.receivedAt);
+      else await this.reply(tx, match, analysis, inboundId, mail.receivedAt);
+      return analysis.kind;
+    });
+  }
+
+  private async match(tx: EntityManager, mail: IncomingMail, a: InboundAnalysis): Promise<MatchedMessage | undefined> {
+    if (a.kind === 'bounce') {
+      const original = a.bounce?.originalMessageId ? await matchByMessageIds(tx, mail.workspaceId, [a.bounce.originalMessageId]) : undefined;
+      if (original) return original;
+      if (a.bounce?.recipient && mail.senderAccountId) return matchBySender(tx, mail.senderAccountId, a.bounce.recipient);
+      return undefined;
+    }
+    const chain = [...a.references, ...(a.inReplyTo ? [a.inReplyTo] : [])];
+    const byThread = await matchByMessageIds(tx, mail.workspaceId, chain);
+    if (byThread) return byThread;
+    if (a.from && mail.senderAccountId) return matchBySender(tx, mail.senderAccountId, a.from);
+    return undefined;
+  }
+
+  /** A DSN for a message our server had accepted: the message bounces after all. */
+  private async bounce(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
+    const now = this.deps.clock.now();
+    const b = a.bounce!;
+    const [updated] = await sql<{ was: string }>(
+      tx,
+      `update outbound_messages o set state = 'bounced', bounce_type = ?, bounce_reason = ?, bounced_at = ?, updated_at = ?
+         from (select id, state as was from outbound_messages where id = ? for update) p
+        where o.id = p.id and p.was = 'sent'
+        returning p.was`,
+      [b.type, b.reason, receivedAt, now, m.id],
+    );
+    if (updated) {
+      await bumpCounters(tx, m.campaign_id, { delivered: -1, bounced: 1 });
+      await endEnrollments(tx, [m.enrollment_id], 'bounced', `bounced_${b.type}`, now);
+      if (b.type === 'hard') await new SuppressionService(this.deps, tx).add(m.workspace_id, [m.to_email], 'hard_bounce', m.id, tx);
+      await recordEvent(
+        tx,
+        m.workspace_id,
+        'message.bounced',
+        {
+          campaignId: m.campaign_id,
+          leadId: m.lead_id,
+          email: m.to_email,
+          sequenceStep: m.step_index,
+          messageId: m.id,
+          messageIdHeader: m.message_id_header,
+          bounceType: b.type,
+          bounceReason: b.reason,
+          bouncedAt: receivedAt.toISOString(),
+        },
+        now,
+      );
+    }
+    // Bounces are listed with the replies either way.
+    await this.insertReply(tx, m, a, inboundId, receivedAt, { bounceType: b.type, bounceReason: b.reason });
+  }
+
+  private async reply(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
+    const now = this.deps.clock.now();
+    const firstHuman =
+      HUMAN.has(a.classification) &&
+      !(await sql(tx, `select 1 from replies where campaign_id = ? and lead_id = ? and classification = any(?::text[]) limit 1`, [m.campaign_id, m.lead_id, [...HUMAN]])).length;
+    const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
+    if (firstHuman) await bumpCounters(tx, m.campaign_id, { replied: 1 });
+    if (a.classification === 'unsubscribe') {
+      await new SuppressionService(this.deps, tx).add(m.workspace_id, [m.to_email], 'reply_unsubscribe', replyId, tx);
+      await endEnrollments(tx, [m.enrollment_id], 'unsubscribed', 'unsubscribed', now);
+    } else if (a.classification !== 'out_of_office') {
+      await endEnrollments(tx, [m.enrollment_id], 'replied', 'replied', now);
+    } else {
+      await sql(tx, `update enrollments set last_event = 'out_of_office', last_event_at = ?, updated_at = ? where id = ?`, [now, now, m.enrollment_id]);
+    }
+  }
+
+  private async insertReply(
+    tx: EntityManager,
+    m: MatchedMessage,
+    a: InboundAnalysis,
+    inboundId: string,
+    receivedAt: Date,
+    bounce: { bounceType?: string; bounceReason?: string },
+  ): Promise<string> {
+    const id = newId('rpl');
+    const now = this.deps.clock.now();
+    await sql(
+      tx,
+      `insert into replies (id, workspace_id, campaign_id, lead_id, enrollment_id, outbound_message_id, inbound_message_id, email,
+                            classification, decided_by, confidence, thread_snippet, bounce_type, bounce_reason, received_at, created_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        id,
+        m.workspace_id,
+        m.campaign_id,
+        m.lead_id,
+        m.enrollment_id,
+        m.id,
+        inboundId,
+        m.to_email,
+        a.classification,
+        a.decidedBy,
+        a.confidence,
+        a.snippet,
+        bounce.bounceType ?? null,
+        bounce.bounceReason ?? null,
+        receivedAt,
+        now,
+      ],
+    );
+    await recordEvent(
+      tx,
+      m.workspace_id,
+      'reply.received',
+      { replyId: id, campaignId: m.campaign_id, email: m.to_email, classification: a.classification, threadSnippet: a.snippet, receivedAt: receivedAt.toISOString() },
+      now,
+    );
+    return id;
+  }
+
+  /** GET /v1/replies: newest first, filtered, paged; the total for X-Total-Count. */
+  async list(workspaceId: string, q: { campaignId?: string; classification?: string[]; since?: Date; page: number; pageSize: number }) {
+    const where = ['r.workspace_id = ?'];
+    const params: unknown[] = [workspaceId];
+    if (q.campaignId) {
+      where.push('r.campaign_id = ?');
+      params.push(q.campaignId);
+    }
+    if (q.classification?.length) {
+      where.push('r.classification = any(?::text[])');
+      params.push(q.classification);
+    }
+    if (q.since) {
+      where.push('r.received_at >= ?');
+      params.push(q.since);
+    }
+    // replies_workspace_received_idx / replies_campaign_received_idx
+    const rows = await sql<{ id: string; email: string; campaign_id: string; classification: string; received_at: Date | string; thread_snippet: string }>(
+      this.em,
+      `select r.id, r.email, r.campaign_id, r.classification, r.received_at, r.thread_snippet from replies r
+        where ${where.join(' and ')} order by r.received_at desc, r.id desc limit ? offset ?`,
+      [...params, q.pageSize, (q.page - 1) * q.pageSize],
+    );
+    const [{ n }] = await sql<{ n: string }>(this.em, `select count(*) as n from replies r where ${where.join(' and ')}`, params);
+    return { rows, total: Number(n) };
+  }
+}

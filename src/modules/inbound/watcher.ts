@@ -1,0 +1,255 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { ImapFlow } from 'imapflow';
+import type { Deps } from '../../services.ts';
+import { parseMailUrl } from '../../adapters/mailurl.ts';
+import { toDate } from '../../shared/time.ts';
+import { InboundService } from './service.ts';
+import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, type WatchRow } from './repository.ts';
+
+export interface WatcherOptions {
+  /** Fallback poll when a server has no IDLE (MAILGATE_IMAP_POLL_INTERVAL). */
+  pollIntervalMs: number;
+  /** Use IDLE when the server offers it (tests turn it off to exercise polling). */
+  useIdle?: boolean;
+  /** How long a mailbox lease lasts without renewal; another worker takes over after it. */
+  leaseMs?: number;
+  /** How often leases are renewed and new mailboxes picked up (CLI changes show up within it). */
+  tickMs?: number;
+  maxMailboxes?: number;
+}
+
+const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
+const FETCH_CHUNK = 25;
+
+/** One watched mailbox: a connection that syncs, then waits (IDLE or poll), reconnecting. */
+class MailboxSession {
+  private client?: ImapFlow;
+  private stopped = false;
+  private wake?: () => void;
+  private failures = 0;
+  readonly done: Promise<void>;
+
+  constructor(
+    private readonly watch: WatchRow,
+    private readonly deps: Deps,
+    private readonly owner: string,
+    private readonly opts: Required<Omit<WatcherOptions, 'maxMailboxes'>>,
+  ) {
+    this.done = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.notify();
+    try {
+      await this.client?.logout();
+    } catch {
+      this.client?.close();
+    }
+    await this.done;
+  }
+
+  private log() {
+    return this.deps.log.child({ watchId: this.watch.id, senderAccountId: this.watch.sender_account_id });
+  }
+
+  /** Set when the server reported new mail while we were not waiting (mid-sync). */
+  private pending = false;
+
+  private notify(): void {
+    if (this.wake) this.wake();
+    else this.pending = true;
+  }
+
+  private async sleep(ms: number): Promise<void> {
+    if (this.pending) {
+      this.pending = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+    this.wake = undefined;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.session();
+        this.failures = 0;
+      } catch (err) {
+        if (this.stopped) break;
+        const e = err as { authenticationFailed?: boolean; message?: string; responseText?: string };
+        const auth = !!e.authenticationFailed;
+        await setWatchStatus(this.deps.orm.em.fork(), this.watch.id, auth ? 'auth_failed' : 'unreachable', (e.responseText ?? e.message ?? String(err)).slice(0, 500), this.deps.clock.now()).catch(() => {});
+        const delay = BACKOFF_MS[Math.min(this.failures++, BACKOFF_MS.length - 1)] * (auth ? 5 : 1);
+        this.log().warn({ err: e.message, retryInMs: delay }, 'mailbox connection failed');
+        await this.sleep(delay);
+      }
+    }
+  }
+
+  private async session(): Promise<void> {
+    const server = parseMailUrl(this.deps.crypto.decrypt(this.watch.imap_url_enc), 'imap');
+    const client = new ImapFlow({
+      host: server.host,
+      port: server.port,
+      secure: server.secure,
+      auth: { user: server.user ?? '', pass: server.pass ?? '' },
+      logger: false,
+      // We decide when to IDLE (after each sync), not a timer.
+      disableAutoIdle: true,
+      connectionTimeout: 30_000,
+      greetingTimeout: 30_000,
+    });
+    this.client = client;
+    let closed = false;
+    client.on('error', () => {});
+    client.on('close', () => {
+      closed = true;
+      this.notify();
+    });
+    client.on('exists', () => this.notify());
+    await client.connect();
+    try {
+      const mailbox = await client.mailboxOpen(this.watch.mailbox);
+      await setWatchStatus(this.deps.orm.em.fork(), this.watch.id, 'ok', null, this.deps.clock.now());
+      this.failures = 0;
+      const idle = this.opts.useIdle && client.capabilities.has('IDLE');
+      let uidValidity = mailbox.uidValidity;
+      if (this.watch.uid_validity === null || BigInt(this.watch.uid_validity) !== uidValidity) {
+        await resetCursor(this.deps.orm.em.fork(), this.watch.id, uidValidity);
+        this.watch.uid_validity = String(uidValidity);
+        this.watch.last_uid = '0';
+      }
+      while (!this.stopped && !closed) {
+        if (client.mailbox && client.mailbox.uidValidity !== uidValidity) {
+          uidValidity = client.mailbox.uidValidity;
+          await resetCursor(this.deps.orm.em.fork(), this.watch.id, uidValidity);
+          this.watch.last_uid = '0';
+        }
+        await this.sync(client, uidValidity);
+        if (this.stopped || closed) break;
+        if (idle) {
+          // IDLE until the server reports new mail (the 'exists' event) or a poll interval
+          // passes (a safety net against silently dropped connections).
+          const idling = client.idle().catch(() => {});
+          await this.sleep(this.opts.pollIntervalMs);
+          if (!closed && !this.stopped) await client.noop().catch(() => {});
+          await idling;
+        } else {
+          await this.sleep(this.opts.pollIntervalMs);
+          if (!closed && !this.stopped) await client.noop();
+        }
+      }
+    } finally {
+      if (!closed) await client.logout().catch(() => client.close());
+    }
+    if (!this.stopped) throw new Error('IMAP connection closed');
+  }
+
+  /** Fetches and ingests everything after the cursor (since the watch began, on first sync). */
+  private async sync(client: ImapFlow, uidValidity: bigint): Promise<void> {
+    // INTERNALDATE has whole seconds: compare at that precision, or mail arriving in the same
+    // second the account was added would look older than it.
+    const since = new Date(Math.floor(toDate(this.watch.since).getTime() / 1000) * 1000);
+    const last = Number(this.watch.last_uid);
+    const uids = (await client.search(last > 0 ? { uid: `${last + 1}:*` } : { since: new Date(since.getTime() - 86_400_000) }, { uid: true })) || [];
+    const todo = uids.filter((u) => u > last).sort((a, b) => a - b);
+    const inbound = new InboundService(this.deps, this.deps.orm.em.fork());
+    for (let i = 0; i < todo.length && !this.stopped; i += FETCH_CHUNK) {
+      const chunk = todo.slice(i, i + FETCH_CHUNK);
+      const messages = await client.fetchAll(chunk.join(','), { uid: true, source: true, internalDate: true }, { uid: true });
+      messages.sort((a, b) => a.uid - b.uid);
+      for (const msg of messages) {
+        const receivedAt = msg.internalDate ? new Date(msg.internalDate) : this.deps.clock.now();
+        let result: string;
+        if (last === 0 && receivedAt < since) {
+          // Older than the watch: skipped, but the cursor moves past it.
+          result = await inbound.skip(this.watch.id, this.owner, uidValidity, msg.uid);
+        } else {
+          result = await inbound.ingest({
+            watchId: this.watch.id,
+            workspaceId: this.watch.workspace_id,
+            senderAccountId: this.watch.sender_account_id,
+            owner: this.owner,
+            uidValidity,
+            uid: msg.uid,
+            raw: msg.source!,
+            receivedAt,
+          });
+        }
+        if (result === 'lost_lease') {
+          this.stopped = true;
+          return;
+        }
+        this.watch.last_uid = String(msg.uid);
+        this.log().debug({ uid: msg.uid, result }, 'inbound message');
+      }
+    }
+  }
+}
+
+/**
+ * Watches every mailbox with an IMAP URL: leases them in the database (one worker per
+ * mailbox; another takes over when the holder dies), runs a session per leased mailbox.
+ */
+export class MailboxWatcher {
+  readonly owner = `${os.hostname()}.${process.pid}.${randomBytes(3).toString('hex')}`;
+  private readonly sessions = new Map<string, MailboxSession>();
+  private timer?: NodeJS.Timeout;
+  private ticking?: Promise<void>;
+  private stopped = false;
+  private readonly opts: Required<WatcherOptions>;
+
+  constructor(
+    private readonly deps: Deps,
+    opts: WatcherOptions,
+  ) {
+    this.opts = { useIdle: true, leaseMs: 30_000, tickMs: 5_000, maxMailboxes: 500, ...opts };
+  }
+
+  async start(): Promise<void> {
+    await this.tick();
+    this.timer = setInterval(() => {
+      this.ticking ??= this.tick().finally(() => (this.ticking = undefined));
+    }, this.opts.tickMs);
+  }
+
+  /** Renews this worker's leases, takes free or expired ones, starts and stops sessions. */
+  async tick(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const now = this.deps.clock.now();
+      const leased = await leaseWatches(this.deps.orm.em.fork(), this.owner, now, new Date(now.getTime() + this.opts.leaseMs), this.opts.maxMailboxes);
+      const keep = new Set(leased.filter((w) => w.imap_url_enc).map((w) => w.id));
+      for (const [id, session] of this.sessions) {
+        if (!keep.has(id)) {
+          this.sessions.delete(id);
+          await session.stop();
+        }
+      }
+      for (const w of leased) {
+        if (!w.imap_url_enc || this.sessions.has(w.id)) continue;
+        this.sessions.set(w.id, new MailboxSession(w, this.deps, this.owner, this.opts));
+      }
+    } catch (err) {
+      this.deps.log.error({ err }, 'mailbox lease round failed');
+    }
+  }
+
+  /** Stops every session and hands the leases back so another worker can take over at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.ticking;
+    await Promise.all([...this.sessions.values()].map((s) => s.stop()));
+    this.sessions.clear();
+    await releaseWatches(this.deps.orm.em.fork(), this.owner).catch(() => {});
+  }
+}

@@ -1,0 +1,353 @@
+import { performance } from 'node:perf_hooks';
+import type { Deps } from '../../services.ts';
+import type { RecurringJob } from '../../jobs/agenda.ts';
+import { PreparedStatements } from '../../db/statements.ts';
+import { WebhookHttpClient, type Resolver } from '../../adapters/http-client.ts';
+import type { ClaimedDelivery, DeliveryState } from './entities.ts';
+import { envelope, deliveryHeaders } from './payload.ts';
+import { fanOut, hasPendingEvents, claimDue, releaseClaims, recordOutcomes, type AttemptOutcome, type Statements } from './repository.ts';
+
+export interface WebhookDispatchOptions {
+  /** Attempts in flight at once in this process (default 16). */
+  concurrency?: number;
+  /** Extra trusted CA (PEM) for in-process tests; production uses NODE_EXTRA_CA_CERTS. */
+  ca?: string | Buffer;
+  /** Host name resolution (tests); default the system resolver. */
+  resolve?: Resolver;
+  /** Events fanned out per transaction (default 500). */
+  fanOutBatch?: number;
+  /** A round stops claiming after this long (default 25 s); what it holds finishes. */
+  maxRoundMs?: number;
+  /** An idle round keeps looking for work this long before it ends (default 20 s; tests: 0). */
+  lingerMs?: number;
+  /** How often a round looks for new work when nothing wakes it (default 100 ms). */
+  pollMs?: number;
+}
+
+export interface WebhookRoundResult {
+  fannedOut: number;
+  claimed: number;
+  delivered: number;
+  retrying: number;
+  failed: number;
+}
+
+/**
+ * Wakes the round's loop when a slot frees or a fan-out pass ends, or after `ms`. A wake that
+ * comes while the loop is busy is kept, so the next wait returns at once.
+ */
+class Waker {
+  private wakeUp: (() => void) | null = null;
+  private pending = false;
+  wake(): void {
+    if (this.wakeUp) this.wakeUp();
+    else this.pending = true;
+  }
+  wait(ms: number): Promise<void> {
+    if (this.pending) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      this.wakeUp = done;
+    });
+  }
+}
+
+/**
+ * Writes attempt outcomes in batches: the first outcome is written at once; outcomes that
+ * arrive while a write is running go together in the next one (group commit). A batch that
+ * fails is written again row by row, so one bad row cannot take the others with it.
+ */
+class OutcomeWriter {
+  private queue: Array<{ outcome: AttemptOutcome; done: (moved: boolean) => void; fail: (err: unknown) => void }> = [];
+  private writing = false;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly db: Statements,
+  ) {}
+
+  record(outcome: AttemptOutcome): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.queue.push({ outcome, done, fail });
+      if (!this.writing) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.queue.length) {
+        const batch = this.queue.splice(0, 500);
+        try {
+          const moved = await recordOutcomes(this.db, batch.map((b) => b.outcome), this.deps.clock.now());
+          for (const b of batch) b.done(moved.has(b.outcome.deliveryId));
+        } catch {
+          for (const b of batch) {
+            try {
+              const moved = await recordOutcomes(this.db, [b.outcome], this.deps.clock.now());
+              b.done(moved.has(b.outcome.deliveryId));
+            } catch (err) {
+              b.fail(err);
+            }
+          }
+        }
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+}
+
+/**
+ * Delivers the events outbox to webhooks. A round fans new events out to deliveries, claims
+ * due deliveries (FOR UPDATE SKIP LOCKED and a lease, so any number of workers share the work
+ * and none attempts a delivery another holds), POSTs each signed envelope with bounded
+ * concurrency and records every attempt. A failure is retried on MAILGATE_WEBHOOK_RETRY_DELAYS;
+ * after the last, the delivery is failed. All state is in the database: a restarted worker
+ * carries on where a dead one stopped (its claimed deliveries once their lease runs out).
+ *
+ * The claim, outcome and fan-out statements run on the dispatcher's own small pool with
+ * asynchronous commit. Only a crash of PostgreSQL itself can lose one of them, and then a
+ * delivery is merely attempted again: the events are committed durably by their producers.
+ */
+export class WebhookDispatcher {
+  private readonly http: WebhookHttpClient;
+  private readonly db: PreparedStatements;
+  private readonly writer: OutcomeWriter;
+  private readonly concurrency: number;
+  /** Decrypted signing secrets by ciphertext (a rotation makes a new ciphertext). */
+  private readonly secrets = new Map<string, string>();
+  private stopping = false;
+  private closed?: Promise<void>;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly opts: WebhookDispatchOptions = {},
+  ) {
+    this.concurrency = opts.concurrency ?? 16;
+    this.http = new WebhookHttpClient({
+      timeoutMs: deps.config.webhookTimeout,
+      allowPrivate: deps.config.webhookAllowPrivate,
+      ca: opts.ca,
+      resolve: opts.resolve,
+      maxSockets: this.concurrency,
+    });
+    this.db = new PreparedStatements(deps.orm.config.getClientUrl(), 3, { asyncCommit: true });
+    this.writer = new OutcomeWriter(deps, this.db);
+  }
+
+  /**
+   * A claim waits at most one attempt for a slot (claims never run more than one batch ahead
+   * of the slots), then takes at most one attempt (the timeout bounds it), then is recorded.
+   */
+  get leaseMs(): number {
+    return 2 * this.deps.config.webhookTimeout + 5_000;
+  }
+
+  /** Stop claiming; attempts in flight finish and are recorded, waiting claims are given back. */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  /** Closes connections (after the last round); safe to call twice. */
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      this.http.close();
+      await this.db.close();
+    })();
+    return this.closed;
+  }
+
+  /**
+   * One round. Slots hold HTTP attempts only: a finished attempt frees its slot at once and
+   * starts the next waiting claim, and its outcome is written in the background, batched with
+   * others. Claims keep up to one batch waiting beside the slots. A background pass drains the
+   * outbox into deliveries. An idle round keeps polling for `lingerMs`, so a new event goes out
+   * within `pollMs` instead of at the next Agenda tick.
+   */
+  async runRound(): Promise<WebhookRoundResult> {
+    const result: WebhookRoundResult = { fannedOut: 0, claimed: 0, delivered: 0, retrying: 0, failed: 0 };
+    const conc = this.concurrency;
+    const pollMs = this.opts.pollMs ?? 100;
+    const batch = this.opts.fanOutBatch ?? 500;
+    const started = performance.now();
+    const waker = new Waker();
+    const waiting: ClaimedDelivery[] = [];
+    const inflight = new Set<Promise<void>>();
+    const writes = new Set<Promise<void>>();
+
+    const launch = () => {
+      while (waiting.length && inflight.size < conc && !this.stopping) {
+        const p: Promise<void> = this.attempt(waiting.shift()!, result, writes).finally(() => {
+          inflight.delete(p);
+          launch();
+          waker.wake();
+        });
+        inflight.add(p);
+      }
+    };
+
+    // The outbox pass: back to back while events wait, then at most once per poll.
+    let fanning: Promise<void> | null = null;
+    let outboxCheckedAt = -Infinity;
+    let outboxEmpty = false;
+    let fannedSinceClaim = false;
+    const readOutbox = () => {
+      if (fanning || (outboxEmpty && performance.now() - outboxCheckedAt < pollMs)) return;
+      outboxCheckedAt = performance.now();
+      fanning = this.fanOut(batch)
+        .then((n) => {
+          result.fannedOut += n;
+          outboxEmpty = n < batch;
+          if (n) fannedSinceClaim = true;
+        })
+        .catch((err) => {
+          outboxEmpty = true;
+          this.deps.log.error({ err }, 'fanning out webhook events failed; retrying on the next poll');
+        })
+        .finally(() => {
+          fanning = null;
+          waker.wake();
+        });
+    };
+
+    let idleSince = started;
+    while (!this.stopping && performance.now() - started < (this.opts.maxRoundMs ?? 25_000)) {
+      readOutbox();
+      // Outcomes not yet written hold their leases: do not run far ahead of the database.
+      while (writes.size > 4 * conc) await Promise.race(writes);
+      const room = 2 * conc - inflight.size - waiting.length;
+      let claimed = 0;
+      if (room >= Math.max(1, conc >> 2)) {
+        fannedSinceClaim = false;
+        const got = await this.claim(room);
+        claimed = got.length;
+        result.claimed += claimed;
+        waiting.push(...got);
+        launch();
+        if (claimed === room) continue;
+      }
+      if (claimed || fanning || fannedSinceClaim || inflight.size) idleSince = performance.now();
+      else if (outboxEmpty && performance.now() - idleSince >= (this.opts.lingerMs ?? 20_000)) break;
+      await waker.wait(pollMs);
+    }
+
+    for (;;) {
+      // Stopping: claims that have not started go back at once rather than at lease expiry.
+      if (this.stopping && waiting.length)
+        await releaseClaims(this.db, waiting.splice(0)).catch((err) => this.deps.log.warn({ err }, 'could not give back webhook claims; they return when their lease runs out'));
+      launch();
+      if (!inflight.size) break;
+      await Promise.race(inflight);
+    }
+    await fanning;
+    await Promise.all(writes);
+    return result;
+  }
+
+  private async fanOut(batch: number): Promise<number> {
+    // The probe needs no transaction: an idle round costs one cheap read per poll.
+    if (!(await hasPendingEvents(this.db))) return 0;
+    const now = this.deps.clock.now();
+    const r = await this.deps.orm.em.fork().transactional((em) => fanOut(em, now, batch));
+    return r.events;
+  }
+
+  private async claim(limit: number): Promise<ClaimedDelivery[]> {
+    const now = this.deps.clock.now();
+    try {
+      return await claimDue(this.db, now, new Date(now.getTime() + this.leaseMs), limit);
+    } catch (err) {
+      this.deps.log.error({ err }, 'claiming webhook deliveries failed; retrying on the next poll');
+      return [];
+    }
+  }
+
+  /** One HTTP attempt; its outcome goes to the writer (tracked in `writes`). */
+  private async attempt(c: ClaimedDelivery, result: WebhookRoundResult, writes: Set<Promise<void>>): Promise<void> {
+    const number = c.attemptCount + 1;
+    try {
+      const at = this.deps.clock.now();
+      const secret = this.secret(c.signingSecretEnc);
+      const body = envelope({ eventId: c.eventId, event: c.event, eventCreatedAt: c.eventCreatedAt, webhookId: c.webhookId, data: c.data });
+      const r = await this.http.post(c.url, body, deliveryHeaders({ secret, body, eventId: c.eventId, at, attempt: number }));
+      const ok = r.statusCode !== null && r.statusCode >= 200 && r.statusCode < 300;
+      let error = r.error;
+      if (!ok && r.statusCode !== null)
+        error = r.statusCode >= 300 && r.statusCode < 400 ? `receiver answered ${r.statusCode}, a redirect (redirects are not followed)` : `receiver answered ${r.statusCode}`;
+      const delays = this.deps.config.webhookRetryDelays;
+      const end = this.deps.clock.now();
+      const state: DeliveryState = ok ? 'delivered' : number > delays.length ? 'failed' : 'pending';
+      const outcome: AttemptOutcome = {
+        deliveryId: c.id,
+        leaseUntil: c.leaseUntil,
+        attemptCount: c.attemptCount,
+        attempt: { at, statusCode: r.statusCode, error, durationMs: r.durationMs },
+        state,
+        nextAttemptAt: state === 'pending' ? new Date(end.getTime() + delays[number - 1]) : null,
+      };
+      const written: Promise<void> = this.writer.record(outcome).then(
+        (moved) => this.recorded(c, outcome, moved, result),
+        (err: unknown) => this.deps.log.error({ err, deliveryId: c.id }, 'a webhook attempt could not be recorded; the delivery is retried when its claim runs out'),
+      );
+      writes.add(written);
+      void written.finally(() => writes.delete(written));
+    } catch (err) {
+      this.deps.log.error({ err, deliveryId: c.id }, 'a webhook attempt could not be completed; the delivery is retried when its claim runs out');
+    }
+  }
+
+  private secret(enc: string): string {
+    let s = this.secrets.get(enc);
+    if (s === undefined) {
+      if (this.secrets.size >= 1_000) this.secrets.clear();
+      this.secrets.set(enc, (s = this.deps.crypto.decrypt(enc)));
+    }
+    return s;
+  }
+
+  private recorded(c: ClaimedDelivery, o: AttemptOutcome, moved: boolean, result: WebhookRoundResult): void {
+    if (!moved) {
+      this.deps.log.warn(
+        { deliveryId: c.id, attempt: c.attemptCount + 1 },
+        'webhook attempt logged, but its claim had run out or the delivery changed meanwhile; the delivery was left as it was',
+      );
+      return;
+    }
+    if (o.state === 'delivered') result.delivered++;
+    else if (o.state === 'pending') result.retrying++;
+    else result.failed++;
+    if (o.state === 'delivered') return;
+    const log = { webhookId: c.webhookId, deliveryId: c.id, eventId: c.eventId, attempt: c.attemptCount + 1, statusCode: o.attempt.statusCode, error: o.attempt.error };
+    if (o.state === 'failed') this.deps.log.warn(log, 'webhook delivery failed for good: its retries are used up');
+    else this.deps.log.info({ ...log, nextAttemptAt: o.nextAttemptAt }, 'webhook attempt failed; retrying later');
+  }
+}
+
+/** The recurring job of the worker role: a thin wrapper around one dispatcher round. */
+export function webhookDispatchJob(dispatcher: WebhookDispatcher): RecurringJob {
+  return {
+    name: 'webhooks.dispatch',
+    every: '1 second',
+    // A dead worker's Agenda lock holds the job this long; a live round keeps touching it.
+    lockLifetimeMs: 10_000,
+    async run(job) {
+      const touching = setInterval(() => job.touch().catch(() => {}), 3_000);
+      try {
+        const r = await dispatcher.runRound();
+        return r.fannedOut + r.claimed;
+      } finally {
+        clearInterval(touching);
+      }
+    },
+  };
+}

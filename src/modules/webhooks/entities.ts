@@ -1,0 +1,55 @@
+import type { EventType } from '../events/outbox.ts';
+
+// Rows of the webhook tables (created by 0001_initial). The module reads and writes them with
+// hand-written SQL in repository.ts; these are the shapes it works with.
+
+export const EVENT_TYPES = ['campaign.started', 'message.sent', 'message.bounced', 'reply.received'] as const satisfies readonly EventType[];
+
+export type WebhookStatus = 'active' | 'disabled';
+export type DeliveryState = 'pending' | 'delivered' | 'failed';
+
+export interface Webhook {
+  id: string;
+  workspaceId: string;
+  url: string;
+  events: EventType[];
+  status: WebhookStatus;
+  /** AES-256-GCM ciphertext of the signing secret (crypto.encrypt). */
+  signingSecretEnc: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface Attempt {
+  at: Date;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface Delivery {
+  id: string;
+  webhookId: string;
+  eventId: string;
+  event: EventType;
+  state: DeliveryState;
+  attempts: Attempt[];
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+}
+
+/** A delivery claimed by a dispatcher, with everything one attempt needs. */
+export interface ClaimedDelivery {
+  id: string;
+  /** Attempts made before this one. */
+  attemptCount: number;
+  /** The claim's lease; also the fencing token its outcome is recorded with. */
+  leaseUntil: Date;
+  webhookId: string;
+  url: string;
+  signingSecretEnc: string;
+  eventId: string;
+  event: EventType;
+  data: Record<string, unknown>;
+  eventCreatedAt: Date;
+}

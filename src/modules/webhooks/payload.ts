@@ -1,0 +1,56 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import type { EventType } from '../events/outbox.ts';
+
+// What a receiver gets (contract §6, §7): the envelope {id, event, timestamp, webhookId, data},
+// signed with HMAC-SHA256 over the exact body bytes.
+
+/** Data fields of each event, in the order they are sent (jsonb does not keep key order). */
+const FIELD_ORDER: Record<EventType, string[]> = {
+  'campaign.started': ['campaignId', 'name', 'startedAt', 'resumed'],
+  'message.sent': ['campaignId', 'leadId', 'email', 'sequenceStep', 'messageId', 'messageIdHeader', 'sentAt'],
+  'message.bounced': ['campaignId', 'leadId', 'email', 'sequenceStep', 'messageId', 'messageIdHeader', 'bounceType', 'bounceReason', 'bouncedAt'],
+  'reply.received': ['replyId', 'campaignId', 'email', 'classification', 'threadSnippet', 'receivedAt'],
+};
+
+function ordered(event: EventType, data: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of FIELD_ORDER[event] ?? []) if (k in data) out[k] = data[k];
+  for (const [k, v] of Object.entries(data)) if (!(k in out)) out[k] = v;
+  return out;
+}
+
+export interface EnvelopeInput {
+  eventId: string;
+  event: EventType;
+  eventCreatedAt: Date;
+  webhookId: string;
+  data: Record<string, unknown>;
+}
+
+/** The request body: the same event id on every attempt, so receivers can dedupe. */
+export function envelope(e: EnvelopeInput): Buffer {
+  return Buffer.from(
+    JSON.stringify({ id: e.eventId, event: e.event, timestamp: e.eventCreatedAt.toISOString(), webhookId: e.webhookId, data: ordered(e.event, e.data) }),
+    'utf8',
+  );
+}
+
+/** Lowercase hex HMAC-SHA256 of the raw body, keyed with the signing secret's UTF-8 bytes. */
+export function signature(secret: string, body: Buffer): string {
+  return createHmac('sha256', secret).update(body).digest('hex');
+}
+
+export function newSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+export function deliveryHeaders(opts: { secret: string; body: Buffer; eventId: string; at: Date; attempt: number }): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'mailgate-webhooks/1',
+    'x-service-signature': signature(opts.secret, opts.body),
+    'x-service-event-id': opts.eventId,
+    'x-service-timestamp': String(Math.floor(opts.at.getTime() / 1000)),
+    'x-service-attempt': String(opts.attempt),
+  };
+}

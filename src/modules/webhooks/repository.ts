@@ -1,0 +1,353 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import { newId } from '../../adapters/ids.ts';
+import { toDate } from '../../shared/time.ts';
+import type { EventType } from '../events/outbox.ts';
+import type { Attempt, ClaimedDelivery, Delivery, DeliveryState, Webhook, WebhookStatus } from './entities.ts';
+
+// Every query of the webhook tables. Registrations and the delivery log are scoped by workspace
+// first; the dispatcher's statements (fan-out, claim, outcome) work across workspaces.
+
+/**
+ * Runs one statement. The dispatcher passes its own pool of prepared, asynchronously committed
+ * statements (db/statements.ts); anything else runs through the ORM's connection (viaOrm).
+ */
+export interface Statements {
+  run<T = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<T[]>;
+}
+
+export function viaOrm(em: EntityManager): Statements {
+  return { run: <T>(_name: string, text: string, params: unknown[]) => sql<T>(em, text, params) };
+}
+
+interface WebhookRow {
+  id: string;
+  workspace_id: string;
+  url: string;
+  events: EventType[];
+  status: WebhookStatus;
+  signing_secret_enc: string;
+  created_at: Date | string;
+  updated_at: Date | string;
+}
+
+const WEBHOOK_COLUMNS = 'id, workspace_id, url, events, status, signing_secret_enc, created_at, updated_at';
+
+function toWebhook(r: WebhookRow): Webhook {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    url: r.url,
+    events: r.events,
+    status: r.status,
+    signingSecretEnc: r.signing_secret_enc,
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+  };
+}
+
+export async function insertWebhook(em: EntityManager, w: Webhook): Promise<void> {
+  await sql(em, `insert into webhooks (${WEBHOOK_COLUMNS}) values (?, ?, ?, ?::text[], ?, ?, ?, ?)`, [
+    w.id,
+    w.workspaceId,
+    w.url,
+    w.events,
+    w.status,
+    w.signingSecretEnc,
+    w.createdAt,
+    w.updatedAt,
+  ]);
+}
+
+/** One webhook of the workspace; `forUpdate` locks it for the rest of the transaction. */
+export async function findWebhook(em: EntityManager, workspaceId: string, id: string, forUpdate = false): Promise<Webhook | null> {
+  const [row] = await sql<WebhookRow>(em, `select ${WEBHOOK_COLUMNS} from webhooks where id = ? and workspace_id = ?${forUpdate ? ' for update' : ''}`, [id, workspaceId]);
+  return row ? toWebhook(row) : null;
+}
+
+/** Newest first (webhooks_workspace_idx). */
+export async function listWebhooks(em: EntityManager, workspaceId: string, limit: number, offset: number): Promise<{ rows: Webhook[]; total: number }> {
+  const rows = await sql<WebhookRow>(em, `select ${WEBHOOK_COLUMNS} from webhooks where workspace_id = ? order by created_at desc, id desc limit ? offset ?`, [
+    workspaceId,
+    limit,
+    offset,
+  ]);
+  const [{ n }] = await sql<{ n: string }>(em, `select count(*) as n from webhooks where workspace_id = ?`, [workspaceId]);
+  return { rows: rows.map(toWebhook), total: Number(n) };
+}
+
+export async function saveWebhook(em: EntityManager, w: Webhook): Promise<void> {
+  await sql(em, `update webhooks set url = ?, events = ?::text[], status = ?, signing_secret_enc = ?, updated_at = ? where id = ? and workspace_id = ?`, [
+    w.url,
+    w.events,
+    w.status,
+    w.signingSecretEnc,
+    w.updatedAt,
+    w.id,
+    w.workspaceId,
+  ]);
+}
+
+/** Deletes the webhook; its deliveries and attempts go with it (on delete cascade). */
+export async function deleteWebhook(em: EntityManager, workspaceId: string, id: string): Promise<boolean> {
+  const rows = await sql(em, `delete from webhooks where id = ? and workspace_id = ? returning id`, [id, workspaceId]);
+  return rows.length > 0;
+}
+
+/**
+ * A disabled webhook's pending deliveries are held: no due time, so the claim (which reads
+ * webhook_deliveries_due_idx) does not even see them. Enabling makes them due at once.
+ */
+export async function holdDeliveries(em: EntityManager, webhookId: string, now: Date): Promise<void> {
+  await sql(em, `update webhook_deliveries set next_attempt_at = null, updated_at = ? where webhook_id = ? and state = 'pending' and next_attempt_at is not null`, [
+    now,
+    webhookId,
+  ]);
+}
+
+export async function releaseHeldDeliveries(em: EntityManager, webhookId: string, now: Date): Promise<void> {
+  await sql(em, `update webhook_deliveries set next_attempt_at = ?, updated_at = ? where webhook_id = ? and state = 'pending' and next_attempt_at is null`, [
+    now,
+    now,
+    webhookId,
+  ]);
+}
+
+interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event: EventType;
+  state: DeliveryState;
+  next_attempt_at: Date | string | null;
+  created_at: Date | string;
+  attempts: Array<{ at: string; statusCode: number | null; error: string | null; durationMs: number }>;
+}
+
+function toDelivery(r: DeliveryRow): Delivery {
+  return {
+    id: r.id,
+    webhookId: r.webhook_id,
+    eventId: r.event_id,
+    event: r.event,
+    state: r.state,
+    attempts: r.attempts.map((a): Attempt => ({ at: toDate(a.at), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs })),
+    nextAttemptAt: r.next_attempt_at === null ? null : toDate(r.next_attempt_at),
+    createdAt: toDate(r.created_at),
+  };
+}
+
+const DELIVERY_SELECT = `select d.id, d.webhook_id, d.event_id, e.type as event, d.state, d.next_attempt_at, d.created_at,
+        coalesce((select json_agg(json_build_object('at', a.at, 'statusCode', a.status_code, 'error', a.error, 'durationMs', a.duration_ms)
+                                  order by a.at, a.id)
+                    from webhook_attempts a where a.delivery_id = d.id), '[]') as attempts
+   from webhook_deliveries d join events e on e.id = d.event_id`;
+
+/** A webhook's deliveries, newest first (webhook_deliveries_webhook_idx; attempts by webhook_attempts_delivery_idx). */
+export async function listDeliveries(
+  em: EntityManager,
+  workspaceId: string,
+  webhookId: string,
+  opts: { state?: DeliveryState; limit: number; offset: number },
+): Promise<{ rows: Delivery[]; total: number }> {
+  const filter = opts.state ? ' and d.state = ?' : '';
+  const params = opts.state ? [webhookId, workspaceId, opts.state] : [webhookId, workspaceId];
+  const rows = await sql<DeliveryRow>(em, `${DELIVERY_SELECT} where d.webhook_id = ? and d.workspace_id = ?${filter} order by d.created_at desc, d.id desc limit ? offset ?`, [
+    ...params,
+    opts.limit,
+    opts.offset,
+  ]);
+  const [{ n }] = await sql<{ n: string }>(em, `select count(*) as n from webhook_deliveries d where d.webhook_id = ? and d.workspace_id = ?${filter}`, params);
+  return { rows: rows.map(toDelivery), total: Number(n) };
+}
+
+export async function findDelivery(em: EntityManager, workspaceId: string, webhookId: string, id: string): Promise<Delivery | null> {
+  const [row] = await sql<DeliveryRow>(em, `${DELIVERY_SELECT} where d.id = ? and d.webhook_id = ? and d.workspace_id = ?`, [id, webhookId, workspaceId]);
+  return row ? toDelivery(row) : null;
+}
+
+/**
+ * A manual retry: the delivery is pending and due now. A failed delivery gets one more attempt
+ * (its automatic retries are used up); a pending one moves its next attempt forward; a
+ * delivered one is sent again.
+ */
+export async function scheduleRetry(em: EntityManager, workspaceId: string, webhookId: string, id: string, now: Date): Promise<boolean> {
+  const rows = await sql(em, `update webhook_deliveries set state = 'pending', next_attempt_at = ?, updated_at = ? where id = ? and webhook_id = ? and workspace_id = ? returning id`, [
+    now,
+    now,
+    id,
+    webhookId,
+    workspaceId,
+  ]);
+  return rows.length > 0;
+}
+
+/** Whether any event waits to be fanned out (events_pending_idx; no locks, no transaction). */
+export async function hasPendingEvents(db: Statements): Promise<boolean> {
+  const rows = await db.run('webhooks.pending', `select 1 from events where fanned_out_at is null limit 1`, []);
+  return rows.length > 0;
+}
+
+/**
+ * The outbox to the deliveries: takes a batch of events not yet fanned out (events_pending_idx,
+ * skipping rows another worker holds), creates one pending delivery per active webhook of the
+ * event's workspace that subscribes to its type and existed when it happened, and marks the
+ * events fanned out. Call inside a transaction. It commits asynchronously: if PostgreSQL itself
+ * crashes and loses it, the deliveries and the marks go together and the events are simply
+ * fanned out again (the events themselves were committed durably by their producers).
+ */
+export async function fanOut(em: EntityManager, now: Date, limit: number): Promise<{ events: number; deliveries: number }> {
+  await sql(em, `set local synchronous_commit = off`);
+  const events = await sql<{ id: string; workspace_id: string; type: EventType; created_at: Date | string }>(
+    em,
+    `select id, workspace_id, type, created_at from events where fanned_out_at is null order by created_at limit ? for update skip locked`,
+    [limit],
+  );
+  if (!events.length) return { events: 0, deliveries: 0 };
+  const workspaces = [...new Set(events.map((e) => e.workspace_id))];
+  // webhooks_workspace_idx
+  const hooks = await sql<{ id: string; workspace_id: string; events: EventType[]; created_at: Date | string }>(
+    em,
+    `select id, workspace_id, events, created_at from webhooks where workspace_id = any(?::text[]) and status = 'active'`,
+    [workspaces],
+  );
+  const ids: string[] = [];
+  const workspaceIds: string[] = [];
+  const webhookIds: string[] = [];
+  const eventIds: string[] = [];
+  for (const e of events) {
+    const at = toDate(e.created_at).getTime();
+    for (const h of hooks) {
+      if (h.workspace_id !== e.workspace_id || !h.events.includes(e.type) || toDate(h.created_at).getTime() > at) continue;
+      ids.push(newId('dlv'));
+      workspaceIds.push(e.workspace_id);
+      webhookIds.push(h.id);
+      eventIds.push(e.id);
+    }
+  }
+  if (ids.length)
+    await sql(
+      em,
+      `insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, created_at, updated_at)
+       select t.id, t.workspace_id, t.webhook_id, t.event_id, 'pending', ?, ?, ?
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[]) as t(id, workspace_id, webhook_id, event_id)
+       on conflict (webhook_id, event_id) do nothing`,
+      [now, now, now, ids, workspaceIds, webhookIds, eventIds],
+    );
+  await sql(em, `update events set fanned_out_at = ? where id = any(?::text[])`, [now, events.map((e) => e.id)]);
+  return { events: events.length, deliveries: ids.length };
+}
+
+/**
+ * Claims up to `limit` due deliveries of active webhooks (webhook_deliveries_due_idx), skipping
+ * rows another worker is claiming and rows whose lease has not expired, and leases them until
+ * `leaseUntil`. One statement, so the row locks last only as long as it does; from then on the
+ * lease keeps other workers away.
+ */
+export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
+  const rows = await db.run<{
+    id: string;
+    attempt_count: number;
+    webhook_id: string;
+    url: string;
+    signing_secret_enc: string;
+    event_id: string;
+    type: EventType;
+    data: Record<string, unknown>;
+    created_at: Date | string;
+  }>(
+    'webhooks.claim',
+    `with due as (
+       select d.id from webhook_deliveries d
+        where d.state = 'pending' and d.next_attempt_at <= ?
+          and (d.lease_until is null or d.lease_until <= ?)
+          and exists (select 1 from webhooks w where w.id = d.webhook_id and w.status = 'active')
+        order by d.next_attempt_at
+        limit ?
+        for update of d skip locked
+     ), claimed as (
+       update webhook_deliveries d set lease_until = ?, updated_at = ?
+         from due where d.id = due.id
+       returning d.id, d.webhook_id, d.event_id, d.attempt_count
+     )
+     select c.id, c.attempt_count, w.id as webhook_id, w.url, w.signing_secret_enc, e.id as event_id, e.type, e.data, e.created_at
+       from claimed c join webhooks w on w.id = c.webhook_id join events e on e.id = c.event_id`,
+    [now, now, limit, leaseUntil, now],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    attemptCount: r.attempt_count,
+    leaseUntil,
+    webhookId: r.webhook_id,
+    url: r.url,
+    signingSecretEnc: r.signing_secret_enc,
+    eventId: r.event_id,
+    event: r.type,
+    data: r.data,
+    eventCreatedAt: toDate(r.created_at),
+  }));
+}
+
+/** Gives back claims a stopping worker will not attempt (only while they are still its own). */
+export async function releaseClaims(db: Statements, claims: ClaimedDelivery[]): Promise<void> {
+  if (!claims.length) return;
+  await db.run(
+    'webhooks.release',
+    `update webhook_deliveries d set lease_until = null
+       from unnest(?::text[], ?::timestamptz[]) as c(id, lease_until)
+      where d.id = c.id and d.lease_until = c.lease_until`,
+    [claims.map((c) => c.id), claims.map((c) => c.leaseUntil)],
+  );
+}
+
+export interface AttemptOutcome {
+  deliveryId: string;
+  leaseUntil: Date;
+  attemptCount: number;
+  attempt: Attempt;
+  /** The delivery's state after this attempt, and when the next one is due (pending only). */
+  state: DeliveryState;
+  nextAttemptAt: Date | null;
+}
+
+/**
+ * Records attempts and moves their deliveries on, in one statement (one transaction) for a
+ * batch. The update is fenced by the claim's lease and attempt count: a worker whose lease ran
+ * out (and whose delivery another worker may have claimed since) changes nothing but still
+ * logs its attempt. A pending delivery of a webhook disabled meanwhile is held. Returns the ids
+ * whose delivery was moved on.
+ */
+export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[], now: Date): Promise<Set<string>> {
+  const rows = await db.run<{ id: string }>(
+    'webhooks.outcomes',
+    `with o as (
+       select * from unnest(?::text[], ?::timestamptz[], ?::int[], ?::text[], ?::timestamptz[], ?::timestamptz[], ?::int[], ?::text[], ?::int[])
+         as o(id, lease_until, attempt_count, state, next_attempt_at, at, status_code, error, duration_ms)
+     ), moved as (
+       update webhook_deliveries d
+          set attempt_count = d.attempt_count + 1, state = o.state, lease_until = null, updated_at = ?,
+              next_attempt_at = case when o.state = 'pending' and exists (select 1 from webhooks w where w.id = d.webhook_id and w.status = 'active')
+                                     then o.next_attempt_at end
+         from o
+        where d.id = o.id and d.lease_until = o.lease_until and d.attempt_count = o.attempt_count and d.state = 'pending'
+       returning d.id
+     ), logged as (
+       insert into webhook_attempts (delivery_id, at, status_code, error, duration_ms)
+       select o.id, o.at, o.status_code, o.error, o.duration_ms from o where exists (select 1 from webhook_deliveries d where d.id = o.id)
+     )
+     select id from moved`,
+    [
+      outcomes.map((o) => o.deliveryId),
+      outcomes.map((o) => o.leaseUntil),
+      outcomes.map((o) => o.attemptCount),
+      outcomes.map((o) => o.state),
+      outcomes.map((o) => o.nextAttemptAt),
+      outcomes.map((o) => o.attempt.at),
+      outcomes.map((o) => o.attempt.statusCode),
+      outcomes.map((o) => o.attempt.error),
+      outcomes.map((o) => o.attempt.durationMs),
+      now,
+    ],
+  );
+  return new Set(rows.map((r) => r.id));
+}

@@ -1,0 +1,292 @@
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { startTestApp, seedWorkspace, type TestApp } from '../support/harness.ts';
+import { SmtpSink } from '../support/smtp.ts';
+import { ImapTestServer } from '../support/dovecot.ts';
+import { SmtpMessenger } from '../../src/adapters/smtp.ts';
+import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function mail(h: { from: string; to: string; subject: string; messageId: string; inReplyTo?: string; extra?: string }, body: string): string {
+  return [
+    `From: ${h.from}`,
+    `To: ${h.to}`,
+    `Subject: ${h.subject}`,
+    `Date: ${new Date().toUTCString()}`,
+    `Message-ID: ${h.messageId}`,
+    ...(h.inReplyTo ? [`In-Reply-To: ${h.inReplyTo}`, `References: ${h.inReplyTo}`] : []),
+    ...(h.extra ? [h.extra] : []),
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    body,
+    '',
+  ].join('\r\n');
+}
+
+function dsn(h: { to: string; messageId: string; original: string; recipient: string; status: string; diagnostic: string }): string {
+  return [
+    'From: Mail Delivery System <MAILER-DAEMON@mx.lead.example>',
+    `To: ${h.to}`,
+    'Subject: Undelivered Mail Returned to Sender',
+    `Date: ${new Date().toUTCString()}`,
+    `Message-ID: ${h.messageId}`,
+    'Auto-Submitted: auto-replied',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/report; report-type=delivery-status; boundary="b1"',
+    '',
+    '--b1',
+    'Content-Type: text/plain; charset=us-ascii',
+    '',
+    'This is the mail system at host mx.lead.example. Your message could not be delivered.',
+    '',
+    '--b1',
+    'Content-Type: message/delivery-status',
+    '',
+    'Reporting-MTA: dns; mx.lead.example',
+    '',
+    `Final-Recipient: rfc822; ${h.recipient}`,
+    `Original-Recipient: rfc822; ${h.recipient}`,
+    'Action: failed',
+    `Status: ${h.status}`,
+    `Diagnostic-Code: smtp; ${h.diagnostic}`,
+    '',
+    '--b1',
+    'Content-Type: text/rfc822-headers',
+    '',
+    `From: Alice <${h.to}>`,
+    `To: ${h.recipient}`,
+    'Subject: Hello',
+    `Message-ID: ${h.original}`,
+    '',
+    '--b1--',
+    '',
+  ].join('\r\n');
+}
+
+describe('inbound: IMAP watching, matching, classification effects', function () {
+  this.timeout(90_000);
+  const sink = new SmtpSink();
+  const imap = new ImapTestServer();
+  let app: TestApp;
+  let db: pg.Client;
+  let messenger: SmtpMessenger;
+  let dispatcher: Dispatcher;
+  const watchers: MailboxWatcher[] = [];
+  const SENDER = 'alice@acme.example';
+  const PW = 'imap-pw';
+  let key: string;
+  let campaignId: string;
+  const sent = new Map<string, string>(); // lead email -> Message-ID we sent
+
+  const replies = async (q = '') => (await app.request('GET', `/v1/replies${q}`, { key })).body as Array<Record<string, string>>;
+  const stats = async () => (await app.request('GET', `/v1/campaigns/${campaignId}/stats`, { key })).body;
+  const leadStatus = async (email: string) =>
+    ((await app.request('GET', `/v1/campaigns/${campaignId}/leads`, { key })).body.data as Array<{ email: string; status: string }>).find((l) => l.email === email)!.status;
+  function watcher(opts: { useIdle?: boolean } = {}) {
+    const w = new MailboxWatcher(app.deps, { pollIntervalMs: opts.useIdle === false ? 300 : 5_000, useIdle: opts.useIdle ?? true, tickMs: 300, leaseMs: 3_000 });
+    watchers.push(w);
+    return w;
+  }
+
+  before(async () => {
+    await sink.start();
+    await imap.start();
+    imap.addUser(SENDER, PW);
+    sink.users.set(SENDER, 'smtp-pw');
+    app = await startTestApp();
+    db = new pg.Client({ connectionString: app.databaseUrl });
+    await db.connect();
+    messenger = new SmtpMessenger({ maxConnections: 2 });
+    dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+
+    // Mail that was in the mailbox before the account was added is never processed.
+    await imap.append(SENDER, PW, mail({ from: 'old@lead.example', to: SENDER, subject: 'old', messageId: '<old-1@lead.example>' }, 'Yes please, call me'), new Date(Date.now() - 3 * 86_400_000));
+
+    const seeded = await seedWorkspace(app);
+    key = seeded.adminKey;
+    const s = app.services();
+    const account = await s.senders.add({ workspaceId: seeded.workspace.id, email: SENDER, name: 'Alice', smtpUrl: sink.url(SENDER, 'smtp-pw'), imapUrl: imap.url(SENDER, PW) });
+    const pool = await s.senders.createPool(seeded.workspace.id, 'p', 1000, [account.id]);
+    const c = await app.request('POST', '/v1/campaigns', {
+      key,
+      body: { name: 'Inbound', senderPoolId: pool.id, sequenceSteps: [{ subject: 'Quick question', bodyHtml: '<p>Hi</p>' }, { subject: '', bodyHtml: '<p>Bump</p>', delayHours: 48 }] },
+    });
+    campaignId = c.body.id;
+    const leads = ['yes', 'stop', 'away', 'gone', 'poll', 'later', 'restart', 'old'].map((n) => ({ email: `${n}@lead.example` }));
+    await app.request('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { key, body: { leads } });
+    await app.request('POST', `/v1/campaigns/${campaignId}/start`, { key });
+    await dispatcher.runRound();
+    for (const r of sink.received) sent.set(r.to[0], r.parsed.messageId!);
+    assert.equal(sent.size, 8);
+  });
+  after(async () => {
+    for (const w of watchers) await w.stop();
+    await messenger.close();
+    await dispatcher.close();
+    await db.end();
+    await app.close();
+    await imap.stop();
+    await sink.stop();
+  });
+
+  it('an interested reply appended over IMAP shows up through the API (IDLE); the sequence ends', async () => {
+    await watcher().start();
+    await imap.append(SENDER, PW, mail({ from: 'Yes Lead <yes@lead.example>', to: SENDER, subject: 'Re: Quick question', messageId: '<r1@lead.example>', inReplyTo: sent.get('yes@lead.example') }, "Sounds great, let's set up a call next week. What times work for you?\r\n\r\nOn Mon, Alice wrote:\r\n> Hi"));
+    const [reply] = await waitFor('the reply', async () => (await replies()).length > 0 && (await replies()));
+    assert.equal(reply.email, 'yes@lead.example');
+    assert.equal(reply.campaignId, campaignId);
+    assert.equal(reply.classification, 'interested');
+    assert.match(reply.threadSnippet, /^Sounds great, let's set up a call next week/);
+    assert.doesNotMatch(reply.threadSnippet, /Alice wrote/);
+    assert.match(reply.id, /^rpl_/);
+    assert.equal(await leadStatus('yes@lead.example'), 'replied');
+    const s = await stats();
+    assert.equal(s.replied, 1);
+    assert.equal(s.scheduled, 7, 'the follow-up of the lead who replied was cancelled');
+    const ev = await db.query(`select data from events where type = 'reply.received' and data->>'replyId' = $1`, [reply.id]);
+    assert.deepEqual(Object.keys(ev.rows[0].data).sort(), ['campaignId', 'classification', 'email', 'receivedAt', 'replyId', 'threadSnippet']);
+    const raw = await db.query(`select length(raw) as n from inbound_messages where message_id_header = '<r1@lead.example>'`);
+    assert.ok(Number(raw.rows[0].n) > 100, 'the raw message is stored');
+    const sender = (await app.request('GET', '/v1/sender-accounts', { key })).body[0];
+    assert.equal(sender.imapHealth, 'ok');
+  });
+
+  it('matched by the sender address when there are no threading headers; unsubscribe suppresses', async () => {
+    await imap.append(SENDER, PW, mail({ from: 'stop@lead.example', to: SENDER, subject: 'Quick question', messageId: '<r2@lead.example>' }, 'Please remove me from your mailing list.'));
+    const r = await waitFor('the unsubscribe', async () => (await replies()).find((x) => x.email === 'stop@lead.example'));
+    assert.equal(r.classification, 'unsubscribe');
+    assert.equal(await leadStatus('stop@lead.example'), 'unsubscribed');
+    const sup = await db.query(`select reason from suppressions where email_key = 'stop@lead.example'`);
+    assert.equal(sup.rows[0].reason, 'reply_unsubscribe');
+    const s = await stats();
+    assert.equal(s.replied, 2);
+    assert.equal(s.unsubscribed, 1);
+  });
+
+  it('an out-of-office answer does not end the sequence', async () => {
+    await imap.append(
+      SENDER,
+      PW,
+      mail({ from: 'away@lead.example', to: SENDER, subject: 'Automatic reply: Quick question', messageId: '<r3@lead.example>', inReplyTo: sent.get('away@lead.example'), extra: 'Auto-Submitted: auto-replied' }, 'I am out of the office until Monday with limited access to email.'),
+    );
+    const r = await waitFor('the OOO', async () => (await replies()).find((x) => x.email === 'away@lead.example'));
+    assert.equal(r.classification, 'out_of_office');
+    assert.equal(await leadStatus('away@lead.example'), 'active');
+    assert.equal((await stats()).replied, 2, 'an auto-reply is not a reply');
+  });
+
+  it('a delivery-status report bounces the original message: hard, suppressed, listed as bounce', async () => {
+    const before = await stats();
+    await imap.append(
+      SENDER,
+      PW,
+      dsn({ to: SENDER, messageId: '<dsn1@mx.lead.example>', original: sent.get('gone@lead.example')!, recipient: 'gone@lead.example', status: '5.1.1', diagnostic: '550 5.1.1 <gone@lead.example>: Recipient address rejected: User unknown' }),
+    );
+    const r = await waitFor('the bounce', async () => (await replies()).find((x) => x.email === 'gone@lead.example'));
+    assert.equal(r.classification, 'bounce');
+    const m = await db.query(`select state, bounce_type, bounce_reason from outbound_messages where message_id_header = $1`, [sent.get('gone@lead.example')]);
+    assert.equal(m.rows[0].state, 'bounced');
+    assert.equal(m.rows[0].bounce_type, 'hard');
+    assert.match(m.rows[0].bounce_reason, /User unknown/);
+    const after = await stats();
+    assert.equal(after.bounced, before.bounced + 1);
+    assert.equal(after.delivered, before.delivered - 1);
+    assert.equal(after.sent, before.sent);
+    assert.equal(await leadStatus('gone@lead.example'), 'bounced');
+    assert.equal((await db.query(`select reason from suppressions where email_key = 'gone@lead.example'`)).rows[0].reason, 'hard_bounce');
+    const ev = await db.query(`select data from events where type = 'message.bounced' and data->>'email' = 'gone@lead.example'`);
+    assert.equal(ev.rows[0].data.bounceType, 'hard');
+  });
+
+  it('unmatched mail is left alone; mail older than the account is never processed', async () => {
+    await imap.append(SENDER, PW, mail({ from: 'stranger@else.example', to: SENDER, subject: 'Hello', messageId: '<x1@else.example>' }, 'Yes, I am very interested!'));
+    await imap.append(SENDER, PW, mail({ from: 'later@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<r4@lead.example>', inReplyTo: sent.get('later@lead.example') }, 'Not interested, thanks.'));
+    await waitFor('the later reply', async () => (await replies()).find((x) => x.email === 'later@lead.example'));
+    const all = await replies();
+    assert.ok(!all.some((x) => x.email === 'stranger@else.example'));
+    assert.ok(!all.some((x) => x.email === 'old@lead.example'));
+    assert.equal(all.find((x) => x.email === 'later@lead.example')!.classification, 'not_interested');
+  });
+
+  it('a dropped connection recovers (the IMAP server restarts)', async () => {
+    await imap.restart();
+    await imap.append(SENDER, PW, mail({ from: 'restart@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<r5@lead.example>', inReplyTo: sent.get('restart@lead.example') }, 'Happy to chat, send me a calendar link.'));
+    const r = await waitFor('the reply after the restart', async () => (await replies()).find((x) => x.email === 'restart@lead.example'), 30_000);
+    assert.equal(r.classification, 'interested');
+  });
+
+  it('a restarted watcher neither misses nor re-processes mail; polling works without IDLE', async () => {
+    const countBefore = (await replies()).length;
+    for (const w of watchers.splice(0)) await w.stop();
+    // Mail arriving while nobody watches.
+    await imap.append(SENDER, PW, mail({ from: 'poll@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<r6@lead.example>', inReplyTo: sent.get('poll@lead.example') }, 'Yes, interested. Call me tomorrow.'));
+    await watcher({ useIdle: false }).start();
+    await waitFor('the mail that came while stopped', async () => (await replies()).find((x) => x.email === 'poll@lead.example'));
+    await new Promise((r) => setTimeout(r, 1500));
+    const all = await replies();
+    assert.equal(all.length, countBefore + 1, 'nothing processed twice');
+    const { rows } = await db.query(`select count(*)::int as n, count(distinct message_id_header)::int as d from inbound_messages`);
+    assert.equal(rows[0].n, rows[0].d);
+  });
+
+  it('with several workers, one watches each mailbox; another takes over when the holder dies', async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    const a = watcher({ useIdle: false });
+    const b = watcher({ useIdle: false });
+    await a.start();
+    await b.start();
+    const owner = async () => (await db.query(`select lease_owner from mailbox_watches`)).rows[0].lease_owner as string | null;
+    await waitFor('a holder', async () => !!(await owner()));
+    const holder = await owner();
+    assert.ok(holder === a.owner || holder === b.owner);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(await owner(), holder, 'the lease stays with its holder');
+    // The holder "dies": its lease is taken by someone that never renews it, and expires.
+    await db.query(`update mailbox_watches set lease_owner = 'dead.worker', lease_until = now() - interval '1 second'`);
+    await waitFor('a takeover', async () => [a.owner, b.owner].includes((await owner()) ?? ''));
+    await imap.append(SENDER, PW, mail({ from: 'late2@lead.example', to: SENDER, subject: 'x', messageId: '<r7@lead.example>' }, 'unrelated'));
+    await new Promise((r) => setTimeout(r, 1000));
+    const { rows } = await db.query(`select count(*)::int as n, count(distinct message_id_header)::int as d from inbound_messages`);
+    assert.equal(rows[0].n, rows[0].d, 'no message ingested twice by two workers');
+  });
+
+  it('GET /v1/replies: filters, paging, X-Total-Count, and its errors', async () => {
+    const all = await app.request('GET', '/v1/replies', { key });
+    assert.equal(all.status, 200);
+    const total = Number(all.headers.get('x-total-count'));
+    assert.equal(total, all.body.length);
+    const sorted = [...all.body].sort((a: { receivedAt: string }, b: { receivedAt: string }) => b.receivedAt.localeCompare(a.receivedAt));
+    assert.deepEqual(all.body.map((r: { id: string }) => r.id), sorted.map((r: { id: string }) => r.id));
+    assert.deepEqual(Object.keys(all.body[0]).sort(), ['campaignId', 'classification', 'email', 'id', 'receivedAt', 'threadSnippet']);
+    const interested = await app.request('GET', '/v1/replies?classification=interested&classification=bounce', { key });
+    assert.ok(interested.body.length >= 3 && interested.body.every((r: { classification: string }) => ['interested', 'bounce'].includes(r.classification)));
+    const page = await app.request('GET', `/v1/replies?campaignId=${campaignId}&pageSize=2&page=2`, { key });
+    assert.equal(page.body.length, 2);
+    assert.deepEqual(page.body.map((r: { id: string }) => r.id), all.body.slice(2, 4).map((r: { id: string }) => r.id));
+    assert.equal(page.headers.get('x-total-count'), String(total));
+    const future = await app.request('GET', `/v1/replies?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, { key });
+    assert.deepEqual(future.body, []);
+    for (const q of ['classification=happy', 'since=yesterday', 'pageSize=501', 'page=0', 'foo=1']) {
+      const bad = await app.request('GET', `/v1/replies?${q}`, { key });
+      assert.equal(bad.status, 400, q);
+      assert.equal(bad.body.error.code, 'invalid_request');
+    }
+    const missing = await app.request('GET', '/v1/replies?campaignId=cmp_nope', { key });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.error.code, 'campaign_not_found');
+    const other = await seedWorkspace(app);
+    assert.deepEqual((await app.request('GET', '/v1/replies', { key: other.adminKey })).body, []);
+    assert.equal((await app.request('GET', `/v1/replies?campaignId=${campaignId}`, { key: other.adminKey })).status, 404);
+  });
+});

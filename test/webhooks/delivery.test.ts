@@ -1,0 +1,399 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import pg from 'pg';
+import { claimDue, fanOut, viaOrm } from '../../src/modules/webhooks/repository.ts';
+import { checkWebhookHost, type Resolver } from '../../src/adapters/http-client.ts';
+import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
+import type { Deps } from '../../src/services.ts';
+import { webhookWorld, verifySignature, type WebhookWorld } from './helpers.ts';
+
+// Retry delays in this file are 1s,2s,3s,4s,5s and the timeout 400 ms (see webhookWorld). The
+// clock is a ManualClock: tests move it instead of sleeping.
+const DELAYS = [1_000, 2_000, 3_000, 4_000, 5_000];
+
+describe('webhook delivery: retries, timeouts, restarts, workers, guards', function () {
+  this.timeout(60_000);
+  let w: WebhookWorld;
+  let db: pg.Client;
+  let dispatcher: WebhookDispatcher;
+
+  before(async () => {
+    w = await webhookWorld();
+    db = new pg.Client({ connectionString: w.app.databaseUrl });
+    await db.connect();
+    dispatcher = w.dispatcher();
+  });
+  after(async () => {
+    await db.end();
+    await w.close();
+  });
+  beforeEach(() => w.receiver.reset());
+  // Each test starts with no webhooks, so nothing scheduled by one test fires in the next.
+  afterEach(async () => {
+    await db.query('delete from webhooks');
+  });
+
+  async function oneHookOneEvent(events: Parameters<WebhookWorld['register']>[1] = ['message.sent']) {
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, events);
+    const eventId = await w.emit(workspaceId, events[0], { messageId: 'msg_1' });
+    return { key, workspaceId, hook, eventId };
+  }
+
+  const attemptsOf = async (key: string, hookId: string) => (await w.deliveries(key, hookId))[0];
+
+  it('a failing receiver gets exactly 6 attempts on the configured schedule, then nothing; the delivery is failed', async () => {
+    w.receiver.respond = () => 500;
+    const { key, hook, eventId } = await oneHookOneEvent();
+    const t0 = w.clock.now().getTime();
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 1);
+    let d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'pending');
+    assert.equal(d.nextAttemptAt, new Date(t0 + DELAYS[0]).toISOString());
+    for (let i = 0; i < DELAYS.length; i++) {
+      w.clock.advance(DELAYS[i] - 1);
+      await dispatcher.runRound();
+      assert.equal(w.receiver.received.length, i + 1, `retry ${i + 1} not before its delay`);
+      w.clock.advance(1);
+      await dispatcher.runRound();
+      assert.equal(w.receiver.received.length, i + 2, `retry ${i + 1} at its delay`);
+    }
+    d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'failed');
+    assert.equal(d.nextAttemptAt, null);
+    assert.equal(d.attempts.length, 6);
+    assert.ok(d.attempts.every((a: { statusCode: number; error: string }) => a.statusCode === 500 && a.error === 'receiver answered 500'));
+    // Attempts are spaced by the delays, each counted from the previous attempt.
+    const at = d.attempts.map((a: { at: string }) => Date.parse(a.at));
+    assert.deepEqual(at.slice(1).map((t: number, i: number) => t - at[i]), DELAYS);
+    // Same event id and same body bytes on every attempt; each attempt signed.
+    assert.ok(w.receiver.received.every((r) => r.json.id === eventId && r.headers['x-service-event-id'] === eventId && r.body.equals(w.receiver.received[0].body)));
+    assert.ok(w.receiver.received.every((r) => verifySignature(r, hook.signingSecret)));
+    assert.deepEqual(w.receiver.received.map((r) => r.headers['x-service-attempt']), ['1', '2', '3', '4', '5', '6']);
+    // Then nothing, ever.
+    w.clock.advance(7 * 86_400_000);
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 6);
+    assert.match(w.app.logs.text, /webhook delivery failed for good/);
+  });
+
+  it('a receiver that hangs past the timeout is a failed attempt (no status, a timeout error), retried later', async () => {
+    w.receiver.respond = () => 'hang';
+    const { key, hook } = await oneHookOneEvent();
+    const r = await dispatcher.runRound();
+    assert.equal(r.retrying, 1);
+    const d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'pending');
+    assert.equal(d.attempts[0].statusCode, null);
+    assert.match(d.attempts[0].error, /^timeout: no answer within 400 ms/);
+    assert.ok(d.attempts[0].durationMs >= 390 && d.attempts[0].durationMs < 3_000, String(d.attempts[0].durationMs));
+    w.receiver.respond = () => 204;
+    w.clock.advance(DELAYS[0]);
+    await dispatcher.runRound();
+    assert.equal((await attemptsOf(key, hook.id)).state, 'delivered');
+  });
+
+  it('a receiver that recovers gets the event once: failures, then one success, then nothing more', async () => {
+    let n = 0;
+    w.receiver.respond = () => (++n <= 2 ? 503 : 200);
+    const { key, hook, eventId } = await oneHookOneEvent();
+    await dispatcher.runRound();
+    w.clock.advance(DELAYS[0]);
+    await dispatcher.runRound();
+    w.clock.advance(DELAYS[1]);
+    await dispatcher.runRound();
+    w.clock.advance(60 * 60_000);
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 3);
+    const d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'delivered');
+    assert.deepEqual(
+      d.attempts.map((a: { statusCode: number }) => a.statusCode),
+      [503, 503, 200],
+    );
+    assert.equal(w.receiver.received.filter((r) => r.json.id === eventId).length, 3);
+  });
+
+  it('redirects are not followed: a 3xx is a failed attempt and the target is never requested', async () => {
+    w.receiver.respond = (req) => (req.path === '/hook' ? { status: 302, headers: { location: w.receiver.url('/elsewhere') } } : 200);
+    const { key, hook } = await oneHookOneEvent();
+    await dispatcher.runRound();
+    for (const status of [301, 307, 308]) {
+      w.receiver.respond = (req) => (req.path === '/hook' ? { status, headers: { location: w.receiver.url('/elsewhere') } } : 200);
+      w.clock.advance(60_000);
+      await dispatcher.runRound();
+    }
+    assert.deepEqual(
+      w.receiver.received.map((r) => r.path),
+      ['/hook', '/hook', '/hook', '/hook'],
+    );
+    const d = await attemptsOf(key, hook.id);
+    assert.deepEqual(
+      d.attempts.map((a: { statusCode: number }) => a.statusCode),
+      [302, 301, 307, 308],
+    );
+    assert.match(d.attempts[0].error, /redirect/);
+    assert.equal(d.state, 'pending');
+  });
+
+  it('a restart mid-retry continues the schedule: a new dispatcher takes over the pending retries', async () => {
+    w.receiver.respond = () => 500;
+    const first = w.dispatcher();
+    const { key, hook } = await oneHookOneEvent();
+    await first.runRound();
+    w.clock.advance(DELAYS[0]);
+    await first.runRound();
+    first.stop();
+    await first.close(); // the old process is gone
+    w.receiver.respond = () => 200;
+    const second = w.dispatcher();
+    w.clock.advance(DELAYS[1] - 1);
+    await second.runRound();
+    assert.equal(w.receiver.received.length, 2, 'the schedule is kept: not before the next delay');
+    w.clock.advance(1);
+    await second.runRound();
+    assert.equal(w.receiver.received.length, 3);
+    const d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'delivered');
+    assert.deepEqual(
+      d.attempts.map((a: { statusCode: number }) => a.statusCode),
+      [500, 500, 200],
+    );
+  });
+
+  it('a worker that died holding a claim: nobody touches the delivery until its lease runs out, then it is attempted once', async () => {
+    const { key, workspaceId, hook } = await oneHookOneEvent();
+    await dispatcher.runRound(); // fans out and delivers: use a second event for the crash
+    const eventId = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_crash' });
+    // Fan out without attempting, then claim as a worker that dies right after.
+    await w.app.deps.orm.em.fork().transactional((em) => fanOut(em, w.clock.now(), 100));
+    const now = w.clock.now();
+    const claimed = await claimDue(viaOrm(w.app.deps.orm.em.fork()), now, new Date(now.getTime() + dispatcher.leaseMs), 10);
+    assert.deepEqual(
+      claimed.map((c) => c.eventId),
+      [eventId],
+    );
+    w.receiver.reset();
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 0, 'leased by the dead worker');
+    w.clock.advance(dispatcher.leaseMs);
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 1);
+    assert.equal(w.receiver.received[0].json.id, eventId);
+    const d = (await w.deliveries(key, hook.id)).find((x: { eventId: string }) => x.eventId === eventId);
+    assert.equal(d.state, 'delivered');
+    assert.equal(d.attempts.length, 1);
+  });
+
+  it('two workers at once never deliver the same event twice', async () => {
+    w.receiver.respond = () => ({ status: 200, delayMs: 5 });
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    const ids: string[] = [];
+    for (let i = 0; i < 80; i++) ids.push(await w.emit(workspaceId, 'message.sent', { messageId: `msg_${i}` }));
+    // Fanned out first, so both workers find the deliveries when their rounds start.
+    await w.app.deps.orm.em.fork().transactional((em) => fanOut(em, w.clock.now(), 500));
+    const a = w.dispatcher({ concurrency: 4 });
+    const b = w.dispatcher({ concurrency: 4 });
+    const [ra, rb] = await Promise.all([a.runRound(), b.runRound()]);
+    assert.equal(ra.delivered + rb.delivered, 80);
+    assert.ok(ra.delivered > 0 && rb.delivered > 0, `both workers worked (${ra.delivered}/${rb.delivered})`);
+    assert.equal(w.receiver.received.length, 80);
+    assert.deepEqual(new Set(w.receiver.received.map((r) => r.json.id)), new Set(ids));
+    const { rows } = await db.query(
+      `select count(*)::int as deliveries, sum(attempt_count)::int as attempts, count(*) filter (where state = 'delivered')::int as delivered
+         from webhook_deliveries where webhook_id = $1`,
+      [hook.id],
+    );
+    assert.deepEqual(rows[0], { deliveries: 80, attempts: 80, delivered: 80 });
+    const { rows: logged } = await db.query(`select count(*)::int as n from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id where d.webhook_id = $1`, [hook.id]);
+    assert.equal(logged[0].n, 80);
+  });
+
+  it('a disabled webhook gets nothing new; its pending retries wait and resume when it is enabled', async () => {
+    w.receiver.respond = () => 500;
+    const { key, workspaceId, hook, eventId } = await oneHookOneEvent();
+    await dispatcher.runRound();
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${hook.id}`, { key, body: { status: 'disabled' } })).status, 200);
+    let d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'pending');
+    assert.equal(d.nextAttemptAt, null, 'held');
+    const during = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_during' });
+    w.clock.advance(60_000);
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 1, 'no retry and no new event while disabled');
+    assert.equal((await w.deliveries(key, hook.id)).length, 1, 'no delivery for the event that happened while disabled');
+    const retry = await w.app.request('POST', `/v1/webhooks/${hook.id}/deliveries/${d.id}/retry`, { key });
+    assert.equal(retry.status, 409);
+    assert.equal(retry.body.error.code, 'webhook_disabled');
+
+    w.receiver.respond = () => 200;
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${hook.id}`, { key, body: { status: 'active' } })).status, 200);
+    d = await attemptsOf(key, hook.id);
+    assert.equal(d.nextAttemptAt, w.clock.now().toISOString(), 'due at once');
+    await dispatcher.runRound();
+    assert.deepEqual(
+      w.receiver.received.map((r) => r.json.id),
+      [eventId, eventId],
+    );
+    assert.ok(!w.receiver.received.some((r) => r.json.id === during));
+    assert.equal((await attemptsOf(key, hook.id)).state, 'delivered');
+  });
+
+  it('a deleted webhook gets nothing: its pending retries go with it', async () => {
+    w.receiver.respond = () => 500;
+    const { key, workspaceId, hook } = await oneHookOneEvent();
+    await dispatcher.runRound();
+    assert.equal((await w.app.request('DELETE', `/v1/webhooks/${hook.id}`, { key })).status, 204);
+    await w.emit(workspaceId, 'message.sent', { messageId: 'msg_after' });
+    w.clock.advance(60_000);
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 1);
+    const { rows } = await db.query('select count(*)::int as n from webhook_deliveries where webhook_id = $1', [hook.id]);
+    assert.equal(rows[0].n, 0);
+  });
+
+  it('manual retry: a failed delivery gets one immediate attempt; unknown or foreign deliveries are 404', async () => {
+    w.receiver.respond = () => 500;
+    const { key, hook } = await oneHookOneEvent();
+    await dispatcher.runRound();
+    for (const delay of DELAYS) {
+      w.clock.advance(delay);
+      await dispatcher.runRound();
+    }
+    let d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'failed');
+    w.receiver.respond = () => 200;
+    const res = await w.app.request('POST', `/v1/webhooks/${hook.id}/deliveries/${d.id}/retry`, { key });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.state, 'pending');
+    assert.equal(res.body.nextAttemptAt, w.clock.now().toISOString());
+    assert.equal(res.body.attempts.length, 6);
+    await dispatcher.runRound();
+    d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'delivered');
+    assert.equal(d.attempts.length, 7);
+    assert.equal(d.attempts[6].statusCode, 200);
+
+    // A manual retry that fails again leaves the delivery failed (its retries are used up).
+    w.receiver.respond = () => 500;
+    await w.app.request('POST', `/v1/webhooks/${hook.id}/deliveries/${d.id}/retry`, { key });
+    await dispatcher.runRound();
+    d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'failed');
+    assert.equal(d.attempts.length, 8);
+
+    const other = await w.register(key, ['reply.received'], '/other');
+    const notFound = await w.app.request('POST', `/v1/webhooks/${other.id}/deliveries/${d.id}/retry`, { key });
+    assert.equal(notFound.status, 404);
+    assert.equal(notFound.body.error.code, 'delivery_not_found');
+    const foreign = await w.workspace();
+    const foreignRes = await w.app.request('POST', `/v1/webhooks/${hook.id}/deliveries/${d.id}/retry`, { key: foreign.key });
+    assert.equal(foreignRes.status, 404);
+    assert.equal(foreignRes.body.error.code, 'webhook_not_found');
+    const body = await w.app.request('POST', `/v1/webhooks/${hook.id}/deliveries/${d.id}/retry`, { key, body: { now: true } });
+    assert.equal(body.status, 400);
+  });
+
+  it('the delivery log pages newest first and filters by state', async () => {
+    w.receiver.respond = (req) => (req.json.data.messageId === 'msg_bad' ? 500 : 200);
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    for (const m of ['msg_a', 'msg_bad', 'msg_c']) {
+      await w.emit(workspaceId, 'message.sent', { messageId: m });
+      w.clock.advance(10);
+      await dispatcher.runRound();
+    }
+    const page = await w.app.request('GET', `/v1/webhooks/${hook.id}/deliveries?limit=2`, { key });
+    assert.equal(page.body.total, 3);
+    assert.equal(page.body.hasMore, true);
+    assert.equal(page.body.data.length, 2);
+    const all = await w.deliveries(key, hook.id);
+    const createdAt = all.map((d: { createdAt: string }) => d.createdAt);
+    assert.deepEqual(createdAt, [...createdAt].sort().reverse());
+    const pending = await w.app.request('GET', `/v1/webhooks/${hook.id}/deliveries?state=pending`, { key });
+    assert.equal(pending.body.total, 1);
+    assert.equal(pending.body.data[0].attempts[0].statusCode, 500);
+    const delivered = await w.app.request('GET', `/v1/webhooks/${hook.id}/deliveries?state=delivered&offset=1`, { key });
+    assert.equal(delivered.body.total, 2);
+    assert.equal(delivered.body.data.length, 1);
+    assert.equal(delivered.body.hasMore, false);
+  });
+
+  it('connection refused and an untrusted certificate are failed attempts with their error', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const dead = (await w.app.request('POST', '/v1/webhooks', { key, body: { url: `https://127.0.0.1:${port}/x`, events: ['message.sent'] } })).body;
+    const hook = await w.register(key, ['message.sent']);
+    await w.emit(workspaceId, 'message.sent', { messageId: 'msg_x' });
+    const untrusting = w.dispatcher({ ca: undefined });
+    // A dispatcher without the test CA uses the system trust store, which does not know it.
+    await untrusting.runRound();
+    const deadAttempt = (await attemptsOf(key, dead.id)).attempts[0];
+    assert.equal(deadAttempt.statusCode, null);
+    assert.match(deadAttempt.error, /ECONNREFUSED/);
+    const tlsAttempt = (await attemptsOf(key, hook.id)).attempts[0];
+    assert.equal(tlsAttempt.statusCode, null);
+    assert.match(tlsAttempt.error, /certificate/i);
+    assert.equal(w.receiver.received.length, 0, 'no request is sent over an unverified connection');
+  });
+
+  describe('SSRF guard at delivery time (MAILGATE_WEBHOOK_ALLOW_PRIVATE off for the dispatcher)', () => {
+    const guarded = (): Deps => ({ ...w.app.deps, config: { ...w.app.deps.config, webhookAllowPrivate: false } });
+
+    it('a URL that now points to a private address is refused at connect time and nothing is sent', async () => {
+      const { key, hook } = await oneHookOneEvent();
+      const d = w.dispatcher({}, guarded());
+      await d.runRound();
+      assert.equal(w.receiver.received.length, 0);
+      const attempt = (await attemptsOf(key, hook.id)).attempts[0];
+      assert.equal(attempt.statusCode, null);
+      assert.match(attempt.error, /^refused: 127\.0\.0\.1 is a loopback address \(SSRF guard\)/);
+      assert.equal((await attemptsOf(key, hook.id)).state, 'pending', 'a refusal is a failed attempt like any other');
+    });
+
+    it('DNS rebinding: the address checked is the address connected to', async () => {
+      // A name that resolved to a public address when it was checked, and to 127.0.0.1 after.
+      let calls = 0;
+      const rebinding: Resolver = async (host) => {
+        assert.equal(host, 'hooks.rebind.test');
+        return ++calls === 1 ? [{ address: '93.184.215.14', family: 4 }] : [{ address: '127.0.0.1', family: 4 }];
+      };
+      const url = new URL(w.receiver.url('/rebind', 'hooks.rebind.test'));
+      await checkWebhookHost(url, { allowPrivate: false, resolve: rebinding }); // passes: public then
+      const { key, workspaceId } = await w.workspace();
+      const hook = (await w.app.request('POST', '/v1/webhooks', { key, body: { url: url.href, events: ['message.sent'] } })).body;
+      await w.emit(workspaceId, 'message.sent', { messageId: 'msg_rebind' });
+      await w.dispatcher({ resolve: rebinding }, guarded()).runRound();
+      assert.equal(w.receiver.received.length, 0);
+      const attempt = (await attemptsOf(key, hook.id)).attempts[0];
+      assert.match(attempt.error, /^refused: hooks\.rebind\.test resolves to 127\.0\.0\.1, a loopback address \(SSRF guard\)/);
+
+      // With private addresses allowed, the same lookup is what the socket connects to: the
+      // request reaches the receiver on 127.0.0.1 under the name hooks.rebind.test (TLS checks it).
+      w.clock.advance(DELAYS[0]);
+      await w.dispatcher({ resolve: async () => [{ address: '127.0.0.1', family: 4 }] }).runRound();
+      assert.equal(w.receiver.received.length, 1);
+      assert.equal(w.receiver.received[0].headers.host, `hooks.rebind.test:${w.receiver.port}`);
+      assert.equal((await attemptsOf(key, hook.id)).state, 'delivered');
+    });
+
+    it('a host with one public and one private address is refused', async () => {
+      const mixed: Resolver = async () => [
+        { address: '93.184.215.14', family: 4 },
+        { address: '::ffff:10.0.0.8', family: 6 },
+      ];
+      await assert.rejects(checkWebhookHost(new URL('https://mixed.example/x'), { allowPrivate: false, resolve: mixed }), /10\.0\.0\.8 inside/);
+      const { key, workspaceId } = await w.workspace();
+      const hook = (await w.app.request('POST', '/v1/webhooks', { key, body: { url: w.receiver.url('/m', 'hooks.rebind.test'), events: ['message.sent'] } })).body;
+      await w.emit(workspaceId, 'message.sent', { messageId: 'msg_mixed' });
+      await w.dispatcher({ resolve: mixed }, guarded()).runRound();
+      assert.match((await attemptsOf(key, hook.id)).attempts[0].error, /SSRF guard/);
+      assert.equal(w.receiver.received.length, 0);
+    });
+  });
+});
