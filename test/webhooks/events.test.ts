@@ -7,6 +7,8 @@ import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { recordEvent } from '../../src/modules/events/outbox.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { webhookWorld, verifySignature, type WebhookWorld } from './helpers.ts';
+import { ImapTestServer } from '../support/dovecot.ts';
+import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -168,7 +170,75 @@ describe('webhook events: produced by real flows, delivered signed', function ()
     }
   });
 
-  it('reply.received (via recordEvent: inbound mail is not built into a flow yet): the reference data shape, in order', async () => {
+  it('reply.received from a real reply appended over IMAP, classified and matched, delivered signed', async () => {
+    const SENDER = 'alice@acme.example';
+    const imap = new ImapTestServer();
+    const sink = new SmtpSink();
+    await imap.start();
+    await sink.start();
+    imap.addUser(SENDER, 'pw');
+    sink.users.set(SENDER, 'pw');
+    const messenger = new SmtpMessenger({ maxConnections: 1 });
+    const sending = new Dispatcher(w.app.deps, messenger, { maxConnections: 1, retryDelaysMs: [60_000] });
+    const watcher = new MailboxWatcher(w.app.deps, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
+    try {
+      const { key, workspaceId } = await w.workspace();
+      const hook = await w.register(key, ['reply.received']);
+      const s = w.app.services();
+      const account = await s.senders.add({ workspaceId, email: SENDER, name: 'Alice', smtpUrl: sink.url(SENDER, 'pw'), imapUrl: imap.url(SENDER, 'pw') });
+      const pool = await s.senders.createPool(workspaceId, 'p', 100, [account.id]);
+      const campaignId = await campaign(key, 'Replies', [{ email: 'ann@lead.example' }], pool.id);
+      await w.app.request('POST', `/v1/campaigns/${campaignId}/start`, { key });
+      await sending.runRound();
+      const sentId = sink.received[0].parsed.messageId!;
+      await watcher.start();
+      await imap.append(
+        SENDER,
+        'pw',
+        [
+          'From: Ann <ann@lead.example>',
+          `To: ${SENDER}`,
+          'Subject: Re: Hello there',
+          `Date: ${new Date().toUTCString()}`,
+          'Message-ID: <ann-reply@lead.example>',
+          `In-Reply-To: ${sentId}`,
+          'Content-Type: text/plain; charset=utf-8',
+          '',
+          'Yes, interested. Can we talk on Tuesday?',
+          '',
+        ].join('\r\n'),
+      );
+      let replies: Array<Record<string, string>> = [];
+      for (let i = 0; i < 150 && !replies.length; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        replies = (await w.app.request('GET', `/v1/replies?campaignId=${campaignId}`, { key })).body;
+      }
+      assert.equal(replies.length, 1);
+      w.receiver.reset();
+      await dispatcher.runRound();
+      const req = w.receiver.received.find((q) => q.json.event === 'reply.received')!;
+      assert.ok(req, 'delivered');
+      assert.deepEqual(Object.keys(req.json.data), ['replyId', 'campaignId', 'email', 'classification', 'threadSnippet', 'receivedAt']);
+      assert.deepEqual(req.json.data, {
+        replyId: replies[0].id,
+        campaignId,
+        email: 'ann@lead.example',
+        classification: 'interested',
+        threadSnippet: replies[0].threadSnippet,
+        receivedAt: replies[0].receivedAt,
+      });
+      assert.match(req.json.data.threadSnippet, /Can we talk on Tuesday/);
+      assert.ok(verifySignature(req, hook.signingSecret));
+    } finally {
+      await watcher.stop();
+      await sending.close();
+      await messenger.close();
+      await sink.stop();
+      await imap.stop();
+    }
+  });
+
+  it('reply.received: the reference data shape, in order', async () => {
     const { key, workspaceId } = await w.workspace();
     const hook = await w.register(key, ['reply.received']);
     const data = { receivedAt: '2026-05-04T09:58:00.000Z', threadSnippet: 'Sounds good — let’s talk Tuesday', email: 'ann@lead.example', classification: 'interested', campaignId: 'cmp_x', replyId: 'rpl_1' };
