@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import type { LeadInput, StandardField } from './leads.ts';
+import type { LeadColumns } from '../sending/repository.ts';
 
 const COLUMNS: Record<StandardField, string> = { firstName: 'first_name', lastName: 'last_name', company: 'company', jobTitle: 'job_title' };
 
@@ -187,7 +188,7 @@ export async function readCounters(em: EntityManager, workspaceId: string, campa
   return rows[0] ?? null;
 }
 
-export interface EnrollmentRow {
+export interface EnrollmentRow extends LeadColumns {
   enrollment_id: string;
   status: string;
   current_step: number | null;
@@ -195,12 +196,6 @@ export interface EnrollmentRow {
   last_event_at: Date | string | null;
   created_at: Date | string;
   lead_id: string;
-  email: string;
-  first_name: string | null;
-  last_name: string | null;
-  company: string | null;
-  job_title: string | null;
-  custom: Record<string, unknown>;
   next_send_at: Date | string | null;
 }
 

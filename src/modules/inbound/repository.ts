@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
+import type { OutboundRef } from '../sending/repository.ts';
 
 export interface WatchRow {
   id: string;
@@ -63,14 +64,7 @@ export async function advanceCursor(em: EntityManager, id: string, owner: string
   return rows.length === 1;
 }
 
-export interface MatchedMessage {
-  id: string;
-  workspace_id: string;
-  campaign_id: string;
-  enrollment_id: string;
-  lead_id: string;
-  step_index: number;
-  to_email: string;
+export interface MatchedMessage extends OutboundRef {
   message_id_header: string | null;
   state: string;
 }

@@ -148,7 +148,8 @@ export async function markClaimed(
   await sql(em, `update sender_accounts set last_sent_at = ? where id = any(?::text[])`, [now, accounts]);
 }
 
-export interface PreparedRow {
+/** The columns that place an outbound message in its campaign, enrollment and sequence. */
+export interface OutboundRef {
   id: string;
   workspace_id: string;
   campaign_id: string;
@@ -156,16 +157,23 @@ export interface PreparedRow {
   lead_id: string;
   step_index: number;
   to_email: string;
-  sender_account_id: string;
-  track_opens: boolean;
-  step_subject: string | null;
-  step_body: string | null;
+}
+
+/** A lead's personalization columns as hand-written SQL returns them. */
+export interface LeadColumns {
   email: string;
   first_name: string | null;
   last_name: string | null;
   company: string | null;
   job_title: string | null;
   custom: Record<string, unknown>;
+}
+
+export interface PreparedRow extends OutboundRef, LeadColumns {
+  sender_account_id: string;
+  track_opens: boolean;
+  step_subject: string | null;
+  step_body: string | null;
   from_email: string;
   from_name: string;
   smtp_url_enc: string;
