@@ -14,10 +14,11 @@ import { suppressionRoutes } from './modules/suppression/routes.ts';
 import { sdrRoutes } from './modules/sdrs/routes.ts';
 import { campaignRoutes } from './modules/campaigns/routes.ts';
 import { replyRoutes } from './modules/inbound/routes.ts';
+import { assignRoutes } from './modules/sdrs/assign-routes.ts';
 import { mountTrackingRoutes } from './modules/tracking/routes.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
 
-export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...replyRoutes, ...suppressionRoutes, ...sdrRoutes, ...webhookRoutes];
+export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...replyRoutes, ...assignRoutes, ...suppressionRoutes, ...sdrRoutes, ...webhookRoutes];
 
 const VERSION = '0.1.0';
 

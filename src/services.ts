@@ -11,7 +11,9 @@ import { SdrService } from './modules/sdrs/service.ts';
 import { CampaignService } from './modules/campaigns/service.ts';
 import { TrackingService } from './modules/tracking/service.ts';
 import { InboundService } from './modules/inbound/service.ts';
+import { AssignmentService } from './modules/sdrs/assign.ts';
 import { WebhookService } from './modules/webhooks/service.ts';
+import { ThreadService } from './modules/sdrs/threads.ts';
 
 /** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
 export interface Deps {
@@ -33,7 +35,9 @@ export function createServices(deps: Deps, em: EntityManager) {
     campaigns: new CampaignService(deps, em),
     tracking: new TrackingService(deps, em),
     inbound: new InboundService(deps, em),
+    assignments: new AssignmentService(deps, em),
     webhooks: new WebhookService(deps, em),
+    sdrThreads: new ThreadService(deps, em),
   };
 }
 

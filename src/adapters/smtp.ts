@@ -134,3 +134,40 @@ export class SmtpMessenger implements Messenger {
     this.pools.clear();
   }
 }
+
+/**
+ * One message through a short-lived (unpooled) connection: for the rare sends made inside an
+ * API request, such as forwarding a reply to an SDR.
+ */
+export async function sendOnce(smtpUrl: string, mail: OutgoingMail, timeoutMs = 30_000): Promise<SendOutcome> {
+  const s = parseMailUrl(smtpUrl, 'smtp');
+  const transport = nodemailer.createTransport({
+    host: s.host,
+    port: s.port,
+    secure: s.secure,
+    auth: s.user ? { user: s.user, pass: s.pass ?? '' } : undefined,
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+  });
+  try {
+    const info = await transport.sendMail({
+      from: mail.from,
+      to: mail.to,
+      cc: mail.cc,
+      subject: mail.subject,
+      html: mail.html,
+      text: mail.text,
+      messageId: mail.messageId,
+      inReplyTo: mail.inReplyTo,
+      references: mail.references,
+      headers: mail.headers,
+      attachments: mail.attachments,
+    });
+    return { kind: 'accepted', response: String(info.response ?? '250 OK') };
+  } catch (err) {
+    return classifySmtpError(err);
+  } finally {
+    transport.close();
+  }
+}

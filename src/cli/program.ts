@@ -7,6 +7,8 @@ import { createServices, type Services, type Deps } from '../services.ts';
 import { registerWorkspaceCommands } from './workspace.ts';
 import { registerSenderCommands } from './sender.ts';
 import { registerSdrCommands } from './sdr.ts';
+import { registerIcpCommands } from './icp.ts';
+import { registerFollowupCommands } from './followup.ts';
 import { registerSuppressionCommands } from './suppression.ts';
 import { registerServeCommands } from './serve.ts';
 import { registerClassifyCommands } from './classify.ts';
@@ -86,6 +88,8 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
   registerWorkspaceCommands(program, ctx);
   registerSenderCommands(program, ctx);
   registerSdrCommands(program, ctx);
+  registerIcpCommands(program, ctx);
+  registerFollowupCommands(program, ctx);
   registerSuppressionCommands(program, ctx);
   registerClassifyCommands(program, ctx);
 

@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { jsonOption, type CliContext } from './program.ts';
-import { sdrView } from '../modules/sdrs/service.ts';
+import { readFile } from 'node:fs/promises';
+import { ApiError } from '../shared/errors.ts';
+import { sdrView, profileView } from '../modules/sdrs/service.ts';
 
 export function registerSdrCommands(program: Command, ctx: CliContext) {
   const sdr = program.command('sdr').description('SDRs (sales reps) and their mailboxes');
@@ -41,4 +43,25 @@ export function registerSdrCommands(program: Command, ctx: CliContext) {
       ctx.print(opts, { id: s.id, active: s.active }, `SDR ${s.id} is ${s.active ? 'active' : 'inactive'}`);
     });
   }
+  jsonOption(
+    sdr
+      .command('set-profile')
+      .description("set the SDR's profile used for drafts (an empty value clears a field)")
+      .argument('<sdrId>', 'SDR id')
+      .option('--tone <tone>', 'writing tone, e.g. "warm, concise"')
+      .option('--signature-file <file>', 'file holding the email signature (plain text)')
+      .option('--calendar-url <url>', 'https booking link')
+      .option('--language <language>', 'language tag, e.g. en or pt-BR'),
+  ).action(async (sdrId: string, opts: { tone?: string; signatureFile?: string; calendarUrl?: string; language?: string; json?: boolean }) => {
+    let signature: string | undefined;
+    if (opts.signatureFile !== undefined) {
+      try {
+        signature = await readFile(opts.signatureFile, 'utf8');
+      } catch (err) {
+        throw ApiError.invalid(`--signature-file: cannot read ${opts.signatureFile} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+      }
+    }
+    const s = await ctx.withServices((services) => services.sdrs.setProfile(sdrId, { tone: opts.tone, signature, calendarUrl: opts.calendarUrl, language: opts.language }));
+    ctx.print(opts, profileView(s), `profile of SDR ${s.id} updated`);
+  });
 }

@@ -7,6 +7,47 @@ import { isEmail } from '../../shared/email.ts';
 import type { Deps } from '../../services.ts';
 import { SdrSchema, SdrMailboxSchema, type Sdr, type SdrMailbox, type MailHealth } from './entities.ts';
 import type { ProbeOutcome } from '../../adapters/mailprobe.ts';
+import { sql } from '../../db/sql.ts';
+import { isoOrNull, toDate } from '../../shared/time.ts';
+import type { IcpCriteria } from './icp.ts';
+
+export interface ProfileInput {
+  tone?: string;
+  signature?: string;
+  calendarUrl?: string;
+  language?: string;
+}
+
+export function profileView(sdr: Sdr) {
+  return { id: sdr.id, name: sdr.name, email: sdr.email, tone: sdr.tone, signature: sdr.signature, calendarUrl: sdr.calendarUrl, language: sdr.language };
+}
+
+const LANGUAGE_TAG = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
+const FOLLOWUP_CATEGORIES = ['A', 'B', 'C'];
+
+interface FollowupRuleRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  after_ms: string | number;
+  business_days: boolean;
+  categories: string[] | null;
+  max_attempts: number;
+  created_at: string | Date;
+}
+
+export function followupRuleView(r: FollowupRuleRow) {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    name: r.name,
+    afterMs: Number(r.after_ms),
+    businessDays: r.business_days,
+    categories: r.categories,
+    maxAttempts: r.max_attempts,
+    createdAt: toDate(r.created_at).toISOString(),
+  };
+}
 
 export function sdrView(sdr: Sdr, mailbox: SdrMailbox | null) {
   const connected = !!mailbox && mailbox.healthState === 'active';
@@ -110,5 +151,107 @@ export class SdrService {
     const boxes = await this.em.find(SdrMailboxSchema, { sdrId: { $in: sdrs.map((s) => s.id) } });
     const byId = new Map(boxes.map((b) => [b.sdrId, b]));
     return sdrs.map((s) => sdrView(s, byId.get(s.id) ?? null));
+  }
+
+  /**
+   * Sets the SDR's profile fields (tone, signature, calendar URL, language). A field not given
+   * is left as is; an empty (or blank) string clears it.
+   */
+  async setProfile(sdrId: string, input: ProfileInput): Promise<Sdr> {
+    const sdr = await this.get(sdrId);
+    const clean = (v: string | undefined): string | null | undefined => (v === undefined ? undefined : v.trim() === '' ? null : v);
+    const tone = clean(input.tone);
+    const signature = clean(input.signature);
+    const calendarUrl = clean(input.calendarUrl);
+    const language = clean(input.language);
+    if (typeof tone === 'string' && tone.length > 500) throw ApiError.invalid('tone: at most 500 characters');
+    if (typeof signature === 'string' && signature.length > 10_000) throw ApiError.invalid('signature: at most 10000 characters');
+    if (typeof calendarUrl === 'string') {
+      let u: URL | null = null;
+      try {
+        u = new URL(calendarUrl.trim());
+      } catch {
+        u = null;
+      }
+      if (!u || u.protocol !== 'https:') throw ApiError.invalid(`calendarUrl: "${calendarUrl}" is not an https URL`);
+    }
+    if (typeof language === 'string' && !LANGUAGE_TAG.test(language.trim())) throw ApiError.invalid(`language: "${language}" is not a language tag like en or pt-BR`);
+    if (tone !== undefined) sdr.tone = tone === null ? null : tone.trim();
+    if (signature !== undefined) sdr.signature = signature === null ? null : signature.replace(/\s+$/, '');
+    if (calendarUrl !== undefined) sdr.calendarUrl = calendarUrl === null ? null : calendarUrl.trim();
+    if (language !== undefined) sdr.language = language === null ? null : language.trim();
+    sdr.updatedAt = this.deps.clock.now();
+    await this.em.flush();
+    return sdr;
+  }
+
+  /** Mail connection status of the SDR (spec §2): no mailbox reads as disconnected. */
+  async mailStatus(sdrId: string) {
+    const box = await this.mailbox(sdrId);
+    if (!box) return { connected: false, email: null, healthState: 'disconnected' as MailHealth, lastSyncedAt: null, lastSyncError: null };
+    return {
+      connected: box.healthState === 'active',
+      email: box.email,
+      healthState: box.healthState,
+      lastSyncedAt: isoOrNull(box.lastSyncedAt),
+      lastSyncError: box.lastSyncError,
+    };
+  }
+
+  /** Stores the workspace's ICP criteria (null for a dimension: everything passes). */
+  async setIcp(workspaceId: string, criteria: IcpCriteria) {
+    const now = this.deps.clock.now();
+    const seniority = criteria.seniority && criteria.seniority.length ? [...criteria.seniority] : null;
+    const employeeCounts = criteria.employeeCounts && criteria.employeeCounts.length ? [...criteria.employeeCounts] : null;
+    await sql(
+      this.em,
+      `insert into icp_criteria (workspace_id, seniority, employee_counts, updated_at) values (?, ?::text[], ?::text[], ?)
+       on conflict (workspace_id) do update set seniority = excluded.seniority, employee_counts = excluded.employee_counts, updated_at = excluded.updated_at`,
+      [workspaceId, seniority, employeeCounts, now],
+    );
+    return { workspaceId, seniority, employeeCount: employeeCounts, updatedAt: now.toISOString() };
+  }
+
+  /** The workspace's ICP criteria, or null when none were set. */
+  async getIcp(workspaceId: string): Promise<IcpCriteria | null> {
+    const [row] = await sql<{ seniority: string[] | null; employee_counts: string[] | null }>(this.em, 'select seniority, employee_counts from icp_criteria where workspace_id = ?', [
+      workspaceId,
+    ]);
+    return row ? { seniority: row.seniority, employeeCounts: row.employee_counts } : null;
+  }
+
+  async addFollowupRule(workspaceId: string, input: { name: string; afterMs: number; businessDays?: boolean; categories?: string[] | null; maxAttempts?: number }) {
+    const name = input.name.trim();
+    if (!name) throw ApiError.invalid('name: must not be empty');
+    if (!Number.isSafeInteger(input.afterMs) || input.afterMs <= 0) throw ApiError.invalid('after: must be a duration greater than zero');
+    const maxAttempts = input.maxAttempts ?? 1;
+    if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) throw ApiError.invalid('maxAttempts: must be a whole number >= 1');
+    let categories: string[] | null = null;
+    if (input.categories && input.categories.length) {
+      categories = [];
+      for (const c of input.categories) {
+        const v = c.trim().toUpperCase();
+        if (!FOLLOWUP_CATEGORIES.includes(v)) throw ApiError.invalid(`category: "${c}" is not one of A, B, C`);
+        if (!categories.includes(v)) categories.push(v);
+      }
+    }
+    const [row] = await sql<FollowupRuleRow>(
+      this.em,
+      `insert into followup_rules (id, workspace_id, name, after_ms, business_days, categories, max_attempts, created_at)
+       values (?, ?, ?, ?, ?, ?::text[], ?, ?) returning *`,
+      [newId('fur'), workspaceId, name, input.afterMs, input.businessDays ?? false, categories, maxAttempts, this.deps.clock.now()],
+    );
+    return followupRuleView(row);
+  }
+
+  async listFollowupRules(workspaceId: string) {
+    const rows = await sql<FollowupRuleRow>(this.em, 'select * from followup_rules where workspace_id = ? order by created_at asc, id asc', [workspaceId]);
+    return rows.map(followupRuleView);
+  }
+
+  async removeFollowupRule(id: string) {
+    const rows = await sql<{ id: string }>(this.em, 'delete from followup_rules where id = ? returning id', [id]);
+    if (rows.length === 0) throw ApiError.notFound('followup_rule', `follow-up rule ${id} not found`);
+    return { id, removed: true as const };
   }
 }
