@@ -1,6 +1,7 @@
 import nodemailer from 'nodemailer';
 import { ImapFlow } from 'imapflow';
-import { parseMailUrl, type MailServer } from './mailurl.ts';
+import { parseMailUrl } from './mailurl.ts';
+import { connectionOptions } from './smtp.ts';
 
 export type ProbeOutcome =
   | { ok: true }
@@ -14,18 +15,6 @@ export interface MailProbe {
 
 const TIMEOUT_MS = 15_000;
 
-function smtpOptions(s: MailServer) {
-  return {
-    host: s.host,
-    port: s.port,
-    secure: s.secure,
-    auth: s.user ? { user: s.user, pass: s.pass ?? '' } : undefined,
-    connectionTimeout: TIMEOUT_MS,
-    greetingTimeout: TIMEOUT_MS,
-    socketTimeout: TIMEOUT_MS,
-  };
-}
-
 /** Classifies a nodemailer/imapflow failure the way mail connection health needs it. */
 export function classifyMailError(err: unknown): Exclude<ProbeOutcome, { ok: true }> {
   const e = err as { code?: string; responseCode?: number; authenticationFailed?: boolean; message?: string; response?: string };
@@ -37,7 +26,7 @@ export function classifyMailError(err: unknown): Exclude<ProbeOutcome, { ok: tru
 
 export const realMailProbe: MailProbe = {
   async smtp(url) {
-    const transport = nodemailer.createTransport(smtpOptions(parseMailUrl(url, 'smtp')));
+    const transport = nodemailer.createTransport(connectionOptions(url, TIMEOUT_MS));
     try {
       await transport.verify();
       return { ok: true };

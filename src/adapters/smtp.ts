@@ -43,6 +43,37 @@ export function classifySmtpError(err: unknown): Exclude<SendOutcome, { kind: 'a
   return { kind: 'temporary', code, response };
 }
 
+/** nodemailer's message options for one of our mails. */
+function messageOptions(mail: OutgoingMail) {
+  return {
+    from: mail.from,
+    to: mail.to,
+    cc: mail.cc,
+    subject: mail.subject,
+    html: mail.html,
+    text: mail.text,
+    messageId: mail.messageId,
+    inReplyTo: mail.inReplyTo,
+    references: mail.references,
+    headers: mail.headers,
+    attachments: mail.attachments,
+  };
+}
+
+/** Host, port, TLS mode and credentials from an smtp(s):// URL, plus timeouts. */
+export function connectionOptions(smtpUrl: string, timeoutMs: number) {
+  const s = parseMailUrl(smtpUrl, 'smtp');
+  return {
+    host: s.host,
+    port: s.port,
+    secure: s.secure,
+    auth: s.user ? { user: s.user, pass: s.pass ?? '' } : undefined,
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+  };
+}
+
 interface PooledTransport {
   transport: Transporter;
   key: string;
@@ -70,21 +101,13 @@ export class SmtpMessenger implements Messenger {
     const existing = this.pools.get(account.id);
     if (existing && existing.key === key) return existing;
     if (existing) existing.transport.close();
-    const s = parseMailUrl(account.smtpUrl, 'smtp');
-    const timeout = this.opts.timeoutMs ?? 60_000;
     const transport = nodemailer.createTransport({
+      ...connectionOptions(account.smtpUrl, this.opts.timeoutMs ?? 60_000),
       pool: true,
-      host: s.host,
-      port: s.port,
-      secure: s.secure,
-      auth: s.user ? { user: s.user, pass: s.pass ?? '' } : undefined,
       maxConnections: this.opts.maxConnections,
       maxMessages: Infinity,
       maxRequeues: 0,
       idleTimeout: this.opts.idleTimeoutMs ?? 30_000,
-      connectionTimeout: timeout,
-      greetingTimeout: timeout,
-      socketTimeout: timeout,
     } as Parameters<typeof nodemailer.createTransport>[0]);
     const pooled = { transport, key, lastUsed: Date.now(), inFlight: 0 };
     this.pools.set(account.id, pooled);
@@ -96,19 +119,7 @@ export class SmtpMessenger implements Messenger {
     pooled.lastUsed = Date.now();
     pooled.inFlight++;
     try {
-      const info = await pooled.transport.sendMail({
-        from: mail.from,
-        to: mail.to,
-        cc: mail.cc,
-        subject: mail.subject,
-        html: mail.html,
-        text: mail.text,
-        messageId: mail.messageId,
-        inReplyTo: mail.inReplyTo,
-        references: mail.references,
-        headers: mail.headers,
-        attachments: mail.attachments,
-      });
+      const info = await pooled.transport.sendMail(messageOptions(mail));
       return { kind: 'accepted', response: String(info.response ?? '250 OK') };
     } catch (err) {
       return classifySmtpError(err);
@@ -140,30 +151,9 @@ export class SmtpMessenger implements Messenger {
  * API request, such as forwarding a reply to an SDR.
  */
 export async function sendOnce(smtpUrl: string, mail: OutgoingMail, timeoutMs = 30_000): Promise<SendOutcome> {
-  const s = parseMailUrl(smtpUrl, 'smtp');
-  const transport = nodemailer.createTransport({
-    host: s.host,
-    port: s.port,
-    secure: s.secure,
-    auth: s.user ? { user: s.user, pass: s.pass ?? '' } : undefined,
-    connectionTimeout: timeoutMs,
-    greetingTimeout: timeoutMs,
-    socketTimeout: timeoutMs,
-  });
+  const transport = nodemailer.createTransport(connectionOptions(smtpUrl, timeoutMs));
   try {
-    const info = await transport.sendMail({
-      from: mail.from,
-      to: mail.to,
-      cc: mail.cc,
-      subject: mail.subject,
-      html: mail.html,
-      text: mail.text,
-      messageId: mail.messageId,
-      inReplyTo: mail.inReplyTo,
-      references: mail.references,
-      headers: mail.headers,
-      attachments: mail.attachments,
-    });
+    const info = await transport.sendMail(messageOptions(mail));
     return { kind: 'accepted', response: String(info.response ?? '250 OK') };
   } catch (err) {
     return classifySmtpError(err);

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
+import { runCliCaptured } from '../support/cli.ts';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { runCli } from '../../src/cli/program.ts';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -21,16 +20,8 @@ describe('mailgate classify', () => {
     env = { DATABASE_URL: 'postgres://mailgate:x@127.0.0.1:1/none', MAILGATE_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
   });
 
-  async function cli(...argv: string[]) {
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    let out = '';
-    let err = '';
-    stdout.on('data', (c) => (out += c));
-    stderr.on('data', (c) => (err += c));
-    const code = await runCli(argv, { stdout, stderr, env });
-    return { code, out, err };
-  }
+  const cli = (...argv: string[]) => runCliCaptured(env, argv);
+
 
   it('--json prints one array with an object per file: bounce, reply and ignored mail, without a database', async () => {
     const files = [fx('bounces/postfix/5.1.1-user-unknown.eml'), fx('replies/fr/retirez-moi.eml'), fx('bounces/gmail/dsn-delay.eml')];

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { runCliCaptured } from '../support/cli.ts';
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -32,22 +33,8 @@ describe('mailgate CLI', () => {
     await imap.stop();
   });
 
-  async function cli(...argv: string[]): Promise<{ code: number | null; out: string; err: string; json: any }> {
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    let out = '';
-    let err = '';
-    stdout.on('data', (c) => (out += c));
-    stderr.on('data', (c) => (err += c));
-    const code = await runCli(argv, { stdout, stderr, env });
-    let json: any;
-    try {
-      json = JSON.parse(out);
-    } catch {
-      json = undefined;
-    }
-    return { code, out, err, json };
-  }
+  const cli = (...argv: string[]) => runCliCaptured(env, argv);
+
 
   function ok(r: { code: number | null; err: string }) {
     assert.equal(r.code, 0, r.err);

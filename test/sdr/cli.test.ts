@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
+import { runCliCaptured } from '../support/cli.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import pg from 'pg';
-import { runCli } from '../../src/cli/program.ts';
 import { createTestDatabase } from '../support/harness.ts';
 
 describe('mailgate CLI: SDR desk commands', () => {
@@ -34,22 +33,8 @@ describe('mailgate CLI: SDR desk commands', () => {
     await db.drop();
   });
 
-  async function cli(...argv: string[]): Promise<{ code: number | null; out: string; err: string; json: any }> {
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    let out = '';
-    let err = '';
-    stdout.on('data', (c) => (out += c));
-    stderr.on('data', (c) => (err += c));
-    const code = await runCli(argv, { stdout, stderr, env });
-    let json: any;
-    try {
-      json = JSON.parse(out);
-    } catch {
-      json = undefined;
-    }
-    return { code, out, err, json };
-  }
+  const cli = (...argv: string[]) => runCliCaptured(env, argv);
+
 
   function ok(r: { code: number | null; err: string; out: string }) {
     assert.equal(r.code, 0, r.err);
