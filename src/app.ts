@@ -12,13 +12,15 @@ import { pendingMigrations } from './db/orm.ts';
 import { senderRoutes } from './modules/senders/routes.ts';
 import { suppressionRoutes } from './modules/suppression/routes.ts';
 import { sdrRoutes } from './modules/sdrs/routes.ts';
+import { followupRoutes } from './modules/sdrs/followup-routes.ts';
 import { campaignRoutes } from './modules/campaigns/routes.ts';
 import { replyRoutes } from './modules/inbound/routes.ts';
 import { assignRoutes } from './modules/sdrs/assign-routes.ts';
+import { deskMailRoutes } from './modules/sdrs/desk-routes.ts';
 import { mountTrackingRoutes } from './modules/tracking/routes.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
 
-export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...replyRoutes, ...assignRoutes, ...suppressionRoutes, ...sdrRoutes, ...webhookRoutes];
+export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...replyRoutes, ...assignRoutes, ...deskMailRoutes, ...suppressionRoutes, ...sdrRoutes, ...followupRoutes, ...webhookRoutes];
 
 const VERSION = '0.1.0';
 

@@ -45,7 +45,7 @@ export async function serve(config: Config, log: Logger, role: Role, out: NodeJS
     messenger = new SmtpMessenger({ maxConnections: config.smtpMaxConnections });
     dispatcher = new Dispatcher(deps, messenger, { maxConnections: config.smtpMaxConnections, retryDelaysMs: config.smtpRetryDelays, leaseMs: config.sendLease });
     webhooks = new WebhookDispatcher(deps);
-    jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher, webhooks }), log);
+    jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher, webhooks, deps }), log);
     await jobs.start();
     watcher = new MailboxWatcher(deps, { pollIntervalMs: config.imapPollInterval });
     await watcher.start();

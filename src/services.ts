@@ -12,8 +12,10 @@ import { CampaignService } from './modules/campaigns/service.ts';
 import { TrackingService } from './modules/tracking/service.ts';
 import { InboundService } from './modules/inbound/service.ts';
 import { AssignmentService } from './modules/sdrs/assign.ts';
+import { DeskMailService } from './modules/sdrs/desk-mail.ts';
 import { WebhookService } from './modules/webhooks/service.ts';
 import { ThreadService } from './modules/sdrs/threads.ts';
+import { FollowupService } from './modules/sdrs/followups.ts';
 
 /** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
 export interface Deps {
@@ -36,8 +38,10 @@ export function createServices(deps: Deps, em: EntityManager) {
     tracking: new TrackingService(deps, em),
     inbound: new InboundService(deps, em),
     assignments: new AssignmentService(deps, em),
+    deskMail: new DeskMailService(deps, em),
     webhooks: new WebhookService(deps, em),
     sdrThreads: new ThreadService(deps, em),
+    followups: new FollowupService(deps, em),
   };
 }
 

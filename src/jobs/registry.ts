@@ -1,10 +1,13 @@
 import type { RecurringJob } from './agenda.ts';
 import type { Dispatcher } from '../modules/sending/dispatcher.ts';
 import { webhookDispatchJob, type WebhookDispatcher } from '../modules/webhooks/dispatcher.ts';
+import { FollowupService } from '../modules/sdrs/followups.ts';
+import type { Deps } from '../services.ts';
 
 export interface Workers {
   dispatcher: Dispatcher;
   webhooks: WebhookDispatcher;
+  deps: Deps;
 }
 
 /**
@@ -32,5 +35,13 @@ export function recurringJobs(workers: Workers): RecurringJob[] {
       },
     },
     webhookDispatchJob(workers.webhooks),
+    {
+      name: 'followups.schedule',
+      every: '1 minute',
+      async run() {
+        const r = await new FollowupService(workers.deps, workers.deps.orm.em.fork()).scheduleDue();
+        return r.created + r.due;
+      },
+    },
   ];
 }

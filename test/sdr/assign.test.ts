@@ -141,6 +141,54 @@ describe('POST /v1/replies/:replyId/assign', function () {
     assert.equal(msgs.rows[0].n, 1);
   });
 
+  it('end to end: the assigned thread is answered from the SDR mailbox and the prospect’s answer comes back', async () => {
+    const SDR_BOX = 'rita@acme.example';
+    sink.users.set(SDR_BOX, 'rita-pw');
+    imap.addUser(SDR_BOX, 'rita-pw');
+    const { sdr, sdrKey } = await seedSdr(app, workspaceId, 'Rita Rep', SDR_BOX);
+    await app.services().sdrs.connectMail(sdr.id, { smtpUrl: sink.url(SDR_BOX, 'rita-pw'), imapUrl: imap.url(SDR_BOX, 'rita-pw') });
+    // The watcher's own IMAP session keeps the mailbox health current (active once it logs in).
+    for (let i = 0; i < 100; i++) {
+      if ((await app.request('GET', '/v1/sdr/mail/status', { key: sdrKey })).body.data.connected) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const assigned = await assign(replyIds.get('one@lead.example')!, { sdrId: sdr.id, skipIcpCheck: true, category: 'A', forceForward: true });
+    assert.equal(assigned.status, 200, JSON.stringify(assigned.body));
+    const threadId = assigned.body.data.threadId;
+    const inbox = await app.request('GET', '/v1/sdr/inbox', { key: sdrKey });
+    assert.deepEqual(inbox.body.data.threads.map((t: { id: string }) => t.id), [threadId]);
+    sink.received.length = 0;
+    const sent = await app.request('POST', `/v1/sdr/threads/${threadId}/send-manual`, { key: sdrKey, body: { bodyText: 'Hi One, pricing attached. Does Tuesday work?' } });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    assert.equal(sent.body.data.status, 'awaiting_reply');
+    const mail = sink.received[0];
+    assert.equal(mail.user, SDR_BOX);
+    assert.deepEqual(mail.to, ['one@lead.example']);
+    assert.equal(mail.parsed.inReplyTo, assigned.body.data.mailThreadId, 'threaded on the prospect’s message');
+    await imap.append(
+      SDR_BOX,
+      'rita-pw',
+      [
+        'From: one@lead.example',
+        `To: ${SDR_BOX}`,
+        `Subject: Re: ${mail.parsed.subject}`,
+        `Date: ${new Date().toUTCString()}`,
+        '<one.answer@lead.example>'.replace(/^/, 'Message-ID: '),
+        `In-Reply-To: ${mail.parsed.messageId}`,
+        'Content-Type: text/plain; charset=utf-8',
+        '',
+        'Tuesday works, talk then.',
+        '',
+      ].join('\r\n'),
+    );
+    let status = '';
+    for (let i = 0; i < 150 && status !== 'replied'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = (await app.request('GET', `/v1/sdr/threads/${threadId}`, { key: sdrKey })).body.data.status;
+    }
+    assert.equal(status, 'replied');
+  });
+
   it('to and subject overrides; 409 already_forwarded unless forceForward', async () => {
     const { sdr } = await seedSdr(app, workspaceId, 'Pat Rep', 'pat@acme.example');
     const id = replyIds.get('two@lead.example')!;

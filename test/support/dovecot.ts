@@ -2,7 +2,7 @@
 // (as root, through apt-get) and started from a config written into a temp dir. Users live in
 // a passwd-file; mail in Maildirs; no TLS.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync, mkdirSync, chmodSync, chownSync, rmSync, appendFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync, mkdirSync, chmodSync, chownSync, rmSync, appendFileSync, utimesSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
@@ -42,6 +42,7 @@ export class ImapTestServer {
   private proc?: ChildProcess;
   private binary = '';
   private users = new Set<string>();
+  private mtime = 0;
 
   constructor() {
     this.dir = mkdtempSync(path.join(os.tmpdir(), 'mailgate-imap-'));
@@ -129,7 +130,13 @@ service stats {
 
   addUser(user: string, password: string): void {
     if (this.users.has(user)) return;
-    appendFileSync(path.join(this.dir, 'users'), `${user}:{PLAIN}${password}\n`);
+    const users = path.join(this.dir, 'users');
+    appendFileSync(users, `${user}:{PLAIN}${password}\n`);
+    // Dovecot re-reads a passwd-file when its mtime (whole seconds) changes: two users added in
+    // the same second would leave an auth process with the older copy. Give every change its own
+    // second.
+    this.mtime = Math.max(this.mtime + 1, Math.ceil(Date.now() / 1000) + 1);
+    utimesSync(users, this.mtime, this.mtime);
     const home = path.join(this.dir, 'home', user);
     mkdirSync(home, { recursive: true });
     if (process.getuid?.() === 0) {

@@ -31,7 +31,8 @@ export async function leaseWatches(em: EntityManager, owner: string, now: Date, 
      update mailbox_watches w set lease_owner = ?, lease_until = ?
        from picked where w.id = picked.id
      returning w.id, w.workspace_id, w.sender_account_id, w.sdr_id, w.mailbox, w.uid_validity, w.last_uid, w.since,
-               (select a.imap_url_enc from sender_accounts a where a.id = w.sender_account_id) as imap_url_enc`,
+               coalesce((select a.imap_url_enc from sender_accounts a where a.id = w.sender_account_id),
+                        (select b.imap_url_enc from sdr_mailboxes b where b.sdr_id = w.sdr_id)) as imap_url_enc`,
     [owner, now, owner, max, owner, leaseUntil],
   );
 }
@@ -41,11 +42,22 @@ export async function releaseWatches(em: EntityManager, owner: string): Promise<
 }
 
 export async function setWatchStatus(em: EntityManager, id: string, status: 'ok' | 'auth_failed' | 'unreachable', error: string | null, now: Date): Promise<void> {
-  await sql(
+  const [watch] = await sql<{ sdr_id: string | null }>(
     em,
-    `update mailbox_watches set status = ?, last_error = ?, last_synced_at = case when ? = 'ok' then ? else last_synced_at end where id = ?`,
+    `update mailbox_watches set status = ?, last_error = ?, last_synced_at = case when ? = 'ok' then ? else last_synced_at end where id = ?
+     returning sdr_id`,
     [status, error, status, now, id],
   );
+  // An SDR's mailbox health comes from these real connection outcomes (contract §8).
+  if (watch?.sdr_id) {
+    const health = status === 'ok' ? 'active' : status === 'auth_failed' ? 'needs_reauth' : 'disconnected';
+    await sql(
+      em,
+      `update sdr_mailboxes set health_state = ?, last_sync_error = ?, last_synced_at = case when ? = 'ok' then ? else last_synced_at end, updated_at = ?
+        where sdr_id = ?`,
+      [health, error, status, now, now, watch.sdr_id],
+    );
+  }
 }
 
 /** A new UIDVALIDITY: UIDs restart, so the cursor does too (Message-IDs dedupe what was seen). */

@@ -7,12 +7,15 @@ import { recordEvent } from '../events/outbox.ts';
 import { SuppressionService } from '../suppression/service.ts';
 import { endEnrollments } from '../sending/lifecycle.ts';
 import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
+import { DeskMailService } from '../sdrs/desk-mail.ts';
 import { advanceCursor, alreadyIngested, matchByMessageIds, matchBySender, type MatchedMessage } from './repository.ts';
 
 export interface IncomingMail {
   watchId: string;
   workspaceId: string;
   senderAccountId: string | null;
+  /** Set for an SDR's mailbox: its mail joins prospect threads instead of campaigns. */
+  sdrId?: string | null;
   owner: string;
   uidValidity: bigint;
   uid: number;
@@ -54,6 +57,7 @@ export class InboundService {
       if (!(await advanceCursor(tx, mail.watchId, mail.owner, mail.uidValidity, mail.uid))) return 'lost_lease';
       if (analysis.kind === 'ignored') return 'ignored';
       if (await alreadyIngested(tx, mail.watchId, analysis.messageId)) return 'duplicate';
+      if (mail.sdrId) return this.ingestForSdr(tx, mail, analysis);
       const match = await this.match(tx, mail, analysis);
       if (!match) return 'unmatched';
       const inboundId = newId('inb');
@@ -84,6 +88,22 @@ export class InboundService {
       else await this.reply(tx, match, analysis, inboundId, mail.receivedAt);
       return analysis.kind;
     });
+  }
+
+  private async ingestForSdr(tx: EntityManager, mail: IncomingMail, a: InboundAnalysis): Promise<IngestResult> {
+    if (a.kind !== 'reply') return 'ignored';
+    const inboundId = newId('inb');
+    // Stored first (thread_messages points at it); rolled back with everything if unmatched.
+    await sql(
+      tx,
+      `insert into inbound_messages (id, workspace_id, watch_id, uid_validity, uid, message_id_header, in_reply_to, references_header,
+                                     from_email, subject, received_at, raw, kind, created_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'thread_reply', ?)`,
+      [inboundId, mail.workspaceId, mail.watchId, String(mail.uidValidity), mail.uid, a.messageId, a.inReplyTo, a.references.join(' ') || null, a.from, a.subject, mail.receivedAt, mail.raw, this.deps.clock.now()],
+    );
+    if (await new DeskMailService(this.deps, tx).prospectAnswer(tx, mail.sdrId!, a, inboundId, mail.receivedAt)) return 'reply';
+    await sql(tx, `delete from inbound_messages where id = ?`, [inboundId]);
+    return 'unmatched';
   }
 
   private async match(tx: EntityManager, mail: IncomingMail, a: InboundAnalysis): Promise<MatchedMessage | undefined> {

@@ -177,6 +177,7 @@ class MailboxSession {
             watchId: this.watch.id,
             workspaceId: this.watch.workspace_id,
             senderAccountId: this.watch.sender_account_id,
+            sdrId: this.watch.sdr_id,
             owner: this.owner,
             uidValidity,
             uid: msg.uid,

@@ -130,6 +130,14 @@ export class SdrService {
       updatedAt: now,
     };
     await this.em.upsert(SdrMailboxSchema, row);
+    // Its mailbox is watched from now on (a prospect's answer joins its thread); a reconnect
+    // keeps the cursor of the existing watch.
+    await sql(
+      this.em,
+      `insert into mailbox_watches (id, workspace_id, sdr_id, mailbox, since) values (?, ?, ?, 'INBOX', ?)
+       on conflict (sdr_id, mailbox) where sdr_id is not null do nothing`,
+      [newId('mbx'), sdr.workspaceId, sdr.id, now],
+    );
     return { sdr, mailbox: row };
   }
 

@@ -1,0 +1,222 @@
+// SDR inbox benchmark. Run: npm run bench:inbox
+// Seeds 100,000 prospect threads for one SDR (and 20,000 for another SDR of the same workspace)
+// with set-based SQL, analyzes, then runs GET /v1/sdr/inbox through the real HTTP API with an
+// SDR key for every filter combination (status none|single|repeated x category none|A x search
+// none|common|rare x snoozed none|true|false x orderBy priority|lastMessage|created x offset
+// 0|500), twice, against a bare SELECT of the same page plus its count through pg (the same
+// WHERE / ORDER BY / LIMIT / OFFSET ThreadService.inbox runs). Prints p50/p95 of both, the
+// ratio, and the slowest combinations with the plan of their bare statements.
+import { performance } from 'node:perf_hooks';
+import { benchEnvironment, percentile, ms } from './support.ts';
+
+const env = await benchEnvironment();
+const svc = env.services();
+const sdrA = await svc.sdrs.add(env.workspaceId, 'Bench Ann', 'ann@bench.example');
+const sdrB = await svc.sdrs.add(env.workspaceId, 'Bench Bob', 'bob@bench.example');
+const keyA = (await env.services().workspaces.createKey({ workspace: env.workspaceId, role: 'sdr', sdrId: sdrA.id })).key;
+
+const N_A = 100_000;
+const N_B = 20_000;
+const STATUSES = ['new', 'awaiting_reply', 'needs_followup', 'replied', 'meeting_booked', 'won', 'lost_not_interested', 'lost_timing', 'lost_competitor', 'archived'];
+
+// Seed. Deterministic per row (hash of the row number), so reruns see the same data.
+let t = performance.now();
+async function seed(sdrId: string, prefix: string, n: number) {
+  await env.pool.query(
+    `with g as (
+       select i, abs(hashint4(i)::bigint) as h1, abs(hashint4(i + 7919)::bigint) as h2, abs(hashint4(i + 104729)::bigint) as h3 from generate_series(1, $4::int) i
+     )
+     insert into prospect_threads (id, workspace_id, sdr_id, contact_email, contact_name, subject, status, category, priority_score,
+                                   snoozed_until, last_message_at, created_at, updated_at)
+     select $3 || i, $1, $2,
+            (array['anna','ben','carla','dev','elena','farid','greta','hugo','ines','jonas'])[1 + h1 % 10] || '.' ||
+              (array['smith','meyer','rossi','novak','garcia','kim','dubois','silva','larsen','ito'])[1 + h2 % 10] || i ||
+              '@' || (case when h3 % 20 = 0 then 'acme' else 'company' || (h3 % 997) end) || '.example',
+            initcap((array['anna','ben','carla','dev','elena','farid','greta','hugo','ines','jonas'])[1 + h1 % 10]) || ' ' ||
+              initcap((array['smith','meyer','rossi','novak','garcia','kim','dubois','silva','larsen','ito'])[1 + h2 % 10]),
+            'Re: ' || (array['quick question','pricing for your team','following up','intro call next week','demo request',
+                             'your Q3 roadmap','partnership idea','case study','not the right person','budget timing'])[1 + h3 % 10],
+            -- skewed: more open threads than closed ones
+            (array['new','new','new','awaiting_reply','awaiting_reply','needs_followup','needs_followup','replied','meeting_booked',
+                   'won','lost_not_interested','lost_timing','lost_competitor','archived','archived'])[1 + h1 % 15],
+            (array['A','B','B','C'])[1 + h2 % 4],
+            (h3 % 10000) / 100.0,
+            case when h1 % 100 < 5 then now() + ((1 + h2 % 30) || ' days')::interval
+                 when h1 % 100 < 8 then now() - ((1 + h2 % 30) || ' days')::interval
+                 else null end,
+            now() - ((h2 % 15552000) || ' seconds')::interval,
+            now() - ((h2 % 15552000) + (h3 % 2592000) || ' seconds')::interval,
+            now()
+       from g`,
+    [env.workspaceId, sdrId, prefix, n],
+  );
+}
+await seed(sdrA.id, 'thr_ba', N_A);
+await seed(sdrB.id, 'thr_bb', N_B);
+await env.pool.query('analyze prospect_threads');
+const { rows: dist } = await env.pool.query(
+  `select count(*)::int as n, count(*) filter (where status = 'new')::int as new, count(*) filter (where category = 'A')::int as a,
+          count(*) filter (where snoozed_until > now())::int as snoozed,
+          count(*) filter (where lower(contact_email || ' ' || contact_name || ' ' || subject) like '%acme%')::int as acme
+     from prospect_threads where sdr_id = $1`,
+  [sdrA.id],
+);
+console.log(`seeded ${N_A} + ${N_B} threads in ${ms(performance.now() - t)}; SDR A: ${JSON.stringify(dist[0])}`);
+
+// The combinations.
+type Combo = { status?: string[]; category?: string; search?: string; snoozed?: boolean; orderBy: 'priority' | 'lastMessage' | 'created'; offset: number };
+const combos: Combo[] = [];
+for (const status of [undefined, ['new'], ['new', 'needs_followup', 'awaiting_reply']])
+  for (const category of [undefined, 'A'])
+    for (const search of [undefined, 'acme', '42424'])
+      for (const snoozed of [undefined, true, false])
+        for (const orderBy of ['priority', 'lastMessage', 'created'] as const)
+          for (const offset of [0, 500]) combos.push({ status, category, search, snoozed, orderBy, offset });
+
+const LIMIT = 50;
+function queryString(c: Combo): string {
+  const p = new URLSearchParams();
+  for (const s of c.status ?? []) p.append('status', s);
+  if (c.category) p.set('category', c.category);
+  if (c.search !== undefined) p.set('search', c.search);
+  if (c.snoozed !== undefined) p.set('snoozed', String(c.snoozed));
+  p.set('orderBy', c.orderBy);
+  p.set('offset', String(c.offset));
+  p.set('limit', String(LIMIT));
+  return p.toString();
+}
+const label = (c: Combo) =>
+  [c.status ? `status=${c.status.join('+')}` : '', c.category ? `category=${c.category}` : '', c.search ? `search=${c.search}` : '', c.snoozed !== undefined ? `snoozed=${c.snoozed}` : '', `orderBy=${c.orderBy}`, `offset=${c.offset}`]
+    .filter(Boolean)
+    .join(' ');
+
+// The statements ThreadService.inbox runs, with pg placeholders.
+const ORDER = { priority: 'priority_score desc, id asc', lastMessage: 'last_message_at desc, id asc', created: 'created_at desc, id asc' };
+const COLUMNS = 'id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, snoozed_until';
+function bareSql(c: Combo) {
+  const where = ['workspace_id = $1', 'sdr_id = $2'];
+  const params: unknown[] = [env.workspaceId, sdrA.id];
+  const add = (clause: (n: string) => string, v: unknown) => {
+    params.push(v);
+    where.push(clause(`$${params.length}`));
+  };
+  if (c.status) add((p) => `status = any(${p}::text[])`, c.status);
+  if (c.category) add((p) => `category = ${p}`, c.category);
+  if (c.search) add((p) => `lower(contact_email || ' ' || contact_name || ' ' || subject) like ${p} escape '\\'`, '%' + c.search.toLowerCase() + '%');
+  if (c.snoozed !== undefined) add((p) => (c.snoozed ? `snoozed_until > ${p}` : `(snoozed_until is null or snoozed_until <= ${p})`), new Date());
+  const cond = where.join(' and ');
+  const n = params.length;
+  return {
+    count: { text: `select count(*)::int as n from prospect_threads where ${cond}`, params },
+    page: { text: `select ${COLUMNS} from prospect_threads where ${cond} order by ${ORDER[c.orderBy]} limit $${n + 1} offset $${n + 2}`, params: [...params, LIMIT, c.offset] },
+  };
+}
+
+async function apiCall(c: Combo) {
+  const res = await fetch(`${env.base}/v1/sdr/inbox?${queryString(c)}`, { headers: { authorization: `Bearer ${keyA}` } });
+  const json = (await res.json()) as { data: { threads: { id: string }[]; total: number } };
+  if (!res.ok) throw new Error(`GET /v1/sdr/inbox?${queryString(c)}: ${res.status} ${JSON.stringify(json)}`);
+  return json.data;
+}
+async function bareCall(c: Combo) {
+  const q = bareSql(c);
+  const client = await env.pool.connect();
+  try {
+    const t0 = performance.now();
+    const { rows: [{ n }] } = await client.query(q.count.text, q.count.params);
+    const t1 = performance.now();
+    const { rows } = await client.query(q.page.text, q.page.params);
+    const t2 = performance.now();
+    return { total: n as number, ids: rows.map((r: { id: string }) => r.id), countMs: t1 - t0, pageMs: t2 - t1 };
+  } finally {
+    client.release();
+  }
+}
+
+// Warm up (and check that both sides return the same page).
+for (const c of combos.slice(0, 20)) {
+  const a = await apiCall(c);
+  const b = await bareCall(c);
+  if (a.total !== b.total || a.threads.map((x) => x.id).join() !== b.ids.join()) throw new Error(`API and bare disagree on ${label(c)}`);
+}
+
+const ROUNDS = 2;
+const apiTimes: number[] = [];
+const bareTimes: number[] = [];
+const countTimes: number[] = [];
+const pageTimes: number[] = [];
+const per = new Map<Combo, { api: number[]; bare: number[]; total: number }>();
+for (let r = 0; r < ROUNDS; r++) {
+  for (const c of combos) {
+    const e = per.get(c) ?? { api: [], bare: [], total: 0 };
+    per.set(c, e);
+    let t0 = performance.now();
+    const a = await apiCall(c);
+    const dApi = performance.now() - t0;
+    t0 = performance.now();
+    const b = await bareCall(c);
+    countTimes.push(b.countMs);
+    pageTimes.push(b.pageMs);
+    const dBare = performance.now() - t0;
+    apiTimes.push(dApi);
+    bareTimes.push(dBare);
+    e.api.push(dApi);
+    e.bare.push(dBare);
+    e.total = a.total;
+  }
+}
+
+const p = (v: number[], q: number) => percentile(v, q);
+console.log(
+  `GET /v1/sdr/inbox, ${combos.length} combinations x ${ROUNDS} = ${apiTimes.length} calls, ${N_A} threads for the SDR: ` +
+    `API p50 ${ms(p(apiTimes, 50))}, p95 ${ms(p(apiTimes, 95))} (target p95 < 20 ms); ` +
+    `bare count + page through pg p50 ${ms(p(bareTimes, 50))}, p95 ${ms(p(bareTimes, 95))}; ` +
+    `ratio p50 ${(p(apiTimes, 50) / p(bareTimes, 50)).toFixed(2)}x, p95 ${(p(apiTimes, 95) / p(bareTimes, 95)).toFixed(2)}x`,
+);
+
+console.log(`  of the bare time: count(*) p50 ${ms(p(countTimes, 50))} p95 ${ms(p(countTimes, 95))}; page SELECT p50 ${ms(p(pageTimes, 50))} p95 ${ms(p(pageTimes, 95))}`);
+{
+  // The unfiltered inbox, first page: the common case.
+  const c: Combo = { orderBy: 'priority', offset: 0 };
+  const q = bareSql(c);
+  for (const [what, s] of [['count', q.count], ['page', q.page]] as const) {
+    const { rows } = await env.pool.query(`explain (analyze, costs off, timing off, summary on) ${s.text}`, s.params);
+    console.log(`--- plan of the ${what} of ${label(c)}\n${rows.map((r: Record<string, string>) => '    ' + r['QUERY PLAN']).join('\n')}`);
+  }
+}
+
+// Breakdown by dimension.
+function group(name: string, key: (c: Combo) => string) {
+  const g = new Map<string, { api: number[]; bare: number[] }>();
+  for (const [c, e] of per) {
+    const k = key(c);
+    const x = g.get(k) ?? { api: [], bare: [] };
+    g.set(k, x);
+    x.api.push(...e.api);
+    x.bare.push(...e.bare);
+  }
+  for (const [k, x] of g)
+    console.log(`  ${name}=${k}: API p50 ${ms(p(x.api, 50))} p95 ${ms(p(x.api, 95))} | bare p50 ${ms(p(x.bare, 50))} p95 ${ms(p(x.bare, 95))} (${x.api.length} calls)`);
+}
+group('status', (c) => (c.status ? c.status.join('+') : '-'));
+group('category', (c) => c.category ?? '-');
+group('search', (c) => c.search ?? '-');
+group('snoozed', (c) => (c.snoozed === undefined ? '-' : String(c.snoozed)));
+group('orderBy', (c) => c.orderBy);
+group('offset', (c) => String(c.offset));
+
+// Slowest combinations (by the worse of their API calls), with the plans of the bare statements.
+const ranked = [...per.entries()].sort((x, y) => Math.max(...y[1].api) - Math.max(...x[1].api));
+const slow = ranked.filter(([, e]) => Math.min(...e.api) >= 20);
+console.log(`combinations whose every API call took >= 20 ms: ${slow.length} of ${combos.length}`);
+for (const [c, e] of ranked.slice(0, Math.max(8, Math.min(slow.length, 15)))) {
+  console.log(`  ${label(c)} (total ${e.total}): API ${e.api.map((x) => x.toFixed(1)).join('/')} ms, bare ${e.bare.map((x) => x.toFixed(1)).join('/')} ms`);
+}
+for (const [c] of ranked.slice(0, 4)) {
+  const q = bareSql(c);
+  for (const [what, s] of [['count', q.count], ['page', q.page]] as const) {
+    const { rows } = await env.pool.query(`explain (analyze, costs off, timing off, summary on) ${s.text}`, s.params);
+    console.log(`--- plan of the ${what} of ${label(c)}\n${rows.map((r: Record<string, string>) => '    ' + r['QUERY PLAN']).join('\n')}`);
+  }
+}
+await env.close();

@@ -1,0 +1,22 @@
+import { z } from 'zod';
+import { defineRoute } from '../../http/route.ts';
+import { isEmail } from '../../shared/email.ts';
+
+export const deskMailRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/v1/sdr/threads/:threadId/send-manual',
+    access: 'sdr',
+    tag: 'SDR desk',
+    summary: "Reply in the prospect's thread through the SDR's own mailbox",
+    params: z.object({ threadId: z.string() }),
+    body: z.strictObject({
+      bodyText: z.string().trim().min(1, 'must not be empty').max(100_000),
+      bodyHtml: z.string().min(1).max(256 * 1024).optional(),
+      cc: z.array(z.string().refine(isEmail, 'must be a valid email address')).max(20).optional(),
+    }),
+    response: z.object({ data: z.object({ messageId: z.string(), threadId: z.string(), status: z.string() }) }),
+    errors: { 400: 'invalid_request', 401: 'authentication_failed', 403: 'forbidden', 404: 'thread_not_found', 409: 'mail_not_connected', 502: 'send_failed' },
+    handler: ({ params, body, auth, services }) => services.deskMail.sendManual(auth.sdrId!, auth.workspaceId, params.threadId, body),
+  }),
+];

@@ -1,0 +1,288 @@
+// Follow-up tasks of prospect threads (contract §8; documented in docs/sdr-desk.md, "Follow-ups").
+//
+// scheduleDue() (the `followups.schedule` job, every minute) creates the next pending task of
+// every awaiting_reply thread whose workspace has a rule for it, and turns awaiting_reply threads
+// with a due pending task into needs_followup. The hooks onSend / onProspectAnswer close or move
+// the pending task when the SDR sends or the prospect answers. Everything is idempotent and safe
+// with several workers: threads are claimed FOR UPDATE SKIP LOCKED and every write re-checks its
+// condition in the same statement.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import { newId } from '../../adapters/ids.ts';
+import { ApiError } from '../../shared/errors.ts';
+import { toDate } from '../../shared/time.ts';
+import type { Deps } from '../../services.ts';
+import { ThreadService, type ThreadScope } from './threads.ts';
+
+export type FollowupStatus = 'pending' | 'done' | 'cancelled' | 'skipped';
+
+interface TaskRow {
+  id: string;
+  thread_id: string;
+  sdr_id: string;
+  rule_id: string | null;
+  attempt: number;
+  status: FollowupStatus;
+  due_at: string | Date;
+  created_at: string | Date;
+}
+
+const TASK_COLUMNS = 'id, thread_id, sdr_id, rule_id, attempt, status, due_at, created_at';
+
+export function followupView(r: TaskRow) {
+  return {
+    id: r.id,
+    threadId: r.thread_id,
+    sdrId: r.sdr_id,
+    status: r.status,
+    dueAt: toDate(r.due_at).toISOString(),
+    ruleId: r.rule_id,
+    attempt: Number(r.attempt),
+    createdAt: toDate(r.created_at).toISOString(),
+  };
+}
+export type FollowupView = ReturnType<typeof followupView>;
+
+const DAY_MS = 86_400_000;
+
+function startOfNextUtcDay(d: Date): Date {
+  return new Date(Math.floor(d.getTime() / DAY_MS) * DAY_MS + DAY_MS);
+}
+
+function isWeekend(t: number): boolean {
+  const dow = new Date(t).getUTCDay();
+  return dow === 0 || dow === 6;
+}
+
+/**
+ * `start + ms`, counting only business time: Saturdays and Sundays (UTC, midnight to midnight)
+ * do not count. A start inside a weekend counts from the following Monday 00:00 UTC. The result
+ * never falls on a weekend (a duration ending exactly at Saturday 00:00 lands on Monday 00:00).
+ * E.g. Friday 12:00 + 2 days = Tuesday 12:00.
+ */
+export function addBusinessDuration(start: Date, ms: number): Date {
+  let t = start.getTime();
+  while (isWeekend(t)) t = Math.floor(t / DAY_MS) * DAY_MS + DAY_MS;
+  let remaining = ms;
+  // Whole business weeks (5 business days) are 7 calendar days from any weekday instant.
+  const weeks = Math.floor(remaining / (5 * DAY_MS));
+  t += weeks * 7 * DAY_MS;
+  remaining -= weeks * 5 * DAY_MS;
+  for (;;) {
+    const dayEnd = Math.floor(t / DAY_MS) * DAY_MS + DAY_MS;
+    if (remaining < dayEnd - t) return new Date(t + remaining);
+    remaining -= dayEnd - t;
+    t = dayEnd;
+    while (isWeekend(t)) t += DAY_MS;
+  }
+}
+
+interface RuleRow {
+  id: string;
+  workspace_id: string;
+  after_ms: string | number;
+  business_days: boolean;
+  categories: string[] | null;
+  max_attempts: number;
+  created_at: string | Date;
+}
+
+const BATCH = 500;
+
+export class FollowupService {
+  constructor(
+    private readonly deps: Deps,
+    private readonly em: EntityManager,
+  ) {}
+
+  /**
+   * One round of the scheduler: creates missing pending tasks, then makes awaiting_reply threads
+   * with a due pending task needs_followup. Returns how many tasks were created and threads moved.
+   */
+  async scheduleDue(): Promise<{ created: number; due: number }> {
+    let created = 0;
+    let after = '';
+    for (;;) {
+      const r = await this.em.transactional((em) => this.createBatch(em, after));
+      created += r.created;
+      if (r.lastId === null) break;
+      after = r.lastId;
+    }
+    const due = await this.markDue();
+    return { created, due };
+  }
+
+  /** Claims up to BATCH awaiting_reply threads (id > after) without a pending task and creates their next task. */
+  private async createBatch(em: EntityManager, after: string): Promise<{ created: number; lastId: string | null }> {
+    const threads = await sql<{ id: string; workspace_id: string; sdr_id: string; category: string; base: string | Date }>(
+      em,
+      `select t.id, t.workspace_id, t.sdr_id, t.category,
+              greatest(t.last_message_at, (select max(f.completed_at) from followup_tasks f where f.thread_id = t.id)) as base
+         from prospect_threads t
+        where t.status = 'awaiting_reply' and t.id > ?
+          and exists (select 1 from followup_rules r where r.workspace_id = t.workspace_id)
+          and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')
+        order by t.id
+        limit ?
+        for update of t skip locked`,
+      [after, BATCH],
+    );
+    if (threads.length === 0) return { created: 0, lastId: null };
+    const workspaceIds = [...new Set(threads.map((t) => t.workspace_id))];
+    const rules = await sql<RuleRow>(em, 'select * from followup_rules where workspace_id = any(?::text[]) order by created_at asc, id asc', [workspaceIds]);
+    const counts = await sql<{ thread_id: string; rule_id: string; n: number }>(
+      em,
+      `select thread_id, rule_id, count(*)::int as n from followup_tasks
+        where thread_id = any(?::text[]) and rule_id is not null group by thread_id, rule_id`,
+      [threads.map((t) => t.id)],
+    );
+    const attempts = new Map(counts.map((c) => [`${c.thread_id} ${c.rule_id}`, c.n]));
+    const now = this.deps.clock.now();
+    const rows: { id: string; ws: string; thread: string; sdr: string; rule: string; attempt: number; due: Date }[] = [];
+    for (const t of threads) {
+      let best: { rule: RuleRow; attempt: number; due: Date } | null = null;
+      for (const rule of rules) {
+        if (rule.workspace_id !== t.workspace_id) continue;
+        if (rule.categories && !rule.categories.includes(t.category)) continue;
+        const done = attempts.get(`${t.id} ${rule.id}`) ?? 0;
+        if (done >= rule.max_attempts) continue;
+        const base = toDate(t.base);
+        const afterMs = Number(rule.after_ms);
+        const due = rule.business_days ? addBusinessDuration(base, afterMs) : new Date(base.getTime() + afterMs);
+        // Rules are in creation order, so on equal due times the oldest rule wins.
+        if (!best || due.getTime() < best.due.getTime()) best = { rule, attempt: done + 1, due };
+      }
+      if (best) rows.push({ id: newId('fup'), ws: t.workspace_id, thread: t.id, sdr: t.sdr_id, rule: best.rule.id, attempt: best.attempt, due: best.due });
+    }
+    let created = 0;
+    if (rows.length > 0) {
+      // A fresh statement snapshot: re-checks "no pending task" against anything committed meanwhile.
+      const inserted = await sql<{ id: string }>(
+        em,
+        `insert into followup_tasks (id, workspace_id, thread_id, sdr_id, rule_id, attempt, status, due_at, created_at)
+         select x.id, x.ws, x.thread, x.sdr, x.rule, x.attempt, 'pending', x.due, ?
+           from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::timestamptz[]) as x(id, ws, thread, sdr, rule, attempt, due)
+          where not exists (select 1 from followup_tasks f where f.thread_id = x.thread and f.status = 'pending')
+         returning id`,
+        [
+          now,
+          rows.map((r) => r.id),
+          rows.map((r) => r.ws),
+          rows.map((r) => r.thread),
+          rows.map((r) => r.sdr),
+          rows.map((r) => r.rule),
+          rows.map((r) => r.attempt),
+          rows.map((r) => r.due),
+        ],
+      );
+      created = inserted.length;
+    }
+    return { created, lastId: threads.length < BATCH ? null : threads[threads.length - 1].id };
+  }
+
+  /** awaiting_reply threads with a pending task due now become needs_followup (a compare-and-set per row). */
+  private async markDue(): Promise<number> {
+    const now = this.deps.clock.now();
+    const moved = await sql<{ id: string }>(
+      this.em,
+      `update prospect_threads t set status = 'needs_followup', updated_at = ?
+        where t.status = 'awaiting_reply'
+          and exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?)
+        returning t.id`,
+      [now, now],
+    );
+    const threads = new ThreadService(this.deps, this.em);
+    for (const { id } of moved) await threads.recomputePriority(id);
+    return moved.length;
+  }
+
+  /** Hook: the SDR sent from the thread (draft or manual): its pending task(s) are done. */
+  async onSend(threadId: string): Promise<number> {
+    const now = this.deps.clock.now();
+    const rows = await sql<{ id: string }>(this.em, `update followup_tasks set status = 'done', completed_at = ? where thread_id = ? and status = 'pending' returning id`, [
+      now,
+      threadId,
+    ]);
+    if (rows.length > 0) await this.recompute(threadId);
+    return rows.length;
+  }
+
+  /**
+   * Hook: the prospect answered. With an out-of-office return date the pending task(s) stay
+   * pending, due at the start of the UTC day after the return date; otherwise they are cancelled.
+   */
+  async onProspectAnswer(threadId: string, oooReturnDate: Date | null): Promise<number> {
+    const now = this.deps.clock.now();
+    const rows = oooReturnDate
+      ? await sql<{ id: string }>(this.em, `update followup_tasks set due_at = ? where thread_id = ? and status = 'pending' returning id`, [
+          startOfNextUtcDay(oooReturnDate),
+          threadId,
+        ])
+      : await sql<{ id: string }>(this.em, `update followup_tasks set status = 'cancelled', completed_at = ? where thread_id = ? and status = 'pending' returning id`, [
+          now,
+          threadId,
+        ]);
+    if (rows.length > 0) await this.recompute(threadId);
+    return rows.length;
+  }
+
+  /** Pending tasks of the SDR, due first; only the due ones unless includeUpcoming. */
+  async listDue(scope: ThreadScope, q: { limit: number; includeUpcoming: boolean }): Promise<FollowupView[]> {
+    const params: unknown[] = [scope.workspaceId, scope.sdrId];
+    let due = '';
+    if (!q.includeUpcoming) {
+      due = 'and due_at <= ?';
+      params.push(this.deps.clock.now());
+    }
+    const rows = await sql<TaskRow>(
+      this.em,
+      `select ${TASK_COLUMNS} from followup_tasks where workspace_id = ? and sdr_id = ? and status = 'pending' ${due} order by due_at asc, id asc limit ?`,
+      [...params, q.limit],
+    );
+    return rows.map(followupView);
+  }
+
+  complete(scope: ThreadScope, id: string): Promise<FollowupView> {
+    return this.close(scope, id, 'done');
+  }
+
+  skip(scope: ThreadScope, id: string): Promise<FollowupView> {
+    return this.close(scope, id, 'skipped');
+  }
+
+  /**
+   * Ends a pending task by the SDR. When it was the thread's last pending task and the thread is
+   * needs_followup, the thread goes back to awaiting_reply (so the next attempt, if any, counts
+   * from now).
+   */
+  private async close(scope: ThreadScope, id: string, to: 'done' | 'skipped'): Promise<FollowupView> {
+    const now = this.deps.clock.now();
+    const [row] = await sql<TaskRow>(
+      this.em,
+      `update followup_tasks set status = ?, completed_at = ? where id = ? and workspace_id = ? and sdr_id = ? and status = 'pending' returning ${TASK_COLUMNS}`,
+      [to, now, id, scope.workspaceId, scope.sdrId],
+    );
+    if (!row) {
+      const [existing] = await sql<{ status: string }>(this.em, 'select status from followup_tasks where id = ? and workspace_id = ? and sdr_id = ?', [
+        id,
+        scope.workspaceId,
+        scope.sdrId,
+      ]);
+      if (!existing) throw ApiError.notFound('followup', `follow-up ${id} not found`);
+      throw new ApiError(409, 'followup_not_pending', `follow-up ${id} is ${existing.status}, not pending`);
+    }
+    await sql(
+      this.em,
+      `update prospect_threads t set status = 'awaiting_reply', updated_at = ?
+        where t.id = ? and t.status = 'needs_followup'
+          and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')`,
+      [now, row.thread_id],
+    );
+    await this.recompute(row.thread_id);
+    return followupView(row);
+  }
+
+  private async recompute(threadId: string): Promise<void> {
+    await new ThreadService(this.deps, this.em).recomputePriority(threadId);
+  }
+}

@@ -1,0 +1,335 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { startTestApp, seedWorkspace, seedSdr, ManualClock, type TestApp } from '../support/harness.ts';
+import { addBusinessDuration } from '../../src/modules/sdrs/followups.ts';
+import type { ThreadStatus } from '../../src/modules/sdrs/threads-state.ts';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const T0 = '2026-04-01T12:00:00.000Z'; // a Wednesday
+
+describe('addBusinessDuration (UTC, Saturdays and Sundays skipped)', () => {
+  it('counts weekdays only', () => {
+    const at = (s: string, ms: number) => addBusinessDuration(new Date(s), ms).toISOString();
+    assert.equal(at('2026-04-01T12:00:00.000Z', 2 * DAY), '2026-04-03T12:00:00.000Z'); // Wed -> Fri
+    assert.equal(at('2026-04-03T12:00:00.000Z', 2 * DAY), '2026-04-07T12:00:00.000Z'); // Fri -> Tue
+    assert.equal(at('2026-04-03T12:00:00.000Z', 6 * HOUR), '2026-04-03T18:00:00.000Z');
+    assert.equal(at('2026-04-03T12:00:00.000Z', 12 * HOUR), '2026-04-06T00:00:00.000Z'); // ends at Sat 00:00 -> Mon 00:00
+    assert.equal(at('2026-04-04T10:00:00.000Z', 3 * HOUR), '2026-04-06T03:00:00.000Z'); // Sat start counts from Monday
+    assert.equal(at('2026-04-01T12:00:00.000Z', 10 * DAY), '2026-04-15T12:00:00.000Z'); // two business weeks
+    assert.equal(at('2026-04-03T12:00:00.000Z', 5 * DAY + HOUR), '2026-04-10T13:00:00.000Z');
+  });
+});
+
+describe('Follow-ups', () => {
+  let app: TestApp;
+  let db: pg.Client;
+  const clock = new ManualClock(T0);
+
+  before(async () => {
+    app = await startTestApp({ clock });
+    db = new pg.Client({ connectionString: app.databaseUrl });
+    await db.connect();
+  });
+  after(async () => {
+    await db.end();
+    await app.close();
+  });
+  beforeEach(() => clock.set(T0));
+
+  async function desk() {
+    const ws = await seedWorkspace(app);
+    const a = await seedSdr(app, ws.workspace.id, 'Ann');
+    const b = await seedSdr(app, ws.workspace.id, 'Bob');
+    return { wsId: ws.workspace.id, sdrA: a.sdr.id, keyA: a.sdrKey, sdrB: b.sdr.id, keyB: b.sdrKey };
+  }
+
+  async function rule(wsId: string, o: { afterMs: number; businessDays?: boolean; categories?: string[]; maxAttempts?: number }) {
+    return app.services().sdrs.addFollowupRule(wsId, { name: `r-${randomBytes(2).toString('hex')}`, ...o });
+  }
+
+  let n = 0;
+  async function thread(wsId: string, sdrId: string, o: { status?: ThreadStatus; category?: 'A' | 'B' | 'C'; lastMessageAt?: string } = {}) {
+    const id = `thr_fup${++n}${randomBytes(3).toString('hex')}`;
+    await db.query(
+      `insert into prospect_threads (id, workspace_id, sdr_id, contact_email, status, category, last_message_at, created_at, updated_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $7, $7)`,
+      [id, wsId, sdrId, `p${n}@prospect.example`, o.status ?? 'awaiting_reply', o.category ?? 'B', o.lastMessageAt ?? T0],
+    );
+    return id;
+  }
+
+  async function tasks(threadId: string) {
+    const { rows } = await db.query('select * from followup_tasks where thread_id = $1 order by attempt, created_at, id', [threadId]);
+    return rows;
+  }
+  async function threadRow(id: string) {
+    const { rows } = await db.query('select status, priority_score, last_message_at from prospect_threads where id = $1', [id]);
+    return rows[0];
+  }
+  const schedule = () => app.services().followups.scheduleDue();
+  /** What the send path does: the thread is awaiting_reply again with a new lastMessageAt. */
+  async function sent(threadId: string, at: string) {
+    await app.services().followups.onSend(threadId);
+    await db.query(`update prospect_threads set status = 'awaiting_reply', last_message_at = $2 where id = $1`, [threadId, at]);
+  }
+
+  describe('scheduleDue', () => {
+    it('creates one pending task per awaiting_reply thread at lastMessageAt + after; idempotent', async () => {
+      const d = await desk();
+      const r = await rule(d.wsId, { afterMs: 2 * DAY });
+      const t = await thread(d.wsId, d.sdrA);
+      const fresh = await thread(d.wsId, d.sdrA, { status: 'new' });
+      const replied = await thread(d.wsId, d.sdrA, { status: 'replied' });
+      const noRules = await desk();
+      const other = await thread(noRules.wsId, noRules.sdrA);
+
+      await schedule();
+      await schedule();
+      const rows = await tasks(t);
+      assert.equal(rows.length, 1);
+      assert.match(rows[0].id, /^fup_/);
+      assert.equal(rows[0].status, 'pending');
+      assert.equal(rows[0].rule_id, r.id);
+      assert.equal(rows[0].attempt, 1);
+      assert.equal(rows[0].sdr_id, d.sdrA);
+      assert.equal(rows[0].workspace_id, d.wsId);
+      assert.equal(rows[0].due_at.toISOString(), '2026-04-03T12:00:00.000Z');
+      assert.equal(rows[0].created_at.toISOString(), T0);
+      for (const id of [fresh, replied, other]) assert.equal((await tasks(id)).length, 0);
+      assert.equal((await threadRow(t)).status, 'awaiting_reply');
+    });
+
+    it('business days: the duration skips the weekend', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: 2 * DAY, businessDays: true });
+      const t = await thread(d.wsId, d.sdrA, { lastMessageAt: '2026-04-03T12:00:00.000Z' }); // Friday
+      await schedule();
+      assert.equal((await tasks(t))[0].due_at.toISOString(), '2026-04-07T12:00:00.000Z'); // Tuesday
+    });
+
+    it('per-category rules: a rule applies only to its categories; the earliest applicable rule wins', async () => {
+      const d = await desk();
+      const onlyA = await rule(d.wsId, { afterMs: 1 * DAY, categories: ['A'] });
+      const all = await rule(d.wsId, { afterMs: 3 * DAY });
+      const onlyC = await rule(d.wsId, { afterMs: 5 * DAY, categories: ['C'] });
+      const ta = await thread(d.wsId, d.sdrA, { category: 'A' });
+      const tb = await thread(d.wsId, d.sdrA, { category: 'B' });
+      const tc = await thread(d.wsId, d.sdrA, { category: 'C' });
+      await schedule();
+      const [a] = await tasks(ta);
+      const [b] = await tasks(tb);
+      const [c] = await tasks(tc);
+      assert.deepEqual([a.rule_id, a.due_at.toISOString()], [onlyA.id, '2026-04-02T12:00:00.000Z']);
+      assert.deepEqual([b.rule_id, b.due_at.toISOString()], [all.id, '2026-04-04T12:00:00.000Z']);
+      assert.deepEqual([c.rule_id, c.due_at.toISOString()], [all.id, '2026-04-04T12:00:00.000Z']);
+      assert.ok(onlyC.id);
+      assert.equal((await tasks(ta)).length + (await tasks(tb)).length + (await tasks(tc)).length, 3);
+    });
+
+    it('a due task makes an awaiting_reply thread needs_followup and raises its priority; attempts stop at maxAttempts', async () => {
+      const d = await desk();
+      const r = await rule(d.wsId, { afterMs: DAY, maxAttempts: 2 });
+      const t = await thread(d.wsId, d.sdrA);
+      await schedule();
+      clock.set('2026-04-02T11:59:59.000Z');
+      await schedule();
+      assert.equal((await threadRow(t)).status, 'awaiting_reply');
+      const before = Number((await threadRow(t)).priority_score);
+
+      clock.set('2026-04-02T12:00:00.000Z');
+      await schedule();
+      const row = await threadRow(t);
+      assert.equal(row.status, 'needs_followup');
+      assert.ok(Number(row.priority_score) > before + 9, `priority ${row.priority_score} includes the overdue follow-up`);
+
+      // The SDR sends: attempt 1 done, attempt 2 counted from the new lastMessageAt.
+      clock.set('2026-04-02T15:00:00.000Z');
+      await sent(t, '2026-04-02T15:00:00.000Z');
+      await schedule();
+      let rows = await tasks(t);
+      assert.deepEqual(
+        rows.map((x) => [x.attempt, x.status, x.rule_id, x.due_at.toISOString()]),
+        [
+          [1, 'done', r.id, '2026-04-02T12:00:00.000Z'],
+          [2, 'pending', r.id, '2026-04-03T15:00:00.000Z'],
+        ],
+      );
+      assert.equal(rows[0].completed_at.toISOString(), '2026-04-02T15:00:00.000Z');
+
+      clock.set('2026-04-03T16:00:00.000Z');
+      await schedule();
+      assert.equal((await threadRow(t)).status, 'needs_followup');
+      await sent(t, '2026-04-03T16:00:00.000Z');
+      clock.set('2026-04-20T00:00:00.000Z');
+      await schedule();
+      rows = await tasks(t);
+      assert.equal(rows.length, 2, 'no third attempt');
+      assert.equal((await threadRow(t)).status, 'awaiting_reply');
+    });
+
+    it('only awaiting_reply threads become needs_followup', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: HOUR });
+      const t = await thread(d.wsId, d.sdrA);
+      await schedule();
+      await db.query(`update prospect_threads set status = 'meeting_booked' where id = $1`, [t]);
+      clock.advance(2 * HOUR);
+      await schedule();
+      assert.equal((await threadRow(t)).status, 'meeting_booked');
+    });
+
+    it('concurrent rounds create one task per thread', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY });
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) ids.push(await thread(d.wsId, d.sdrA));
+      const results = await Promise.all([schedule(), schedule(), schedule()]);
+      assert.equal(results.reduce((s, r) => s + r.created, 0), 20);
+      const { rows } = await db.query(`select thread_id, count(*)::int as n from followup_tasks where thread_id = any($1) group by thread_id`, [ids]);
+      assert.equal(rows.length, 20);
+      assert.ok(rows.every((r) => r.n === 1));
+    });
+  });
+
+  describe('hooks', () => {
+    it('onProspectAnswer without a return date cancels the pending task', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY });
+      const t = await thread(d.wsId, d.sdrA);
+      await schedule();
+      clock.set('2026-04-01T18:00:00.000Z');
+      assert.equal(await app.services().followups.onProspectAnswer(t, null), 1);
+      const [row] = await tasks(t);
+      assert.equal(row.status, 'cancelled');
+      assert.equal(row.completed_at.toISOString(), '2026-04-01T18:00:00.000Z');
+    });
+
+    it('onProspectAnswer with an out-of-office return date moves dueAt to the next UTC day and keeps it pending', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY });
+      const t = await thread(d.wsId, d.sdrA);
+      await schedule();
+      await app.services().followups.onProspectAnswer(t, new Date('2026-04-10T15:30:00.000Z'));
+      const [row] = await tasks(t);
+      assert.equal(row.status, 'pending');
+      assert.equal(row.due_at.toISOString(), '2026-04-11T00:00:00.000Z');
+      assert.equal(row.completed_at, null);
+      clock.set('2026-04-05T00:00:00.000Z');
+      await schedule();
+      assert.equal((await threadRow(t)).status, 'awaiting_reply', 'not due before the return');
+      assert.equal((await tasks(t)).length, 1);
+    });
+
+    it('onSend completes the pending task; without one it does nothing', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY });
+      const t = await thread(d.wsId, d.sdrA);
+      assert.equal(await app.services().followups.onSend(t), 0);
+      await schedule();
+      assert.equal(await app.services().followups.onSend(t), 1);
+      assert.equal((await tasks(t))[0].status, 'done');
+    });
+  });
+
+  describe('endpoints', () => {
+    it('GET /v1/sdr/followups/due: the key’s SDR’s pending tasks, due first; includeUpcoming; limit', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY });
+      const t1 = await thread(d.wsId, d.sdrA, { lastMessageAt: '2026-03-30T12:00:00.000Z' });
+      const t2 = await thread(d.wsId, d.sdrA, { lastMessageAt: '2026-03-29T12:00:00.000Z' });
+      const t3 = await thread(d.wsId, d.sdrA, { lastMessageAt: '2026-04-01T10:00:00.000Z' });
+      const tb = await thread(d.wsId, d.sdrB, { lastMessageAt: '2026-03-29T12:00:00.000Z' });
+      await schedule();
+
+      let res = await app.request('GET', '/v1/sdr/followups/due', { key: d.keyA });
+      assert.equal(res.status, 200);
+      assert.deepEqual(
+        res.body.data.map((x: any) => x.threadId),
+        [t2, t1],
+      );
+      const [first] = res.body.data;
+      assert.deepEqual(Object.keys(first).sort(), ['attempt', 'createdAt', 'dueAt', 'id', 'ruleId', 'sdrId', 'status', 'threadId']);
+      assert.equal(first.status, 'pending');
+      assert.equal(first.sdrId, d.sdrA);
+      assert.equal(first.dueAt, '2026-03-30T12:00:00.000Z');
+
+      res = await app.request('GET', '/v1/sdr/followups/due?includeUpcoming=true', { key: d.keyA });
+      assert.deepEqual(
+        res.body.data.map((x: any) => x.threadId),
+        [t2, t1, t3],
+      );
+      res = await app.request('GET', '/v1/sdr/followups/due?includeUpcoming=true&limit=1', { key: d.keyA });
+      assert.deepEqual(
+        res.body.data.map((x: any) => x.threadId),
+        [t2],
+      );
+      res = await app.request('GET', '/v1/sdr/followups/due', { key: d.keyB });
+      assert.deepEqual(
+        res.body.data.map((x: any) => x.threadId),
+        [tb],
+      );
+      for (const q of ['limit=201', 'limit=0', 'includeUpcoming=yes', 'foo=1']) {
+        res = await app.request('GET', `/v1/sdr/followups/due?${q}`, { key: d.keyA });
+        assert.equal(res.status, 400, q);
+        assert.equal(res.body.error.code, 'invalid_request');
+      }
+      res = await app.request('GET', '/v1/sdr/followups/due?limit=200', { key: d.keyA });
+      assert.equal(res.status, 200);
+      const admin = await seedWorkspace(app);
+      res = await app.request('GET', '/v1/sdr/followups/due', { key: admin.adminKey });
+      assert.equal(res.status, 403);
+      res = await app.request('GET', '/v1/sdr/followups/due');
+      assert.equal(res.status, 401);
+    });
+
+    it('complete and skip: pending only, own tasks only; the thread goes back to awaiting_reply', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY, maxAttempts: 3 });
+      const t1 = await thread(d.wsId, d.sdrA);
+      const t2 = await thread(d.wsId, d.sdrA);
+      await schedule();
+      clock.set('2026-04-02T13:00:00.000Z');
+      await schedule();
+      assert.equal((await threadRow(t1)).status, 'needs_followup');
+      const [task1] = await tasks(t1);
+      const [task2] = await tasks(t2);
+
+      let res = await app.request('POST', `/v1/sdr/followups/${task1.id}/complete`, { key: d.keyB });
+      assert.equal(res.status, 404);
+      assert.equal(res.body.error.code, 'followup_not_found');
+      res = await app.request('POST', '/v1/sdr/followups/fup_missing/skip', { key: d.keyA });
+      assert.equal(res.status, 404);
+      assert.equal(res.body.error.code, 'followup_not_found');
+
+      res = await app.request('POST', `/v1/sdr/followups/${task1.id}/complete`, { key: d.keyA });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.data.id, task1.id);
+      assert.equal(res.body.data.status, 'done');
+      assert.equal((await tasks(t1))[0].completed_at.toISOString(), '2026-04-02T13:00:00.000Z');
+      assert.equal((await threadRow(t1)).status, 'awaiting_reply');
+
+      res = await app.request('POST', `/v1/sdr/followups/${task1.id}/skip`, { key: d.keyA });
+      assert.equal(res.status, 409);
+      assert.equal(res.body.error.code, 'followup_not_pending');
+
+      res = await app.request('POST', `/v1/sdr/followups/${task2.id}/skip`, { key: d.keyA });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.data.status, 'skipped');
+      res = await app.request('POST', `/v1/sdr/followups/${task2.id}/complete`, { key: d.keyA });
+      assert.equal(res.status, 409);
+
+      // The next attempt counts from when the previous one was closed.
+      await schedule();
+      const rows = await tasks(t2);
+      assert.deepEqual(
+        rows.map((x) => [x.attempt, x.status, x.due_at.toISOString()]),
+        [
+          [1, 'skipped', '2026-04-02T12:00:00.000Z'],
+          [2, 'pending', '2026-04-03T13:00:00.000Z'],
+        ],
+      );
+    });
+  });
+});
