@@ -1,7 +1,6 @@
 import nodemailer from 'nodemailer';
-import { ImapFlow } from 'imapflow';
-import { parseMailUrl } from './mailurl.ts';
 import { connectionOptions } from './smtp.ts';
+import { imapClient } from './imap.ts';
 
 export type ProbeOutcome =
   | { ok: true }
@@ -37,18 +36,7 @@ export const realMailProbe: MailProbe = {
     }
   },
   async imap(url) {
-    const s = parseMailUrl(url, 'imap');
-    const client = new ImapFlow({
-      host: s.host,
-      port: s.port,
-      secure: s.secure,
-      auth: { user: s.user ?? '', pass: s.pass ?? '' },
-      logger: false,
-      connectionTimeout: TIMEOUT_MS,
-      greetingTimeout: TIMEOUT_MS,
-      socketTimeout: TIMEOUT_MS,
-    });
-    client.on('error', () => {});
+    const client = imapClient(url, { connectionTimeout: TIMEOUT_MS, greetingTimeout: TIMEOUT_MS, socketTimeout: TIMEOUT_MS });
     try {
       await client.connect();
       await client.logout();

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { waitFor } from '../support/wait.ts';
 import pg from 'pg';
 import { startTestApp, seedWorkspace, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
@@ -7,15 +8,6 @@ import { SmtpMessenger } from '../../src/adapters/smtp.ts';
 import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 function mail(h: { from: string; to: string; subject: string; messageId: string; inReplyTo?: string; extra?: string }, body: string): string {
   return [

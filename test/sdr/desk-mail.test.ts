@@ -1,19 +1,11 @@
 import assert from 'node:assert/strict';
+import { waitFor } from '../support/wait.ts';
 import pg from 'pg';
 import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('SDR desk mail: send-manual through the SDR mailbox, answers joining the thread', function () {
   this.timeout(60_000);

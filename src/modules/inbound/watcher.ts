@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { ImapFlow } from 'imapflow';
+import type { ImapFlow } from 'imapflow';
 import type { Deps } from '../../services.ts';
-import { parseMailUrl } from '../../adapters/mailurl.ts';
+import { imapClient } from '../../adapters/imap.ts';
 import { toDate } from '../../shared/time.ts';
 import { InboundService } from './service.ts';
 import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, type WatchRow } from './repository.ts';
@@ -95,13 +95,7 @@ class MailboxSession {
   }
 
   private async session(): Promise<void> {
-    const server = parseMailUrl(this.deps.crypto.decrypt(this.watch.imap_url_enc), 'imap');
-    const client = new ImapFlow({
-      host: server.host,
-      port: server.port,
-      secure: server.secure,
-      auth: { user: server.user ?? '', pass: server.pass ?? '' },
-      logger: false,
+    const client = imapClient(this.deps.crypto.decrypt(this.watch.imap_url_enc), {
       // We decide when to IDLE (after each sync), not a timer.
       disableAutoIdle: true,
       connectionTimeout: 30_000,
@@ -109,7 +103,6 @@ class MailboxSession {
     });
     this.client = client;
     let closed = false;
-    client.on('error', () => {});
     client.on('close', () => {
       closed = true;
       this.notify();
