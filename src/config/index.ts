@@ -108,6 +108,36 @@ export const settings = {
     default: false,
     doc: 'allow webhook URLs that resolve to loopback, private, link-local and other non-public addresses (SSRF guard off; for tests and closed networks)',
   },
+  llmBaseUrl: {
+    env: 'MAILGATE_LLM_BASE_URL',
+    schema: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL (an OpenAI-compatible /v1 base)').optional(),
+    default: undefined,
+    doc: 'OpenAI-compatible /v1 base (OpenAI, Azure OpenAI, Ollama, vLLM, llama.cpp server) for AI drafts; unset = the offline composer',
+  },
+  llmApiKey: {
+    env: 'MAILGATE_LLM_API_KEY',
+    schema: z.string().min(1).optional(),
+    default: undefined,
+    doc: 'API key sent to the LLM (Authorization: Bearer, or api-key for Azure hosts)',
+  },
+  llmModel: {
+    env: 'MAILGATE_LLM_MODEL',
+    schema: z.string().min(1),
+    default: 'gpt-4o-mini',
+    doc: 'model name (Azure: the deployment is in the base URL; this is still sent)',
+  },
+  llmTimeout: {
+    env: 'MAILGATE_LLM_TIMEOUT',
+    schema: duration.refine((ms) => ms > 0, 'must be more than 0'),
+    default: '30s',
+    doc: 'how long one LLM request may take before it counts as failed (then retried, at most 3 times)',
+  },
+  guardrailThreshold: {
+    env: 'MAILGATE_GUARDRAIL_THRESHOLD',
+    schema: z.coerce.number().min(0).max(1),
+    default: 0.6,
+    doc: "a draft send is blocked when the judge's overall score is below this (0..1)",
+  },
 } as const;
 
 type Settings = typeof settings;
