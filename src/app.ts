@@ -19,8 +19,9 @@ import { assignRoutes } from './modules/sdrs/assign-routes.ts';
 import { deskMailRoutes } from './modules/sdrs/desk-routes.ts';
 import { mountTrackingRoutes } from './modules/tracking/routes.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
+import { draftRoutes } from './modules/drafts/routes.ts';
 
-export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...replyRoutes, ...assignRoutes, ...deskMailRoutes, ...suppressionRoutes, ...sdrRoutes, ...followupRoutes, ...webhookRoutes];
+export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...replyRoutes, ...assignRoutes, ...deskMailRoutes, ...suppressionRoutes, ...sdrRoutes, ...followupRoutes, ...draftRoutes, ...webhookRoutes];
 
 const VERSION = '0.1.0';
 

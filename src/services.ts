@@ -16,6 +16,8 @@ import { DeskMailService } from './modules/sdrs/desk-mail.ts';
 import { WebhookService } from './modules/webhooks/service.ts';
 import { ThreadService } from './modules/sdrs/threads.ts';
 import { FollowupService } from './modules/sdrs/followups.ts';
+import { KbService } from './modules/drafts/kb.ts';
+import { DraftService } from './modules/drafts/service.ts';
 
 /** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
 export interface Deps {
@@ -42,6 +44,8 @@ export function createServices(deps: Deps, em: EntityManager) {
     webhooks: new WebhookService(deps, em),
     sdrThreads: new ThreadService(deps, em),
     followups: new FollowupService(deps, em),
+    kb: new KbService(deps, em),
+    drafts: new DraftService(deps, em),
   };
 }
 

@@ -12,6 +12,7 @@ import { registerFollowupCommands } from './followup.ts';
 import { registerSuppressionCommands } from './suppression.ts';
 import { registerServeCommands } from './serve.ts';
 import { registerClassifyCommands } from './classify.ts';
+import { registerKbCommands } from './kb.ts';
 import type { MailProbe } from '../adapters/mailprobe.ts';
 
 export interface CliIO {
@@ -92,6 +93,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
   registerFollowupCommands(program, ctx);
   registerSuppressionCommands(program, ctx);
   registerClassifyCommands(program, ctx);
+  registerKbCommands(program, ctx);
 
   for (const cmd of program.commands) cmd.exitOverride();
 

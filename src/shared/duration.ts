@@ -14,3 +14,9 @@ export function parseDuration(value: string | number): number {
 export function parseDurationList(value: string): number[] {
   return value.split(',').map((p) => parseDuration(p.trim()));
 }
+
+/** The largest unit that divides ms exactly, e.g. 259200000 -> "3d", 5400000 -> "90m". */
+export function formatDuration(ms: number): string {
+  for (const unit of ['d', 'h', 'm', 's'] as const) if (ms >= UNITS[unit] && ms % UNITS[unit] === 0) return `${ms / UNITS[unit]}${unit}`;
+  return `${ms}ms`;
+}

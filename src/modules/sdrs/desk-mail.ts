@@ -12,6 +12,25 @@ import { FollowupService } from './followups.ts';
 /** Statuses a prospect's answer or an SDR's send moves (closed ones stay as they are). */
 const OPEN = ['new', 'awaiting_reply', 'needs_followup', 'replied'];
 
+export interface PreparedSend {
+  thread: { id: string; workspace_id: string; campaign_id: string | null; lead_id: string | null; contact_email: string; subject: string; status: string };
+  box: { sdr_id: string; email: string; smtp_url_enc: string; health_state: string; name: string };
+  references: string[];
+}
+
+export interface ThreadMail {
+  subject: string;
+  bodyText: string;
+  bodyHtml: string;
+  cc: string[];
+}
+
+export interface SentMail {
+  id: string;
+  messageIdHeader: string;
+  response: string;
+}
+
 /**
  * Mail of the SDR desk through the SDR's own mailbox: manual replies sent in the prospect's
  * thread, and the prospect's answers arriving in the SDR's mailbox joining their thread.
@@ -24,15 +43,28 @@ export class DeskMailService {
 
   /** POST /v1/sdr/threads/:id/send-manual. */
   async sendManual(sdrId: string, workspaceId: string, threadId: string, input: { bodyText: string; bodyHtml?: string; cc?: string[] }) {
-    const [thread] = await sql<{ id: string; campaign_id: string | null; lead_id: string | null; contact_email: string; subject: string; status: string }>(
+    const prepared = await this.prepare(sdrId, workspaceId, threadId);
+    const mail: ThreadMail = {
+      subject: replySubject(prepared.thread.subject || ''),
+      bodyText: input.bodyText,
+      bodyHtml: input.bodyHtml ?? `<p>${escapeHtml(input.bodyText).replace(/\r?\n/g, '<br>')}</p>`,
+      cc: input.cc ?? [],
+    };
+    const sent = await this.transmit(prepared, mail);
+    return this.em.transactional(async (tx) => ({ data: await this.record(tx, prepared, mail, sent) }));
+  }
+
+  /** The thread (404 thread_not_found outside the SDR's scope), the usable mailbox (else 409 mail_not_connected), the References chain. */
+  async prepare(sdrId: string, workspaceId: string, threadId: string): Promise<PreparedSend> {
+    const [thread] = await sql<PreparedSend['thread']>(
       this.em,
-      `select id, campaign_id, lead_id, contact_email, subject, status from prospect_threads where id = ? and sdr_id = ? and workspace_id = ?`,
+      `select id, workspace_id, campaign_id, lead_id, contact_email, subject, status from prospect_threads where id = ? and sdr_id = ? and workspace_id = ?`,
       [threadId, sdrId, workspaceId],
     );
     if (!thread) throw ApiError.notFound('thread', `thread ${threadId} not found`);
-    const [box] = await sql<{ email: string; smtp_url_enc: string; health_state: string; name: string }>(
+    const [box] = await sql<PreparedSend['box']>(
       this.em,
-      `select b.email, b.smtp_url_enc, b.health_state, s.name from sdr_mailboxes b join sdrs s on s.id = b.sdr_id where b.sdr_id = ?`,
+      `select b.sdr_id, b.email, b.smtp_url_enc, b.health_state, s.name from sdr_mailboxes b join sdrs s on s.id = b.sdr_id where b.sdr_id = ?`,
       [sdrId],
     );
     if (!box || box.health_state !== 'active') throw new ApiError(409, 'mail_not_connected', `the SDR's mailbox is not usable (${box?.health_state ?? 'not connected'})`);
@@ -41,55 +73,71 @@ export class DeskMailService {
       `select message_id_header from thread_messages where thread_id = ? and message_id_header is not null order by at, created_at`,
       [threadId],
     );
-    const references = history.map((h) => h.message_id_header!);
-    const now = this.deps.clock.now();
+    return { thread, box, references: history.map((h) => h.message_id_header!) };
+  }
+
+  /**
+   * Sends through the SDR's SMTP server as a reply in the thread (In-Reply-To, References). A
+   * refusal updates the mailbox's health on its own connection (so it outlives a rolled-back
+   * caller) and throws: 409 mail_not_connected for a refused login, else 502 send_failed.
+   */
+  async transmit(p: PreparedSend, mail: ThreadMail): Promise<SentMail> {
     const id = newId('msg');
-    const messageIdHeader = `<${id}.${randomBytes(6).toString('hex')}@${box.email.split('@')[1] ?? 'mailgate.local'}>`;
-    const subject = replySubject(thread.subject || '');
-    const html = input.bodyHtml ?? `<p>${escapeHtml(input.bodyText).replace(/\r?\n/g, '<br>')}</p>`;
-    const outcome = await sendOnce(this.deps.crypto.decrypt(box.smtp_url_enc), {
-      from: { name: box.name, address: box.email },
-      to: thread.contact_email,
-      cc: input.cc?.length ? input.cc : undefined,
-      subject,
-      text: input.bodyText,
-      html,
+    const messageIdHeader = `<${id}.${randomBytes(6).toString('hex')}@${p.box.email.split('@')[1] ?? 'mailgate.local'}>`;
+    const outcome = await sendOnce(this.deps.crypto.decrypt(p.box.smtp_url_enc), {
+      from: { name: p.box.name, address: p.box.email },
+      to: p.thread.contact_email,
+      cc: mail.cc.length ? mail.cc : undefined,
+      subject: mail.subject.replace(/[\r\n]+/g, ' '),
+      text: mail.bodyText,
+      html: mail.bodyHtml,
       messageId: messageIdHeader,
-      inReplyTo: references[references.length - 1],
-      references: references.length ? references : undefined,
+      inReplyTo: p.references[p.references.length - 1],
+      references: p.references.length ? p.references : undefined,
     });
     if (outcome.kind !== 'accepted') {
       // The attempt says how the mailbox is: refused login -> needs_reauth; 421/454 -> rate_limited.
       const health = outcome.kind === 'auth_failed' ? 'needs_reauth' : 'code' in outcome && (outcome.code === 421 || outcome.code === 454) ? 'rate_limited' : null;
       if (health)
-        await sql(this.em, `update sdr_mailboxes set health_state = ?, last_sync_error = ?, updated_at = ? where sdr_id = ?`, [health, outcome.response, now, sdrId]);
+        await sql(this.deps.orm.em.fork(), `update sdr_mailboxes set health_state = ?, last_sync_error = ?, updated_at = ? where sdr_id = ?`, [
+          health,
+          outcome.response,
+          this.deps.clock.now(),
+          p.box.sdr_id,
+        ]);
       if (outcome.kind === 'auth_failed') throw new ApiError(409, 'mail_not_connected', `the SDR's mailbox refused the login: ${outcome.response}`);
       throw new ApiError(502, 'send_failed', `the SDR's SMTP server did not accept the message: ${outcome.response}`);
     }
-    return this.em.transactional(async (tx) => {
-      if (thread.campaign_id && thread.lead_id)
-        await sql(
-          tx,
-          `insert into outbound_messages (id, workspace_id, campaign_id, lead_id, step_index, kind, state, due_at, to_email, subject, message_id_header,
-                                          in_reply_to, references_header, smtp_response, sent_at, created_at, updated_at)
-           values (?, ?, ?, ?, 0, 'sdr_reply', 'sent', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          [id, workspaceId, thread.campaign_id, thread.lead_id, now, thread.contact_email, subject, messageIdHeader, references[references.length - 1] ?? null, references.join(' ') || null, outcome.response, now, now, now],
-        );
+    return { id, messageIdHeader, response: outcome.response };
+  }
+
+  /** Records a sent reply on the thread (and as an outbound message of its campaign), makes the thread awaiting_reply, completes its follow-up. */
+  async record(tx: EntityManager, p: PreparedSend, mail: ThreadMail, sent: SentMail): Promise<{ messageId: string; threadId: string; status: string }> {
+    const now = this.deps.clock.now();
+    const { thread, references } = p;
+    const inCampaign = !!(thread.campaign_id && thread.lead_id);
+    if (inCampaign)
       await sql(
         tx,
-        `insert into thread_messages (id, thread_id, direction, outbound_message_id, message_id_header, from_email, to_emails, cc_emails, subject, body_text, body_html, at, created_at)
-         values (?, ?, 'outbound', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [newId('tmsg'), threadId, thread.campaign_id && thread.lead_id ? id : null, messageIdHeader, box.email, [thread.contact_email], input.cc ?? [], subject, input.bodyText, html, now, now],
+        `insert into outbound_messages (id, workspace_id, campaign_id, lead_id, step_index, kind, state, due_at, to_email, subject, message_id_header,
+                                        in_reply_to, references_header, smtp_response, sent_at, created_at, updated_at)
+         values (?, ?, ?, ?, 0, 'sdr_reply', 'sent', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [sent.id, thread.workspace_id, thread.campaign_id, thread.lead_id, now, thread.contact_email, mail.subject, sent.messageIdHeader, references[references.length - 1] ?? null, references.join(' ') || null, sent.response, now, now, now],
       );
-      const [t] = await sql<{ status: string }>(
-        tx,
-        `update prospect_threads set status = case when status = any(?::text[]) then 'awaiting_reply' else status end, last_message_at = ?, updated_at = ?
-          where id = ? returning status`,
-        [OPEN, now, now, threadId],
-      );
-      await new FollowupService(this.deps, tx).onSend(threadId);
-      return { data: { messageId: id, threadId, status: t.status } };
-    });
+    await sql(
+      tx,
+      `insert into thread_messages (id, thread_id, direction, outbound_message_id, message_id_header, from_email, to_emails, cc_emails, subject, body_text, body_html, at, created_at)
+       values (?, ?, 'outbound', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [newId('tmsg'), thread.id, inCampaign ? sent.id : null, sent.messageIdHeader, p.box.email, [thread.contact_email], mail.cc, mail.subject, mail.bodyText, mail.bodyHtml, now, now],
+    );
+    const [t] = await sql<{ status: string }>(
+      tx,
+      `update prospect_threads set status = case when status = any(?::text[]) then 'awaiting_reply' else status end, last_message_at = ?, updated_at = ?
+        where id = ? returning status`,
+      [OPEN, now, now, thread.id],
+    );
+    await new FollowupService(this.deps, tx).onSend(thread.id);
+    return { messageId: sent.id, threadId: thread.id, status: t.status };
   }
 
   /**

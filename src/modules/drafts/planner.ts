@@ -1,0 +1,254 @@
+// Stage 1 of the draft pipeline: the planner. It reads the thread as a human would see it
+// (hidden HTML, zero-width and bidi characters, quoted history removed), assembles everything
+// the writer may use (history oldest first with length caps, the handoff, the lead, the SDR's
+// profile, relevant knowledge-base entries), extracts the prospect's asks, lists the follow-up
+// rules that will apply, and computes the allow-lists the writer and the guardrails check links,
+// addresses and recipients against. Nothing of the prospect's text ever becomes a recipient,
+// a link or an address the pipeline adds on its own.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { simpleParser } from 'mailparser';
+import { sql } from '../../db/sql.ts';
+import { ApiError } from '../../shared/errors.ts';
+import { toDate } from '../../shared/time.ts';
+import type { Deps } from '../../services.ts';
+import type { ThreadScope } from '../sdrs/threads.ts';
+import { formatDuration } from '../../shared/duration.ts';
+import { KbService, type KbHit } from './kb.ts';
+import { extractAsks, detectLanguage, detectObjection, languageOfTag, KIND_QUERY, type Ask, type Language, type Objection } from './asks.ts';
+import { sanitizeForPrompt, sanitizeText, stripQuoted, visibleTextFromHtml } from './sanitize.ts';
+import { domainOf, findEmails, findLinks } from './links.ts';
+
+/** Length caps of what reaches the writer (characters). */
+export const CAPS = { message: 2_000, history: 8_000, kbEntry: 1_200, note: 1_000, signature: 600 } as const;
+
+export interface HistoryItem {
+  direction: 'inbound' | 'outbound';
+  from: string;
+  at: string;
+  subject: string;
+  text: string;
+}
+
+export interface AppliedRule {
+  ruleId: string;
+  name: string;
+  effect: string;
+}
+
+export interface DraftContext {
+  workspaceId: string;
+  threadId: string;
+  thread: { subject: string; contactEmail: string; contactName: string; category: string; status: string };
+  contact: { firstName: string | null; lastName: string | null; company: string | null; jobTitle: string | null; customFields: Record<string, unknown> };
+  sdr: { id: string; name: string; email: string; tone: string | null; signature: string | null; calendarUrl: string | null; language: string | null };
+  campaignName: string | null;
+  handoffNote: string | null;
+  /** Sanitized, quoted history removed, oldest first; older messages dropped first past CAPS.history. */
+  history: HistoryItem[];
+  /** The prospect's latest message, sanitized (what the asks come from). */
+  lastProspectMessage: string;
+  knowledge: KbHit[];
+  asks: Ask[];
+  /** An objection the prospect raised (budget, timing, a competitor), to acknowledge rather than push past. */
+  objection: Objection | null;
+  appliedRules: AppliedRule[];
+  language: Language;
+  /** Where a link or address may come from when we write a draft: the KB, the SDR profile, our own messages. */
+  writerAllowed: { domains: string[]; emails: string[] };
+  /** What the guardrails accept in a final body: the visible thread, the whole KB and the SDR profile. */
+  sendAllowed: { domains: string[]; emails: string[] };
+  /** Every address of the thread (its messages, the handoff) plus the SDR's own. */
+  participants: string[];
+}
+
+interface HandoffSnapshot {
+  messages?: { direction: string; subject?: string; bodyText?: string; at?: string | null }[];
+}
+
+interface MessageRow {
+  direction: 'inbound' | 'outbound';
+  from_email: string;
+  to_emails: string[];
+  cc_emails: string[];
+  subject: string;
+  body_text: string;
+  body_html: string | null;
+  raw: Buffer | null;
+  at: string | Date;
+}
+
+/** The text a person sees in one stored thread message. */
+async function visibleText(m: MessageRow): Promise<string> {
+  if (m.direction === 'inbound') {
+    // Prefer the stored original: an HTML part is what the prospect's mail client shows, and a
+    // text/plain alternative can carry text the HTML hides.
+    if (m.raw) {
+      const parsed = await simpleParser(m.raw, { skipImageLinks: true, skipTextToHtml: true });
+      if (typeof parsed.html === 'string' && parsed.html.trim()) return stripQuoted(visibleTextFromHtml(parsed.html));
+      return stripQuoted(sanitizeText(parsed.text ?? ''));
+    }
+    if (m.body_html) return stripQuoted(visibleTextFromHtml(m.body_html));
+  }
+  return stripQuoted(sanitizeText(m.body_text));
+}
+
+function addFrom(text: string, domains: Set<string>, emails: Set<string>) {
+  for (const l of findLinks(text)) if (l.host) domains.add(domainOf(l.host));
+  for (const e of findEmails(text)) emails.add(e);
+}
+
+export class DraftPlanner {
+  constructor(
+    private readonly deps: Deps,
+    private readonly em: EntityManager,
+  ) {}
+
+  async plan(scope: ThreadScope, threadId: string): Promise<DraftContext> {
+    const [t] = await sql<{
+      id: string;
+      subject: string;
+      contact_email: string;
+      contact_name: string;
+      category: string;
+      status: string;
+      lead_id: string | null;
+      campaign_id: string | null;
+    }>(
+      this.em,
+      `select id, subject, contact_email, contact_name, category, status, lead_id, campaign_id
+         from prospect_threads where id = ? and workspace_id = ? and sdr_id = ?`,
+      [threadId, scope.workspaceId, scope.sdrId],
+    );
+    if (!t) throw ApiError.notFound('thread', `thread ${threadId} not found`);
+
+    const [sdr] = await sql<{ id: string; name: string; email: string; tone: string | null; signature: string | null; calendar_url: string | null; language: string | null }>(
+      this.em,
+      `select id, name, email, tone, signature, calendar_url, language from sdrs where id = ?`,
+      [scope.sdrId],
+    );
+    const [box] = await sql<{ email: string }>(this.em, `select email from sdr_mailboxes where sdr_id = ?`, [scope.sdrId]);
+    const [lead] = t.lead_id
+      ? await sql<{ first_name: string | null; last_name: string | null; company: string | null; job_title: string | null; custom: Record<string, unknown> }>(
+          this.em,
+          `select first_name, last_name, company, job_title, custom from leads where id = ?`,
+          [t.lead_id],
+        )
+      : [];
+    const [campaign] = t.campaign_id ? await sql<{ name: string }>(this.em, `select name from campaigns where id = ?`, [t.campaign_id]) : [];
+    const [handoff] = await sql<{ note: string | null; cc_emails: string[]; to_email: string; snapshot: HandoffSnapshot | null }>(
+      this.em,
+      `select note, cc_emails, to_email, snapshot from handoffs where thread_id = ? order by created_at desc, id desc limit 1`,
+      [threadId],
+    );
+    const stored = await sql<MessageRow>(
+      this.em,
+      `select m.direction, m.from_email, m.to_emails, m.cc_emails, m.subject, m.body_text, m.body_html, i.raw, m.at
+         from thread_messages m left join inbound_messages i on i.id = m.inbound_message_id
+        where m.thread_id = ? order by m.at asc, m.created_at asc, m.id asc`,
+      [threadId],
+    );
+    // The campaign steps the lead received before the thread began come from the handoff snapshot
+    // (the thread itself starts with the prospect's reply, which ended the sequence).
+    const steps: MessageRow[] = (handoff?.snapshot?.messages ?? [])
+      .filter((m) => m.direction === 'outbound' && m.at)
+      .map((m) => ({ direction: 'outbound', from_email: '', to_emails: [t.contact_email], cc_emails: [], subject: m.subject ?? '', body_text: m.bodyText ?? '', body_html: null, raw: null, at: m.at! }));
+    const messages = [...steps, ...stored];
+
+    // History: newest first into the budget, then oldest first for reading.
+    const texts = await Promise.all(messages.map(visibleText));
+    const history: HistoryItem[] = [];
+    let budget: number = CAPS.history;
+    for (let i = messages.length - 1; i >= 0 && budget > 0; i--) {
+      const text = sanitizeForPrompt(texts[i], Math.min(CAPS.message, budget));
+      budget -= text.length;
+      const m = messages[i];
+      history.unshift({ direction: m.direction, from: m.from_email, at: toDate(m.at).toISOString(), subject: sanitizeText(m.subject), text });
+    }
+    const lastInbound = [...history].reverse().find((h) => h.direction === 'inbound');
+    const lastProspectMessage = lastInbound?.text ?? '';
+
+    const asks = extractAsks(lastProspectMessage);
+    // Up to 3 entries for each ask (its sentence plus the words entries about its kind use), then
+    // the best for the whole message, at most 6 in all.
+    const kb = new KbService(this.deps, this.em);
+    const found = new Map<string, KbHit>();
+    for (const a of asks) for (const h of await kb.search(scope.workspaceId, `${a.text}\n${KIND_QUERY[a.kind]}`, 3)) found.set(h.id, h);
+    for (const h of await kb.search(scope.workspaceId, `${t.subject}\n${lastProspectMessage}`, 4)) if (found.size < 6) found.set(h.id, h);
+    const knowledge = [...found.values()].slice(0, 6).map((k) => ({ ...k, body: sanitizeForPrompt(k.body, CAPS.kbEntry) }));
+    const kbTexts = await kb.allText(scope.workspaceId);
+    const language = languageOfTag(sdr.language) ?? detectLanguage(lastProspectMessage) ?? 'en';
+
+    const firstName = lead?.first_name ?? (t.contact_name.split(/\s+/)[0] || null);
+    const participants = new Set<string>([t.contact_email.toLowerCase(), sdr.email.toLowerCase()]);
+    if (box) participants.add(box.email.toLowerCase());
+    for (const m of messages) for (const a of [m.from_email, ...m.to_emails, ...m.cc_emails]) if (a) participants.add(a.toLowerCase());
+    if (handoff) for (const a of [handoff.to_email, ...handoff.cc_emails]) participants.add(a.toLowerCase());
+
+    // The writer's allow-list: the KB, the SDR's profile, and what we ourselves sent.
+    const wDomains = new Set<string>();
+    const wEmails = new Set<string>([sdr.email.toLowerCase(), ...(box ? [box.email.toLowerCase()] : [])]);
+    for (const k of kbTexts) addFrom(k, wDomains, wEmails);
+    addFrom(`${sdr.signature ?? ''}\n${sdr.calendar_url ?? ''}`, wDomains, wEmails);
+    for (const [i, m] of messages.entries()) if (m.direction === 'outbound') addFrom(texts[i], wDomains, wEmails);
+    // The guardrails' allow-list adds what the prospect visibly wrote (contract §9: "in the thread").
+    const sDomains = new Set(wDomains);
+    const sEmails = new Set(wEmails);
+    for (const [i, m] of messages.entries()) if (m.direction === 'inbound') addFrom(texts[i], sDomains, sEmails);
+    for (const p of participants) sEmails.add(p);
+
+    return {
+      workspaceId: scope.workspaceId,
+      threadId,
+      thread: { subject: sanitizeText(t.subject), contactEmail: t.contact_email, contactName: sanitizeText(t.contact_name), category: t.category, status: t.status },
+      contact: {
+        firstName: firstName ? sanitizeText(firstName) : null,
+        lastName: lead?.last_name ? sanitizeText(lead.last_name) : null,
+        company: lead?.company ? sanitizeText(lead.company) : null,
+        jobTitle: lead?.job_title ? sanitizeText(lead.job_title) : null,
+        customFields: lead?.custom ?? {},
+      },
+      sdr: {
+        id: sdr.id,
+        name: sdr.name,
+        email: box?.email ?? sdr.email,
+        tone: sdr.tone,
+        signature: sdr.signature ? sdr.signature.trim().slice(0, CAPS.signature) : null,
+        calendarUrl: sdr.calendar_url,
+        language: sdr.language,
+      },
+      campaignName: campaign?.name ?? null,
+      handoffNote: handoff?.note ? sanitizeForPrompt(handoff.note, CAPS.note) : null,
+      history,
+      lastProspectMessage,
+      knowledge,
+      asks,
+      objection: detectObjection(lastProspectMessage),
+      appliedRules: await this.appliedRules(scope.workspaceId, threadId, t.category),
+      language,
+      writerAllowed: { domains: [...wDomains], emails: [...wEmails] },
+      sendAllowed: { domains: [...sDomains], emails: [...sEmails] },
+      participants: [...participants],
+    };
+  }
+
+  /** The follow-up rules that will act on this thread once a reply is sent, with what each will do. */
+  private async appliedRules(workspaceId: string, threadId: string, category: string): Promise<AppliedRule[]> {
+    const rules = await sql<{ id: string; name: string; after_ms: string | number; business_days: boolean; categories: string[] | null; max_attempts: number; used: number }>(
+      this.em,
+      `select r.id, r.name, r.after_ms, r.business_days, r.categories, r.max_attempts,
+              (select count(*)::int from followup_tasks f where f.rule_id = r.id and f.thread_id = ?) as used
+         from followup_rules r where r.workspace_id = ? order by r.created_at, r.id`,
+      [threadId, workspaceId],
+    );
+    return rules
+      .filter((r) => !r.categories || r.categories.includes(category))
+      .filter((r) => r.used < r.max_attempts)
+      .map((r) => ({
+        ruleId: r.id,
+        name: r.name,
+        effect:
+          `if the prospect does not answer within ${formatDuration(Number(r.after_ms))}${r.business_days ? ' (business days)' : ''} of this reply, ` +
+          `a follow-up task is created (attempt ${r.used + 1} of ${r.max_attempts})`,
+      }));
+  }
+}

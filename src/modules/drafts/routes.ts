@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import { defineRoute } from '../../http/route.ts';
+import { isEmail } from '../../shared/email.ts';
+
+const tag = 'AI drafts';
+const draftParams = z.object({ draftId: z.string() });
+
+const usage = z.object({ promptTokens: z.number(), completionTokens: z.number() });
+const draft = z.object({
+  id: z.string(),
+  threadId: z.string(),
+  state: z.enum(['generated', 'edited', 'superseded', 'sent', 'discarded']),
+  subject: z.string(),
+  bodyText: z.string(),
+  bodyHtml: z.string(),
+  instructions: z.string().nullable(),
+  model: z.string().nullable().describe('the LLM model that wrote it; null for the offline composer'),
+  usage: usage.nullable(),
+  latencyMs: z.number().nullable(),
+  sentMessageId: z.string().nullable(),
+  supersededBy: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+const scores = z.object({ overall: z.number(), readability: z.number(), personalization: z.number(), linkQuality: z.number() });
+const insight = z.object({
+  draftId: z.string(),
+  approach: z.enum(['direct_answer', 'question_led', 'proof_led', 'offline_template']),
+  confidence: z.number(),
+  rationale: z.string(),
+  scores: scores.nullable(),
+});
+const appliedRule = z.object({ ruleId: z.string(), name: z.string(), effect: z.string() });
+export const guardrailsSchema = z.object({
+  blocked: z.boolean(),
+  issues: z.array(z.object({ code: z.string(), severity: z.enum(['block', 'warn']), message: z.string(), field: z.string() })),
+  scores,
+});
+
+const notFound = { 401: 'authentication_failed', 403: 'forbidden', 404: 'draft_not_found' } as const;
+
+export const draftRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/v1/sdr/drafts/generate',
+    access: 'sdr',
+    tag,
+    summary: 'Draft replies for a prospect thread (planner, writer, judge); one per approach',
+    body: z.strictObject({
+      threadId: z.string().min(1),
+      instructions: z.string().trim().min(1).max(2000).optional(),
+      variantCount: z.number().int().min(1).max(3).default(1),
+    }),
+    response: z.object({ data: z.object({ drafts: z.array(draft), insights: z.array(insight), appliedRules: z.array(appliedRule) }) }),
+    errors: { 400: 'invalid_request', 401: 'authentication_failed', 403: 'forbidden', 404: 'thread_not_found' },
+    handler: ({ body, auth, services }) => services.drafts.generate({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, body),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/v1/sdr/drafts/:draftId',
+    access: 'sdr',
+    tag,
+    summary: 'One draft with its insight',
+    params: draftParams,
+    response: z.object({ data: z.object({ draft, insight: insight.nullable() }) }),
+    errors: notFound,
+    handler: ({ params, auth, services }) => services.drafts.get({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId),
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/v1/sdr/drafts/:draftId',
+    access: 'sdr',
+    tag,
+    summary: 'Edit a draft (bodyHtml is rendered from bodyText unless given); the draft becomes edited',
+    params: draftParams,
+    body: z
+      .strictObject({
+        bodyText: z.string().max(100_000).optional(),
+        bodyHtml: z.string().max(256 * 1024).optional(),
+        subject: z.string().trim().min(1, 'must not be empty').max(998).optional(),
+      })
+      .refine((b) => b.bodyText !== undefined || b.bodyHtml !== undefined || b.subject !== undefined, 'give at least one of bodyText, bodyHtml, subject'),
+    response: z.object({ data: z.object({ draft }) }),
+    errors: { 400: 'invalid_request', ...notFound, 409: 'draft_not_editable' },
+    handler: ({ params, body, auth, services }) => services.drafts.patch({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId, body),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/v1/sdr/drafts/:draftId/regenerate',
+    access: 'sdr',
+    tag,
+    summary: 'Write the draft again with the same approach (and new instructions); the old one becomes superseded',
+    params: draftParams,
+    body: z.strictObject({ instructions: z.string().trim().min(1).max(2000).optional() }),
+    response: z.object({ data: z.object({ draft, insight }) }),
+    errors: { 400: 'invalid_request', ...notFound, 409: 'draft_not_editable' },
+    handler: ({ params, body, auth, services }) => services.drafts.regenerate({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId, body.instructions),
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/v1/sdr/drafts/:draftId',
+    access: 'sdr',
+    tag,
+    summary: 'Discard a draft',
+    params: draftParams,
+    status: 204,
+    errors: { ...notFound, 409: 'draft_not_editable' },
+    handler: ({ params, auth, services }) => services.drafts.discard({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/v1/sdr/drafts/:draftId/send',
+    access: 'sdr',
+    tag,
+    summary: "Run the guardrails on the final body and send it through the SDR's mailbox in the thread",
+    params: draftParams,
+    body: z.strictObject({
+      finalBodyText: z.string().max(100_000).optional(),
+      finalBodyHtml: z.string().max(256 * 1024).optional(),
+      additionalCc: z.array(z.string().refine(isEmail, 'must be a valid email address')).max(20).optional(),
+    }),
+    response: z.object({ data: z.object({ messageId: z.string(), guardrails: guardrailsSchema }) }),
+    errors: { 400: 'invalid_request', ...notFound, 409: 'draft_not_sendable', 422: 'guardrails_blocked', 502: 'send_failed' },
+    handler: ({ params, body, auth, services }) => services.drafts.send({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId, body),
+  }),
+];

@@ -1,0 +1,372 @@
+// AI reply drafts (spec §4, contract §9): the planner -> writer -> judge pipeline, the draft
+// lifecycle (generated -> edited -> sent | discarded | superseded) and the guarded send through
+// the SDR's own mailbox. LLM calls run outside any transaction; what a request writes, it
+// writes in one transaction at the end, so a failed request writes nothing.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import { newId } from '../../adapters/ids.ts';
+import { LlmError, type LlmProvider } from '../../adapters/llm.ts';
+import { ApiError } from '../../shared/errors.ts';
+import { toDate } from '../../shared/time.ts';
+import type { Deps } from '../../services.ts';
+import type { ThreadScope } from '../sdrs/threads.ts';
+import { replySubject } from '../sending/render.ts';
+import { DeskMailService, type ThreadMail } from '../sdrs/desk-mail.ts';
+import { DraftPlanner, type AppliedRule, type DraftContext } from './planner.ts';
+import { composeOffline, type Style } from './offline.ts';
+import { APPROACHES, rubricWithLlm, writeWithLlm, type Rubric } from './writer.ts';
+import { judgeDraft, type Scores } from './judge.ts';
+import { runGuardrails, type GuardrailsResult } from './guardrails.ts';
+import { textToHtml } from './html.ts';
+import { llmFor } from './provider.ts';
+
+export type DraftState = 'generated' | 'edited' | 'superseded' | 'sent' | 'discarded';
+export type Approach = Style | 'offline_template';
+
+const OPEN_STATES: DraftState[] = ['generated', 'edited'];
+
+interface DraftRow {
+  id: string;
+  thread_id: string;
+  sdr_id: string;
+  workspace_id: string;
+  state: DraftState;
+  subject: string;
+  body_text: string;
+  body_html: string;
+  instructions: string | null;
+  model: string | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  latency_ms: number | null;
+  sent_message_id: string | null;
+  superseded_by: string | null;
+  created_at: string | Date;
+  updated_at: string | Date;
+}
+
+interface InsightRow {
+  draft_id: string;
+  approach: Approach;
+  confidence: number;
+  rationale: string;
+  scores: { scores?: Scores; style?: Style; [k: string]: unknown };
+}
+
+export function draftView(d: DraftRow) {
+  return {
+    id: d.id,
+    threadId: d.thread_id,
+    state: d.state,
+    subject: d.subject,
+    bodyText: d.body_text,
+    bodyHtml: d.body_html,
+    instructions: d.instructions,
+    model: d.model,
+    usage: d.prompt_tokens === null && d.completion_tokens === null ? null : { promptTokens: d.prompt_tokens ?? 0, completionTokens: d.completion_tokens ?? 0 },
+    latencyMs: d.latency_ms,
+    sentMessageId: d.sent_message_id,
+    supersededBy: d.superseded_by,
+    createdAt: toDate(d.created_at).toISOString(),
+    updatedAt: toDate(d.updated_at).toISOString(),
+  };
+}
+
+export function insightView(i: InsightRow) {
+  return { draftId: i.draft_id, approach: i.approach, confidence: Number(i.confidence), rationale: i.rationale, scores: i.scores.scores ?? null };
+}
+
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+/** One written variant before it is stored. */
+interface Variant {
+  style: Style;
+  approach: Approach;
+  bodyText: string;
+  confidence: number;
+  rationale: string;
+  model: string | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  latencyMs: number;
+  judged: ReturnType<typeof judgeDraft>;
+  rubric: Rubric | null;
+}
+
+export interface GenerateInput {
+  threadId: string;
+  instructions?: string;
+  variantCount: number;
+}
+
+export interface SendInput {
+  finalBodyText?: string;
+  finalBodyHtml?: string;
+  additionalCc?: string[];
+}
+
+export class DraftService {
+  constructor(
+    private readonly deps: Deps,
+    private readonly em: EntityManager,
+  ) {}
+
+  private get llm(): LlmProvider | null {
+    return llmFor(this.deps.config, this.deps.log);
+  }
+
+  /** POST /v1/sdr/drafts/generate: `variantCount` drafts, each with a different approach. */
+  async generate(scope: ThreadScope, input: GenerateInput) {
+    const ctx = await new DraftPlanner(this.deps, this.em).plan(scope, input.threadId);
+    const styles = APPROACHES.slice(0, input.variantCount);
+    const variants = await Promise.all(styles.map((style) => this.write(ctx, style, input.instructions ?? null)));
+    const stored = await this.em.transactional(async (tx) => {
+      const out = [];
+      for (const v of variants) out.push(await this.insert(tx, scope, ctx, v, input.instructions ?? null));
+      return out;
+    });
+    return { data: { drafts: stored.map((s) => s.draft), insights: stored.map((s) => s.insight), appliedRules: ctx.appliedRules } };
+  }
+
+  /** POST /v1/sdr/drafts/:id/regenerate: a new draft with the same approach; the old one becomes superseded. */
+  async regenerate(scope: ThreadScope, draftId: string, instructions: string | undefined) {
+    const old = await this.row(scope, draftId);
+    if (!OPEN_STATES.includes(old.state)) throw notEditable(old);
+    const [insight] = await sql<InsightRow>(this.em, `select * from draft_insights where draft_id = ?`, [draftId]);
+    const style: Style = insight?.scores.style ?? 'direct_answer';
+    const ctx = await new DraftPlanner(this.deps, this.em).plan(scope, old.thread_id);
+    const chosen = instructions ?? old.instructions;
+    const variant = await this.write(ctx, style, chosen);
+    return this.em.transactional(async (tx) => {
+      const now = this.deps.clock.now();
+      const stored = await this.insert(tx, scope, ctx, variant, chosen);
+      // Compare-and-set: a concurrent send, discard or regenerate of the old draft wins.
+      const moved = await sql<{ id: string }>(
+        tx,
+        `update drafts set state = 'superseded', superseded_by = ?, updated_at = ? where id = ? and state = any(?::text[]) returning id`,
+        [stored.draft.id, now, draftId, OPEN_STATES],
+      );
+      if (moved.length === 0) throw notEditable(await this.row(scope, draftId, tx));
+      return { data: stored };
+    });
+  }
+
+  /** GET /v1/sdr/drafts/:id. */
+  async get(scope: ThreadScope, draftId: string) {
+    const d = await this.row(scope, draftId);
+    const [insight] = await sql<InsightRow>(this.em, `select * from draft_insights where draft_id = ?`, [draftId]);
+    return { data: { draft: draftView(d), insight: insight ? insightView(insight) : null } };
+  }
+
+  /** PATCH /v1/sdr/drafts/:id: bodyText (bodyHtml is then rendered from it unless given), bodyHtml, subject. */
+  async patch(scope: ThreadScope, draftId: string, input: { bodyText?: string; bodyHtml?: string; subject?: string }) {
+    const d = await this.row(scope, draftId);
+    const bodyText = input.bodyText ?? d.body_text;
+    const bodyHtml = input.bodyHtml ?? (input.bodyText !== undefined ? textToHtml(input.bodyText) : d.body_html);
+    const subject = input.subject !== undefined ? input.subject.replace(/[\r\n]+/g, ' ').trim() : d.subject;
+    const [row] = await sql<DraftRow>(
+      this.em,
+      `update drafts set state = 'edited', body_text = ?, body_html = ?, subject = ?, updated_at = ?
+        where id = ? and state = any(?::text[]) returning *`,
+      [bodyText, bodyHtml, subject, this.deps.clock.now(), draftId, OPEN_STATES],
+    );
+    if (!row) throw notEditable(await this.row(scope, draftId));
+    return { data: { draft: draftView(row) } };
+  }
+
+  /** DELETE /v1/sdr/drafts/:id: discards; discarding a discarded draft is a no-op. */
+  async discard(scope: ThreadScope, draftId: string): Promise<void> {
+    const d = await this.row(scope, draftId);
+    if (d.state === 'discarded') return;
+    const rows = await sql<{ id: string }>(this.em, `update drafts set state = 'discarded', updated_at = ? where id = ? and state = any(?::text[]) returning id`, [
+      this.deps.clock.now(),
+      draftId,
+      OPEN_STATES,
+    ]);
+    if (rows.length === 0) {
+      const now = await this.row(scope, draftId);
+      if (now.state !== 'discarded') throw notEditable(now);
+    }
+  }
+
+  /**
+   * POST /v1/sdr/drafts/:id/send. The guardrails run on the final body first (a block is 422
+   * guardrails_blocked and writes nothing); then, holding the draft's row lock so a concurrent
+   * send waits and then finds it sent, the mail goes out through the SDR's mailbox and the send
+   * is recorded with the draft's new state in the same transaction.
+   */
+  async send(scope: ThreadScope, draftId: string, input: SendInput) {
+    const d = await this.row(scope, draftId);
+    if (!OPEN_STATES.includes(d.state)) throw notSendable(d);
+    const desk = new DeskMailService(this.deps, this.em);
+    const prepared = await desk.prepare(scope.sdrId, scope.workspaceId, d.thread_id);
+    const mail: ThreadMail = {
+      subject: d.subject,
+      bodyText: input.finalBodyText ?? d.body_text,
+      bodyHtml: input.finalBodyHtml ?? (input.finalBodyText !== undefined ? textToHtml(input.finalBodyText) : d.body_html),
+      cc: dedupe(input.additionalCc ?? []),
+    };
+    const guardrails = await this.guardrails(scope, d.thread_id, mail, [prepared.thread.contact_email]);
+    if (guardrails.blocked) throw new ApiError(422, 'guardrails_blocked', `the send is blocked: ${summary(guardrails)}`, { guardrails });
+
+    return this.em.transactional(async (tx) => {
+      const [locked] = await sql<DraftRow>(tx, `select * from drafts where id = ? for update`, [draftId]);
+      if (!OPEN_STATES.includes(locked.state)) throw notSendable(locked);
+      const txDesk = new DeskMailService(this.deps, tx);
+      const sent = await txDesk.transmit(prepared, mail);
+      await txDesk.record(tx, prepared, mail, sent);
+      await sql(tx, `update drafts set state = 'sent', sent_message_id = ?, body_text = ?, body_html = ?, updated_at = ? where id = ?`, [
+        prepared.thread.campaign_id && prepared.thread.lead_id ? sent.id : null,
+        mail.bodyText,
+        mail.bodyHtml,
+        this.deps.clock.now(),
+        draftId,
+      ]);
+      return { data: { messageId: sent.id, guardrails } };
+    });
+  }
+
+  /** The guardrails on a final body (the deterministic checks, plus the LLM rubric when one is configured). */
+  async guardrails(scope: ThreadScope, threadId: string, mail: ThreadMail, to: string[]): Promise<GuardrailsResult> {
+    const ctx = await new DraftPlanner(this.deps, this.em).plan(scope, threadId);
+    let unsupportedClaims: string[] | undefined;
+    let unansweredAsks: string[] | undefined;
+    let rubricError: string | null = null;
+    if (this.llm) {
+      try {
+        const { rubric } = await rubricWithLlm(this.llm, ctx, mail.bodyText);
+        unsupportedClaims = rubric.unsupportedClaims;
+        unansweredAsks = rubric.asks.filter((a) => !a.answered).map((a) => a.ask);
+      } catch (err) {
+        if (!(err instanceof LlmError)) throw err;
+        rubricError = err.message;
+        this.deps.log.warn({ err: err.message, kind: err.kind, threadId }, 'send-readiness rubric unavailable; deterministic guardrails only');
+      }
+    }
+    const result = runGuardrails({
+      subject: mail.subject,
+      bodyText: mail.bodyText,
+      bodyHtml: mail.bodyHtml,
+      to,
+      cc: mail.cc,
+      thread: { contactEmail: ctx.thread.contactEmail, participants: ctx.participants, sdrEmail: ctx.sdr.email },
+      allowed: ctx.sendAllowed,
+      threshold: this.deps.config.guardrailThreshold,
+      contactName: ctx.contact.firstName,
+      company: ctx.contact.company,
+      lastProspectMessage: ctx.lastProspectMessage,
+      language: ctx.language,
+      unsupportedClaims,
+      unansweredAsks,
+    });
+    if (rubricError)
+      result.issues.push({ code: 'rubric_unavailable', severity: 'warn', message: `the LLM send-readiness check could not run (${rubricError}); only the rule checks were applied`, field: 'bodyText' });
+    return result;
+  }
+
+  /** Writes one variant: the LLM when configured (falling back to the offline composer if it fails), then the judge. */
+  private async write(ctx: DraftContext, style: Style, instructions: string | null): Promise<Variant> {
+    const llm = this.llm;
+    let v: Omit<Variant, 'judged' | 'rubric'> | null = null;
+    let fallbackReason: string | null = null;
+    if (llm) {
+      try {
+        const w = await writeWithLlm(llm, ctx, style, instructions);
+        v = { style, approach: style, bodyText: w.bodyText, confidence: w.confidence, rationale: w.rationale, model: w.model, promptTokens: w.usage.promptTokens, completionTokens: w.usage.completionTokens, latencyMs: w.latencyMs };
+      } catch (err) {
+        if (!(err instanceof LlmError)) throw err;
+        fallbackReason = `${err.kind}: ${err.message}`;
+        this.deps.log.warn({ err: err.message, kind: err.kind, threadId: ctx.threadId }, 'LLM writer failed; drafting with the offline composer');
+      }
+    }
+    if (!v) {
+      const started = performance.now();
+      const o = composeOffline(ctx, style, instructions);
+      v = {
+        style,
+        approach: 'offline_template',
+        bodyText: o.bodyText,
+        confidence: 0,
+        rationale: fallbackReason ? `${o.rationale} The LLM failed (${fallbackReason.slice(0, 200)}).` : o.rationale,
+        model: null,
+        promptTokens: null,
+        completionTokens: null,
+        latencyMs: Math.round(performance.now() - started),
+      };
+    }
+    const judged = judgeDraft({
+      bodyText: v.bodyText,
+      contactName: ctx.contact.firstName,
+      company: ctx.contact.company,
+      lastProspectMessage: ctx.lastProspectMessage,
+      allowedDomains: ctx.sendAllowed.domains,
+      language: ctx.language,
+    });
+    let rubric: Rubric | null = null;
+    if (llm && v.approach !== 'offline_template') {
+      try {
+        const r = await rubricWithLlm(llm, ctx, v.bodyText);
+        rubric = r.rubric;
+        v.promptTokens = (v.promptTokens ?? 0) + r.usage.promptTokens;
+        v.completionTokens = (v.completionTokens ?? 0) + r.usage.completionTokens;
+        v.latencyMs += r.latencyMs;
+      } catch (err) {
+        if (!(err instanceof LlmError)) throw err;
+        this.deps.log.warn({ err: err.message, kind: err.kind, threadId: ctx.threadId }, 'LLM rubric failed; insight without it');
+      }
+    }
+    // Confidence: the judge's overall score, blended with the writer's own estimate when an LLM
+    // wrote it, halved when the rubric found an unsupported claim; a template is capped at 0.8.
+    let confidence = v.approach === 'offline_template' ? 0.8 * judged.scores.overall : 0.5 * judged.scores.overall + 0.5 * v.confidence;
+    if (rubric && rubric.unsupportedClaims.length > 0) confidence /= 2;
+    return { ...v, confidence: round3(confidence), judged, rubric };
+  }
+
+  private async insert(tx: EntityManager, scope: ThreadScope, ctx: DraftContext, v: Variant, instructions: string | null) {
+    const now = this.deps.clock.now();
+    const id = newId('drf');
+    const [row] = await sql<DraftRow>(
+      tx,
+      `insert into drafts (id, workspace_id, thread_id, sdr_id, state, subject, body_text, body_html, instructions, model, prompt_tokens, completion_tokens,
+                           latency_ms, created_at, updated_at)
+       values (?, ?, ?, ?, 'generated', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning *`,
+      [id, scope.workspaceId, ctx.threadId, scope.sdrId, replySubject(ctx.thread.subject), v.bodyText, textToHtml(v.bodyText), instructions, v.model, v.promptTokens, v.completionTokens, v.latencyMs, now, now],
+    );
+    const scores = { scores: v.judged.scores, details: v.judged.details, rubric: v.rubric, style: v.style, appliedRules: ctx.appliedRules satisfies AppliedRule[] };
+    const [insight] = await sql<InsightRow>(
+      tx,
+      `insert into draft_insights (draft_id, approach, confidence, rationale, scores) values (?, ?, ?, ?, ?::jsonb) returning *`,
+      [id, v.approach, v.confidence, v.rationale, JSON.stringify(scores)],
+    );
+    return { draft: draftView(row), insight: insightView(insight) };
+  }
+
+  private async row(scope: ThreadScope, draftId: string, em: EntityManager = this.em): Promise<DraftRow> {
+    const [d] = await sql<DraftRow>(em, `select * from drafts where id = ? and workspace_id = ? and sdr_id = ?`, [draftId, scope.workspaceId, scope.sdrId]);
+    if (!d) throw ApiError.notFound('draft', `draft ${draftId} not found`);
+    return d;
+  }
+}
+
+function notSendable(d: DraftRow): ApiError {
+  return new ApiError(409, 'draft_not_sendable', `draft ${d.id} is ${d.state}; only a generated or edited draft can be sent`, { state: d.state });
+}
+
+function notEditable(d: DraftRow): ApiError {
+  return new ApiError(409, 'draft_not_editable', `draft ${d.id} is ${d.state}; only a generated or edited draft can be changed`, { state: d.state });
+}
+
+function dedupe(emails: string[]): string[] {
+  const seen = new Set<string>();
+  return emails.filter((e) => {
+    const k = e.trim().toLowerCase();
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+function summary(g: GuardrailsResult): string {
+  const blocks = g.issues.filter((i) => i.severity === 'block');
+  return blocks.length ? blocks.map((i) => i.code).join(', ') : 'low score';
+}

@@ -1,0 +1,249 @@
+// The draft endpoints with no LLM configured (the offline composer), end to end through real
+// mail: a campaign reply caught over IMAP, assigned, drafted, edited, regenerated, guarded and
+// sent through the SDR's own SMTP, and the prospect's answer joining the thread.
+import assert from 'node:assert/strict';
+import { openDesk, type Desk, SDR_EMAIL, CALENDAR } from './desk-fixture.ts';
+import { waitFor } from '../support/wait.ts';
+
+describe('AI drafts without an LLM: the offline composer and the draft lifecycle', function () {
+  this.timeout(90_000);
+  let desk: Desk;
+  before(async () => {
+    desk = await openDesk();
+  });
+  after(async () => {
+    await desk?.close();
+  });
+
+  const req = (method: string, path: string, body?: unknown, key = desk.sdrKey) => desk.app.request(method, path, { key, body });
+  const generate = (body: Record<string, unknown>, key?: string) => req('POST', '/v1/sdr/drafts/generate', { threadId: desk.threadId, ...body }, key);
+  const draftState = async (id: string) => (await desk.db.query(`select state from drafts where id = $1`, [id])).rows[0]?.state;
+
+  it('generates one offline draft per approach from the planner context, ready to send', async () => {
+    const res = await generate({ variantCount: 3 });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const { drafts, insights, appliedRules } = res.body.data;
+    assert.equal(drafts.length, 3);
+    assert.equal(insights.length, 3);
+    assert.equal(new Set(drafts.map((d: { bodyText: string }) => d.bodyText)).size, 3, 'the variants differ');
+    for (const [i, d] of drafts.entries()) {
+      assert.match(d.id, /^drf_/);
+      assert.equal(d.state, 'generated');
+      assert.equal(d.threadId, desk.threadId);
+      assert.equal(d.subject, 'Re: Coaching for Northwind reps');
+      assert.equal(d.model, null);
+      assert.match(d.bodyText, /^Hi Dana,/);
+      assert.match(d.bodyText, /Northwind/);
+      assert.ok(d.bodyText.includes(CALENDAR), 'the calendar link of the SDR profile');
+      assert.match(d.bodyText, /\$49 per rep per month/, 'the pricing ask answered from the knowledge base');
+      assert.match(d.bodyText, /Sam Rivera\nAcme Sales/, 'the signature of the profile');
+      assert.doesNotMatch(d.bodyText, /evil|attacker|IGNORE/i, 'nothing of the hidden text');
+      assert.ok(d.bodyHtml.includes(`<a href="${CALENDAR}">${CALENDAR}</a>`), d.bodyHtml);
+      assert.doesNotMatch(d.bodyHtml, /<script|onerror/);
+      const ins = insights[i];
+      assert.equal(ins.draftId, d.id);
+      assert.equal(ins.approach, 'offline_template');
+      assert.ok(ins.confidence > 0 && ins.confidence <= 1);
+      assert.match(ins.rationale, /Offline template/);
+      assert.ok(ins.scores.overall >= 0.6, JSON.stringify(ins.scores));
+    }
+    assert.match(insights[1].rationale, /question-led/);
+    assert.match(insights[2].rationale, /proof-led/);
+    assert.match(drafts[2].bodyText, /Contoso cut new-rep ramp time/, 'proof-led leads with the case study');
+    assert.deepEqual(appliedRules, [
+      { ruleId: desk.ruleId, name: 'Nudge after 3 days', effect: 'if the prospect does not answer within 3d of this reply, a follow-up task is created (attempt 1 of 2)' },
+    ]);
+    // The thread view lists them.
+    const t = await req('GET', `/v1/sdr/threads/${desk.threadId}`);
+    assert.equal(t.body.data.drafts.length, 3);
+  });
+
+  it('validates the request: variantCount 1-3, threadId required, unknown fields, another SDR’s thread 404, the admin key 403', async () => {
+    for (const body of [{ variantCount: 0 }, { variantCount: 4 }, { variantCount: 1.5 }, { variantCount: '2' }, { threadId: 7 }, { tone: 'x' }, { instructions: '' }]) {
+      const res = await generate(body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.body.error.code, 'invalid_request');
+    }
+    const missing = await req('POST', '/v1/sdr/drafts/generate', { variantCount: 1 });
+    assert.equal(missing.status, 400);
+    const other = await generate({}, desk.otherSdrKey);
+    assert.equal(other.status, 404);
+    assert.equal(other.body.error.code, 'thread_not_found');
+    const unknown = await req('POST', '/v1/sdr/drafts/generate', { threadId: 'thr_nope' });
+    assert.equal(unknown.status, 404);
+    const admin = await generate({}, desk.adminKey);
+    assert.equal(admin.status, 403);
+    const before = (await desk.db.query('select count(*)::int as n from drafts')).rows[0].n;
+    assert.equal(before, 3, 'failed requests wrote nothing');
+  });
+
+  it('edits, regenerates (superseding) and discards, with the states and codes of contract §9', async () => {
+    const [d] = (await generate({})).body.data.drafts;
+    const patched = await req('PATCH', `/v1/sdr/drafts/${d.id}`, { bodyText: 'Hi Dana,\n\n<b>Pricing</b> is $49 per rep: https://acme-sales.example/pricing\n\nBest,\nSam' });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.equal(patched.body.data.draft.state, 'edited');
+    assert.match(patched.body.data.draft.bodyHtml, /&lt;b&gt;Pricing&lt;\/b&gt;/, 'text is escaped when rendered');
+    assert.match(patched.body.data.draft.bodyHtml, /<a href="https:\/\/acme-sales\.example\/pricing">/);
+    const subject = await req('PATCH', `/v1/sdr/drafts/${d.id}`, { subject: 'Pricing for Northwind\r\nBcc: x@y.example' });
+    assert.equal(subject.body.data.draft.subject, 'Pricing for Northwind Bcc: x@y.example', 'no header injection');
+    for (const body of [{}, { bodyText: 5 }, { state: 'sent' }, { subject: '  ' }]) {
+      assert.equal((await req('PATCH', `/v1/sdr/drafts/${d.id}`, body)).status, 400, JSON.stringify(body));
+    }
+    assert.equal((await req('PATCH', `/v1/sdr/drafts/${d.id}`, { bodyText: 'x' }, desk.otherSdrKey)).body.error.code, 'draft_not_found');
+
+    const regen = await req('POST', `/v1/sdr/drafts/${d.id}/regenerate`, { instructions: 'shorter, no calendar link' });
+    assert.equal(regen.status, 200, JSON.stringify(regen.body));
+    const fresh = regen.body.data.draft;
+    assert.notEqual(fresh.id, d.id);
+    assert.equal(fresh.state, 'generated');
+    assert.equal(fresh.instructions, 'shorter, no calendar link');
+    assert.ok(!fresh.bodyText.includes(CALENDAR), 'the instruction was honoured');
+    assert.equal(regen.body.data.insight.draftId, fresh.id);
+    assert.match(regen.body.data.insight.rationale, /instructions applied as: short, noLink/);
+    const old = (await req('GET', `/v1/sdr/drafts/${d.id}`)).body.data.draft;
+    assert.equal(old.state, 'superseded');
+    assert.equal(old.supersededBy, fresh.id);
+    for (const [method, path, body] of [
+      ['POST', `/v1/sdr/drafts/${d.id}/regenerate`, {}],
+      ['PATCH', `/v1/sdr/drafts/${d.id}`, { bodyText: 'x' }],
+      ['DELETE', `/v1/sdr/drafts/${d.id}`, undefined],
+    ] as const) {
+      const res = await req(method, path, body);
+      assert.equal(res.status, 409, `${method} ${path}`);
+      assert.equal(res.body.error.code, 'draft_not_editable');
+    }
+    const sendOld = await req('POST', `/v1/sdr/drafts/${d.id}/send`, {});
+    assert.equal(sendOld.status, 409);
+    assert.equal(sendOld.body.error.code, 'draft_not_sendable');
+
+    const del = await req('DELETE', `/v1/sdr/drafts/${fresh.id}`);
+    assert.equal(del.status, 204);
+    assert.equal(await draftState(fresh.id), 'discarded');
+    assert.equal((await req('DELETE', `/v1/sdr/drafts/${fresh.id}`)).status, 204, 'discarding twice is a no-op');
+    const sendDiscarded = await req('POST', `/v1/sdr/drafts/${fresh.id}/send`, {});
+    assert.equal(sendDiscarded.body.error.code, 'draft_not_sendable');
+    assert.equal((await req('DELETE', `/v1/sdr/drafts/drf_nope`)).status, 404);
+    assert.equal(desk.sink.received.length, 0);
+  });
+
+  describe('guardrails block a send with 422 guardrails_blocked and send nothing', () => {
+    const cases: [string, Record<string, unknown>, string][] = [
+      ['an unresolved token', { finalBodyText: 'Hi {{firstName}},\n\nPricing is $49 per rep.\n\nBest,\nSam' }, 'unresolved_placeholder'],
+      ['a [Placeholder]', { finalBodyText: 'Hi Dana,\n\nHappy to help [Company Name] get started.\n\nBest,\nSam' }, 'unresolved_placeholder'],
+      ['an empty body', { finalBodyText: '' }, 'empty_body'],
+      ['an http: link', { finalBodyText: 'Hi Dana,\n\nSee http://acme-sales.example/pricing for Northwind.\n\nBest,\nSam' }, 'insecure_link'],
+      ['a shortened link', { finalBodyText: 'Hi Dana,\n\nSee https://bit.ly/3xYz for Northwind.\n\nBest,\nSam' }, 'shortened_link'],
+      ['a link from nowhere', { finalBodyText: 'Hi Dana,\n\nSee https://random-site.example/x for Northwind.\n\nBest,\nSam' }, 'unknown_link'],
+      ['the hidden text’s link', { finalBodyText: 'Hi Dana,\n\nPay here: https://evil.example/pay for Northwind.\n\nBest,\nSam' }, 'unknown_link'],
+      ['an address from nowhere', { finalBodyText: 'Hi Dana,\n\nWrite to billing@elsewhere.example about Northwind.\n\nBest,\nSam' }, 'unknown_address'],
+      ['a cc outside the thread', { additionalCc: ['attacker@evil.example'] }, 'recipient_not_in_thread'],
+      ['a link hidden behind HTML text', { finalBodyHtml: '<p>Hi Dana, see <a href="https://evil.example/pay">our pricing</a></p>' }, 'unknown_link'],
+    ];
+    let draftId: string;
+    before(async () => {
+      draftId = (await generate({})).body.data.drafts[0].id;
+      desk.sink.received.length = 0;
+    });
+    for (const [name, body, code] of cases) {
+      it(name, async () => {
+        const res = await req('POST', `/v1/sdr/drafts/${draftId}/send`, body);
+        assert.equal(res.status, 422, JSON.stringify(res.body));
+        assert.equal(res.body.error.code, 'guardrails_blocked');
+        const g = res.body.guardrails;
+        assert.equal(g.blocked, true);
+        const issue = g.issues.find((i: { code: string }) => i.code === code);
+        assert.ok(issue, `${code} in ${JSON.stringify(g.issues)}`);
+        assert.equal(issue.severity, 'block');
+        assert.ok(issue.field && issue.message);
+        for (const k of ['overall', 'readability', 'personalization', 'linkQuality']) assert.ok(g.scores[k] >= 0 && g.scores[k] <= 1);
+        assert.equal(desk.sink.received.length, 0);
+        assert.equal(await draftState(draftId), 'generated');
+      });
+    }
+    it('a low overall score blocks on its own; a warning does not', async () => {
+      const low = await req('POST', `/v1/sdr/drafts/${draftId}/send`, {
+        finalBodyText:
+          'Notwithstanding multifaceted organizational considerations, comprehensive implementation methodologies necessitate institutionalized interdepartmental collaboration frameworks characterized by unprecedented operationalization.',
+      });
+      assert.equal(low.status, 422);
+      assert.ok(low.body.guardrails.issues.some((i: { code: string }) => i.code === 'low_score'));
+    });
+  });
+
+  it('sends a draft through the SDR mailbox in the thread: awaiting_reply, follow-up done, warnings reported; never twice', async () => {
+    const [d] = (await generate({})).body.data.drafts;
+    const followup = 'fup_drafttest';
+    await desk.db.query(
+      `insert into followup_tasks (id, workspace_id, thread_id, sdr_id, rule_id, attempt, status, due_at, created_at) values ($1, $2, $3, $4, $5, 1, 'pending', now(), now())`,
+      [followup, desk.workspaceId, desk.threadId, desk.sdrId, desk.ruleId],
+    );
+    const finalBodyText = d.bodyText.replace('\nBest,', '\nTalk soon!!\n\nBest,');
+    const [a, b] = await Promise.all([
+      req('POST', `/v1/sdr/drafts/${d.id}/send`, { finalBodyText, additionalCc: ['olga@acme-sales.example'] }),
+      req('POST', `/v1/sdr/drafts/${d.id}/send`, { finalBodyText }),
+    ]);
+    const ok = [a, b].find((r) => r.status === 200)!;
+    const conflict = [a, b].find((r) => r.status !== 200)!;
+    assert.ok(ok, JSON.stringify([a.body, b.body]));
+    assert.equal(conflict.status, 409, JSON.stringify(conflict.body));
+    assert.equal(conflict.body.error.code, 'draft_not_sendable');
+    assert.match(ok.body.data.messageId, /^msg_/);
+    assert.equal(ok.body.data.guardrails.blocked, false);
+    assert.ok(ok.body.data.guardrails.issues.some((i: { code: string; severity: string }) => i.code === 'excessive_exclamation' && i.severity === 'warn'));
+
+    assert.equal(desk.sink.received.length, 1, 'exactly one mail');
+    const m = desk.sink.received[0];
+    assert.equal(m.user, SDR_EMAIL);
+    assert.ok(m.to.includes('dana@northwind.example'));
+    assert.equal(m.parsed.inReplyTo, '<r1@northwind.example>');
+    assert.match(m.parsed.text!, /Talk soon!!/);
+    assert.ok(m.parsed.html && m.parsed.html.includes(CALENDAR));
+
+    const sent = (await req('GET', `/v1/sdr/drafts/${d.id}`)).body.data.draft;
+    assert.equal(sent.state, 'sent');
+    assert.equal(sent.sentMessageId, ok.body.data.messageId);
+    assert.equal(sent.bodyText, finalBodyText, 'the draft keeps what was sent');
+    const t = (await req('GET', `/v1/sdr/threads/${desk.threadId}`)).body.data;
+    assert.equal(t.status, 'awaiting_reply');
+    assert.equal(t.messages.at(-1).direction, 'outbound');
+    const task = (await desk.db.query(`select status from followup_tasks where id = $1`, [followup])).rows[0];
+    assert.equal(task.status, 'done');
+
+    // The prospect's answer in the SDR's mailbox joins the thread.
+    await desk.imap.append(
+      SDR_EMAIL,
+      'pw',
+      [
+        'From: Dana Reyes <dana@northwind.example>',
+        `To: ${SDR_EMAIL}`,
+        `Subject: ${m.parsed.subject}`,
+        `Date: ${new Date().toUTCString()}`,
+        'Message-ID: <r2@northwind.example>',
+        `In-Reply-To: ${m.parsed.messageId}`,
+        'Content-Type: text/plain; charset=utf-8',
+        '',
+        'Tuesday at 10 works. Send the invite.',
+        '',
+      ].join('\r\n'),
+    );
+    const after = await waitFor('the answer in the thread', async () => {
+      const x = (await req('GET', `/v1/sdr/threads/${desk.threadId}`)).body.data;
+      return x.status === 'replied' && x;
+    });
+    // (INTERNALDATE has whole seconds: the answer may sort next to our message of the same second.)
+    assert.ok(after.messages.some((x: { direction: string; bodyText: string }) => x.direction === 'inbound' && /Tuesday at 10/.test(x.bodyText)));
+  });
+
+  it('a mailbox that is not usable: 409 mail_not_connected, nothing written', async () => {
+    const [d] = (await generate({})).body.data.drafts;
+    await desk.db.query(`update sdr_mailboxes set health_state = 'needs_reauth' where sdr_id = $1`, [desk.sdrId]);
+    try {
+      const res = await req('POST', `/v1/sdr/drafts/${d.id}/send`, {});
+      assert.equal(res.status, 409);
+      assert.equal(res.body.error.code, 'mail_not_connected');
+      assert.equal(await draftState(d.id), 'generated');
+    } finally {
+      await desk.db.query(`update sdr_mailboxes set health_state = 'active' where sdr_id = $1`, [desk.sdrId]);
+    }
+  });
+});
