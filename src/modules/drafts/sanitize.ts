@@ -1,5 +1,6 @@
 import { convert } from 'html-to-text';
 import { DomUtils, parseDocument } from 'htmlparser2';
+import { cutQuotedHistory } from '../inbound/strip.ts';
 
 // Email content is data, never instructions (contract §9). Everything a prospect wrote reaches
 // the LLM only through these functions: what a human reader would not see (invisible
@@ -428,61 +429,13 @@ function contrast(x: Rgba, y: Rgba): number {
 // ---------------------------------------------------------------------------------------------
 // Quoted history
 
-/** "On <date>, <name> wrote:" and its translations; tested on up to three joined lines. */
-const ATTRIBUTION: RegExp[] = [
-  /^on\s.{4,300}\swrote\s*:$/i,
-  /^le\s.{4,300}\sa\s+écrit\s*:$/i,
-  /^am\s.{4,300}\sschrieb(\s.{0,200})?:$/i,
-  /^el\s.{4,300}\sescribió\s*:$/i,
-  /^em\s.{4,300}\sescreveu\s*:$/i,
-];
-const SEPARATOR =
-  /^-{2,}\s*(original message|forwarded message|ursprüngliche nachricht|message d'origine|mensaje original|mensagem original)\s*-{2,}$/i;
-const HEADER_FROM = /^\*?(from|von|de)\s*:\*?\s*\S/i;
-const HEADER_NEXT = /^\*?(sent|date|to|subject|gesendet|datum|an|betreff|envoyé|à|objet|enviado|fecha|para|asunto|assunto|data)\s*:/i;
-
 /**
  * The text without quoted history: lines starting with ">" are dropped, and everything from the
- * first attribution line ("On ... wrote:", "Le ... a écrit :", "Am ... schrieb ...:",
- * "El ... escribió:", "Em ... escreveu:", "-----Original Message-----", an Outlook
- * "From:/Sent:" header block) on.
+ * first attribution line on ("On ... wrote:" and its translations, "-----Original Message-----",
+ * an Outlook "From:/Sent:" header block). The same cut the inbound classifier makes.
  */
 export function stripQuoted(text: string): string {
-  const lines = text.replace(/\r\n?/g, '\n').split('\n');
-  const kept: string[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    if (startsHistory(lines, i)) break;
-    if (!/^\s*>/.test(lines[i])) kept.push(lines[i]);
-  }
-  return kept.join('\n').trim();
-}
-
-function startsHistory(lines: string[], i: number): boolean {
-  const line = lines[i].trim();
-  if (line === '') return false;
-  if (SEPARATOR.test(line) || isHeaderBlock(lines, i)) return true;
-  // Outlook's plain-text separator: a line of underscores right above the header block.
-  if (/^_{10,}$/.test(line)) return isHeaderBlock(lines, i + 1) || isHeaderBlock(lines, i + 2);
-  // Clients wrap long attribution lines ("On Tue, ... Dana Reyes <\ndana@acme.com> wrote:").
-  let joined = line;
-  for (let k = i; k < Math.min(lines.length, i + 3) && joined.length <= 400; k++) {
-    if (k > i) {
-      if (lines[k].trim() === '') break;
-      joined = `${joined} ${lines[k].trim()}`;
-    }
-    if (ATTRIBUTION.some((re) => re.test(joined))) return true;
-  }
-  return false;
-}
-
-/** "From: x" followed, within the next five lines, by two more header lines ("Sent:", "To:", ...). */
-function isHeaderBlock(lines: string[], i: number): boolean {
-  if (i >= lines.length || !HEADER_FROM.test(lines[i].trim())) return false;
-  let headers = 0;
-  for (let k = i + 1; k < Math.min(lines.length, i + 6) && headers < 2; k++) {
-    if (HEADER_NEXT.test(lines[k].trim())) headers++;
-  }
-  return headers >= 2;
+  return cutQuotedHistory(text.replace(/\r\n?/g, '\n'));
 }
 
 // ---------------------------------------------------------------------------------------------

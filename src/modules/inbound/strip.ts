@@ -63,7 +63,11 @@ function normalize(text: string): string {
     .replace(/[ \t]+$/gm, '');
 }
 
-function cutQuotedHistory(text: string): string {
+/**
+ * The text above the first line that starts quoted history, without ">" lines. Text must have
+ * "\n" line ends (the drafts' sanitizer uses it too, on text it has already cleaned).
+ */
+export function cutQuotedHistory(text: string): string {
   const lines = text.split('\n');
   const kept: string[] = [];
   for (let i = 0; i < lines.length; i++) {
