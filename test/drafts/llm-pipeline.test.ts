@@ -103,6 +103,18 @@ describe('AI drafts with an LLM (a fake OpenAI-compatible server)', function () 
     writer = () => ({ json: { body: GOOD_BODY, confidence: 0.9, rationale: 'ok' } });
   });
 
+  it('a placeholder in the model’s answer is sent back with the reason; the repaired answer is used', async () => {
+    let n = 0;
+    writer = () => (n++ === 0 ? { json: { body: 'Hi [First Name],\n\nPricing is $49 per rep.\n\nBest,', confidence: 0.7, rationale: 'x' } } : { json: { body: GOOD_BODY, confidence: 0.8, rationale: 'fixed' } });
+    const res = await generate();
+    assert.equal(res.body.data.insights[0].approach, 'direct_answer');
+    assert.equal(res.body.data.insights[0].rationale, 'fixed');
+    const writes = fake.requests.filter((r) => !isRubric(r));
+    assert.equal(writes.length, 2);
+    assert.match(writes[1].body.messages.at(-1).content, /placeholders \(\[First Name\]\)/);
+    writer = () => ({ json: { body: GOOD_BODY, confidence: 0.9, rationale: 'ok' } });
+  });
+
   it('server errors and a hung model fall back to the offline composer after the retries', async () => {
     writer = () => ({ status: 503 });
     let res = await generate();

@@ -249,8 +249,8 @@ const PLACEHOLDER_PATTERNS: RegExp[] = [
   /\bXXX+\b/g,
 ];
 
-/** Unresolved template text in a field, each distinct token once. */
-function placeholders(value: string): string[] {
+/** Unresolved template text in a field, each distinct token once (the writer checks model output with it too). */
+export function placeholders(value: string): string[] {
   const found = new Set<string>();
   let rest = value;
   for (const re of PLACEHOLDER_PATTERNS) {

@@ -9,6 +9,7 @@ import type { LlmProvider, LlmUsage } from '../../adapters/llm.ts';
 import type { DraftContext } from './planner.ts';
 import type { Style } from './offline.ts';
 import { domainAllowed, findEmails, findLinks } from './links.ts';
+import { placeholders } from './guardrails.ts';
 
 export const APPROACHES: Style[] = ['direct_answer', 'question_led', 'proof_led'];
 
@@ -19,8 +20,6 @@ const APPROACH_BRIEF: Record<Style, string> = {
 };
 
 const LANGUAGE_NAME = { en: 'English', es: 'Spanish', pt: 'Portuguese', fr: 'French', de: 'German' } as const;
-
-const PLACEHOLDER = /\{\{[^}]*\}\}|\[(?:[A-Z][\w'-]*)(?: [A-Z]?[\w'-]*){0,4}\](?!\()/;
 
 /** Links and addresses in `text` the writer may not use. */
 export function foreignReferences(text: string, allowed: { domains: Iterable<string>; emails: Iterable<string> }): string[] {
@@ -43,7 +42,8 @@ function variantSchema(ctx: DraftContext) {
       const bad = foreignReferences(v.body, ctx.writerAllowed);
       if (bad.length)
         issue.addIssue({ code: 'custom', path: ['body'], message: `uses links or addresses that are not in the KNOWLEDGE or the SDR PROFILE: ${bad.join(', ')}. Remove them.` });
-      if (PLACEHOLDER.test(v.body)) issue.addIssue({ code: 'custom', path: ['body'], message: 'contains a placeholder like [Name] or {{...}}; write the final text.' });
+      const unresolved = placeholders(v.body);
+      if (unresolved.length) issue.addIssue({ code: 'custom', path: ['body'], message: `contains placeholders (${unresolved.join(', ')}); write the final text.` });
     });
 }
 
