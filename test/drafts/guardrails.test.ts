@@ -2,22 +2,9 @@ import assert from 'node:assert/strict';
 import { runGuardrails, type GuardrailInput, type GuardrailIssue } from '../../src/modules/drafts/guardrails.ts';
 import { textToHtml } from '../../src/modules/drafts/html.ts';
 import { judgeDraft } from '../../src/modules/drafts/judge.ts';
+import { GOOD_REPLY as GOOD_BODY } from './samples.ts';
 
-const GOOD_BODY = [
-  'Hi Dana,',
-  '',
-  'Thanks for asking about SSO pricing at Globex. SSO is part of our Business plan, and most teams finish onboarding in about two weeks.',
-  '',
-  'You can see the plan details here: https://acme.com/pricing',
-  '',
-  'Would a short call on Thursday work to plan your rollout?',
-  '',
-  'Best,',
-  'Alex Kim',
-  'Acme',
-].join('\n');
-
-/** A good, sendable reply; each test changes one thing. */
+/** Guardrail input around the good reply; each test changes one thing. */
 function input(overrides: Partial<GuardrailInput> = {}): GuardrailInput {
   const bodyText = overrides.bodyText ?? GOOD_BODY;
   return {

@@ -1,19 +1,6 @@
 import assert from 'node:assert/strict';
 import { coreBody, fleschReadingEase, judgeDraft, type JudgeInput } from '../../src/modules/drafts/judge.ts';
-
-const GOOD_REPLY = [
-  'Hi Dana,',
-  '',
-  'Thanks for asking about SSO pricing at Globex. SSO is part of our Business plan, and most teams finish onboarding in about two weeks.',
-  '',
-  'You can see the plan details here: https://acme.com/pricing',
-  '',
-  'Would a short call on Thursday work to plan your rollout?',
-  '',
-  'Best,',
-  'Alex Kim',
-  'Acme',
-].join('\n');
+import { GOOD_REPLY } from './samples.ts';
 
 const GOOD_INPUT: JudgeInput = {
   bodyText: GOOD_REPLY,
