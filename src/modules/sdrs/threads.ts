@@ -72,10 +72,10 @@ const ORDER_KEY: Record<InboxQuery['orderBy'], string> = {
  *
  * - The page walks the order index, which covers every filter but search, so skipped threads
  *   cost no heap visit; only the page's threads are read from the table.
- * - Without search, the total comes from prospect_thread_counts (0003_inbox_counts.ts):
- *   `snoozed=true` counts the snoozed index, `snoozed=false` is the counters minus that count.
- * - With search, the matching threads are collected once (trigram index on search_text) and
- *   both counted and ordered.
+ * - With search or `snoozed=true`, the matching threads are collected once (trigram index on
+ *   search_text, or the covering snoozed index) and both counted and ordered.
+ * - Otherwise the total comes from prospect_thread_counts (0003_inbox_counts.ts), and for
+ *   `snoozed=false` minus a count of the snoozed index.
  */
 export function inboxStatement(scope: ThreadScope, q: InboxQuery, now: Date): { text: string; params: unknown[] } {
   // Every piece carries its own parameters, in the order its `?`s appear.
@@ -98,7 +98,7 @@ export function inboxStatement(scope: ThreadScope, q: InboxQuery, now: Date): { 
   const page = { text: 'order by k desc, id limit ? offset ?', params: [q.limit, q.offset] };
   const select = `select c.total, ${THREAD_COLUMNS.split(', ').map((c) => 't.' + c).join(', ')}`;
   const join = 'left join (p join prospect_threads t on t.id = p.id) on true order by p.k desc, p.id';
-  if (search) {
+  if (search || q.snoozed === true) {
     return {
       text:
         `with m as materialized (select id, ${key} as k from prospect_threads where ${where.text}), ` +
@@ -111,8 +111,7 @@ export function inboxStatement(scope: ThreadScope, q: InboxQuery, now: Date): { 
   const counted = { text: `(select coalesce(sum(n), 0)::int from prospect_thread_counts where ${counters.text})`, params: counters.params };
   const snoozedCount = and([...counterWhere, snoozedNow]);
   const snoozed = { text: `(select count(*)::int from prospect_threads where ${snoozedCount.text})`, params: snoozedCount.params };
-  const total: Piece =
-    q.snoozed === undefined ? counted : q.snoozed ? snoozed : { text: `${counted.text} - ${snoozed.text}`, params: [...counted.params, ...snoozed.params] };
+  const total: Piece = q.snoozed === undefined ? counted : { text: `${counted.text} - ${snoozed.text}`, params: [...counted.params, ...snoozed.params] };
   return {
     text: `with p as (select id, ${key} as k from prospect_threads where ${where.text} ${page.text}) ` + `${select} from (select ${total.text} as total) c ${join}`,
     params: [...where.params, ...page.params, ...total.params],
