@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { startTestApp, seedWorkspace, seedSdr, ManualClock, type TestApp } from '../support/harness.ts';
+import { withDatabase } from '../support/global.ts';
+import { openOrm } from '../../src/db/orm.ts';
 import { assertThreadCountsExact } from '../support/thread-counts.ts';
 import type { ThreadStatus } from '../../src/modules/sdrs/threads-state.ts';
 
@@ -148,6 +150,38 @@ describe('SDR inbox: per-SDR thread counters and exact totals', () => {
     assert.equal((await db.query('select count(*)::int as n from prospect_thread_counts')).rows[0].n, 0);
     await db.query('rollback');
     await assertThreadCountsExact(db);
+  });
+
+  it('migration 0003 fills the counters from the threads already there', async () => {
+    const adminUrl = process.env.MAILGATE_TEST_ADMIN_URL!;
+    const name = `mgt_${process.pid}_m3_${randomBytes(3).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    const url = withDatabase(adminUrl, name);
+    const orm = await openOrm(url, 2);
+    const old = new pg.Client({ connectionString: url });
+    try {
+      await orm.getMigrator().up({ to: '0002_inbox_indexes' });
+      await old.connect();
+      await old.query(`insert into workspaces (id, name, created_at) values ('ws_m', 'm', now())`);
+      await old.query(`insert into sdrs (id, workspace_id, name, email, created_at, updated_at) values ('sdr_m1', 'ws_m', 'M', 'm@x.example', now(), now()), ('sdr_m2', 'ws_m', 'N', 'n@x.example', now(), now())`);
+      await old.query(
+        `insert into prospect_threads (id, workspace_id, sdr_id, contact_email, status, category, last_message_at, created_at, updated_at)
+         select 'thr_m' || i, 'ws_m', 'sdr_m' || (1 + i % 2), 'p' || i || '@x.example',
+                (array['new','awaiting_reply','won','archived'])[1 + i % 4], (array['A','B','C'])[1 + i % 3], now(), now(), now()
+           from generate_series(1, 50) i`,
+      );
+      await orm.getMigrator().up();
+      await assertThreadCountsExact(old);
+      assert.equal((await old.query('select sum(n)::int as n from prospect_thread_counts')).rows[0].n, 50);
+      assert.equal((await old.query(`select count(*)::int as n from prospect_threads where search_text = 'p7@x.example  '`)).rows[0].n, 1);
+    } finally {
+      await old.end().catch(() => {});
+      await orm.close(true);
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    }
   });
 
   describe('GET /v1/sdr/inbox against plain count(*) and page statements', () => {
