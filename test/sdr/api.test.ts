@@ -4,6 +4,7 @@ import pg from 'pg';
 import { startTestApp, seedWorkspace, seedSdr, ManualClock, type TestApp } from '../support/harness.ts';
 import { THREAD_STATUSES, allowedTransitions, type ThreadStatus } from '../../src/modules/sdrs/threads-state.ts';
 import { SdrMailboxSchema } from '../../src/modules/sdrs/entities.ts';
+import { assertThreadCountsExact } from '../support/thread-counts.ts';
 
 const T0 = '2026-04-01T12:00:00.000Z';
 
@@ -434,6 +435,14 @@ describe('SDR desk API: mail status, inbox, threads', () => {
       }
       const { rows } = await db.query('select snoozed_until from prospect_threads where id = $1', [id]);
       assert.equal(new Date(rows[0].snoozed_until).toISOString(), '2026-04-03T00:00:00.000Z');
+    });
+  });
+
+  // Added with migration 0003: whatever the tests above wrote, the inbox counters still match
+  // (a describe of its own, so it runs after the nested describes above).
+  describe('afterwards', () => {
+    it('prospect_thread_counts equal a count of the threads', async () => {
+      await assertThreadCountsExact(db);
     });
   });
 });

@@ -39,12 +39,6 @@ interface ThreadRow {
 
 const THREAD_COLUMNS = 'id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, snoozed_until';
 
-const ORDER: Record<InboxQuery['orderBy'], string> = {
-  priority: 'priority_score desc, id asc',
-  lastMessage: 'last_message_at desc, id asc',
-  created: 'created_at desc, id asc',
-};
-
 export function threadView(r: ThreadRow) {
   return {
     id: r.id,
@@ -65,6 +59,65 @@ function likeLiteral(s: string): string {
   return s.replace(/[\\%_]/g, (c) => '\\' + c);
 }
 
+const ORDER_KEY: Record<InboxQuery['orderBy'], string> = {
+  priority: 'priority_score',
+  lastMessage: 'last_message_at',
+  created: 'created_at',
+};
+
+/**
+ * The one statement of the inbox: its page and its exact total, in one round trip (`?`
+ * placeholders; bench/inbox.ts runs the same text through pg). One row per thread of the
+ * page, each with `total`; an empty page is one row whose thread columns are null.
+ *
+ * - The page walks the order index, which covers every filter but search, so skipped threads
+ *   cost no heap visit; only the page's threads are read from the table.
+ * - With search or `snoozed=true`, the matching threads are collected once (trigram index on
+ *   search_text, or the covering snoozed index) and both counted and ordered.
+ * - Otherwise the total comes from prospect_thread_counts (0003_inbox_counts.ts), and for
+ *   `snoozed=false` minus a count of the snoozed index.
+ */
+export function inboxStatement(scope: ThreadScope, q: InboxQuery, now: Date): { text: string; params: unknown[] } {
+  // Every piece carries its own parameters, in the order its `?`s appear.
+  type Piece = { text: string; params: unknown[] };
+  const scopeWhere: Piece = { text: 'workspace_id = ? and sdr_id = ?', params: [scope.workspaceId, scope.sdrId] };
+  const counterWhere: Piece[] = [scopeWhere];
+  if (q.status && q.status.length > 0) counterWhere.push({ text: 'status = any(?::text[])', params: [q.status] });
+  if (q.category) counterWhere.push({ text: 'category = ?', params: [q.category] });
+  const threadWhere = [...counterWhere];
+  const search = q.search !== undefined && q.search !== '';
+  // search_text is lower(contact_email || ' ' || contact_name || ' ' || subject), trigram-indexed.
+  if (search) threadWhere.push({ text: `search_text like ? escape '\\'`, params: ['%' + likeLiteral(q.search!.toLowerCase()) + '%'] });
+  const snoozedNow: Piece = { text: 'snoozed_until > ?', params: [now] };
+  if (q.snoozed === true) threadWhere.push(snoozedNow);
+  if (q.snoozed === false) threadWhere.push({ text: '(snoozed_until is null or snoozed_until <= ?)', params: [now] });
+  const and = (ps: Piece[]): Piece => ({ text: ps.map((p) => p.text).join(' and '), params: ps.flatMap((p) => p.params) });
+
+  const key = ORDER_KEY[q.orderBy];
+  const where = and(threadWhere);
+  const page = { text: 'order by k desc, id limit ? offset ?', params: [q.limit, q.offset] };
+  const select = `select c.total, ${THREAD_COLUMNS.split(', ').map((c) => 't.' + c).join(', ')}`;
+  const join = 'left join (p join prospect_threads t on t.id = p.id) on true order by p.k desc, p.id';
+  if (search || q.snoozed === true) {
+    return {
+      text:
+        `with m as materialized (select id, ${key} as k from prospect_threads where ${where.text}), ` +
+        `p as (select id, k from m ${page.text}) ` +
+        `${select} from (select count(*)::int as total from m) c ${join}`,
+      params: [...where.params, ...page.params],
+    };
+  }
+  const counters = and(counterWhere);
+  const counted = { text: `(select coalesce(sum(n), 0)::int from prospect_thread_counts where ${counters.text})`, params: counters.params };
+  const snoozedCount = and([...counterWhere, snoozedNow]);
+  const snoozed = { text: `(select count(*)::int from prospect_threads where ${snoozedCount.text})`, params: snoozedCount.params };
+  const total: Piece = q.snoozed === undefined ? counted : { text: `${counted.text} - ${snoozed.text}`, params: [...counted.params, ...snoozed.params] };
+  return {
+    text: `with p as (select id, ${key} as k from prospect_threads where ${where.text} ${page.text}) ` + `${select} from (select ${total.text} as total) c ${join}`,
+    params: [...where.params, ...page.params, ...total.params],
+  };
+}
+
 export class ThreadService {
   constructor(
     private readonly deps: Deps,
@@ -72,33 +125,11 @@ export class ThreadService {
   ) {}
 
   async inbox(scope: ThreadScope, q: InboxQuery) {
-    const where: string[] = ['workspace_id = ?', 'sdr_id = ?'];
-    const params: unknown[] = [scope.workspaceId, scope.sdrId];
-    if (q.status && q.status.length > 0) {
-      where.push('status = any(?::text[])');
-      params.push(q.status);
-    }
-    if (q.category) {
-      where.push('category = ?');
-      params.push(q.category);
-    }
-    if (q.search !== undefined && q.search !== '') {
-      // The expression of prospect_threads_search_idx (trigram), so LIKE can use the index.
-      where.push(`lower(contact_email || ' ' || contact_name || ' ' || subject) like ? escape '\\'`);
-      params.push('%' + likeLiteral(q.search.toLowerCase()) + '%');
-    }
-    if (q.snoozed !== undefined) {
-      where.push(q.snoozed ? 'snoozed_until > ?' : '(snoozed_until is null or snoozed_until <= ?)');
-      params.push(this.deps.clock.now());
-    }
-    const cond = where.join(' and ');
-    const [{ n }] = await sql<{ n: number }>(this.em, `select count(*)::int as n from prospect_threads where ${cond}`, params);
-    const rows = await sql<ThreadRow>(this.em, `select ${THREAD_COLUMNS} from prospect_threads where ${cond} order by ${ORDER[q.orderBy]} limit ? offset ?`, [
-      ...params,
-      q.limit,
-      q.offset,
-    ]);
-    return { threads: rows.map(threadView), total: n, hasMore: q.offset + rows.length < n };
+    const st = inboxStatement(scope, q, this.deps.clock.now());
+    const rows = await sql<ThreadRow & { total: number }>(this.em, st.text, st.params);
+    const total = rows.length > 0 ? rows[0].total : 0;
+    const threads = rows.filter((r) => r.id !== null).map(threadView);
+    return { threads, total, hasMore: q.offset + threads.length < total };
   }
 
   private async row(scope: ThreadScope, id: string): Promise<ThreadRow & { reply_id: string | null }> {
