@@ -60,10 +60,11 @@ export class OutcomeRecorder {
   /** Outcome statements run so far for accepted messages (a test looks at the batching). */
   acceptedStatements = 0;
 
-  async record(em: EntityManager, m: SentMessage, outcome: SendOutcome, workerId: string): Promise<'sent' | 'hard_bounce' | 'retry' | 'soft_bounce' | 'auth_failed' | 'lost'> {
+  /** `em` makes the EntityManager for the rare paths (the accepted path needs none). */
+  async record(em: () => EntityManager, m: SentMessage, outcome: SendOutcome, workerId: string): Promise<'sent' | 'hard_bounce' | 'retry' | 'soft_bounce' | 'auth_failed' | 'lost'> {
     const now = this.deps.clock.now();
     if (outcome.kind === 'accepted') return (await this.accepted(m, outcome.response, workerId, now)) ? 'sent' : 'lost';
-    return em.transactional(async (tx) => {
+    return em().transactional(async (tx) => {
       switch (outcome.kind) {
         case 'rejected':
           return (await this.bounced(tx, m, 'hard', outcome.response, workerId, now)) ? 'hard_bounce' : 'lost';
@@ -116,6 +117,8 @@ export class OutcomeRecorder {
   private accepted(m: SentMessage, response: string, workerId: string, at: Date): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
       this.pending.push({ m, response, at, workerId, resolve, reject });
+      // One write at a time: outcomes that finish meanwhile wait and share the next one (and
+      // this worker's writes never queue on each other's campaign counter row).
       if (!this.flushing) void this.flush();
     });
   }
