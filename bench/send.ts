@@ -5,7 +5,7 @@
 // the same sink with the same connection count. Prints messages/s for both, the ratio and the
 // worker's peak RSS.
 import { fork, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import nodemailer from 'nodemailer';
 import { benchEnvironment } from './support.ts';
@@ -21,6 +21,37 @@ const ask = (cmd: string) =>
     sink.send({ cmd });
   });
 const port = await new Promise<number>((resolve) => sink.once('message', (m) => resolve((m as { port: number }).port)));
+/** CPU seconds used by a process (and its reaped children), from /proc (clock ticks of 10 ms). */
+function cpuOf(pid: number, withChildren = false): number {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
+    return ticks / 100;
+  } catch {
+    return 0;
+  }
+}
+/** The embedded PostgreSQL's postmaster (a child of this process) and its backends. */
+function postgresCpu(): number | null {
+  const stat = (pid: string) => {
+    try {
+      const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      return { comm: s.slice(s.indexOf('(') + 1, s.lastIndexOf(')')), ppid: Number(f[1]) };
+    } catch {
+      return null;
+    }
+  };
+  const pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  const master = pids.find((p) => { const s = stat(p); return s?.ppid === process.pid && s.comm === 'postgres'; });
+  if (!master) return null;
+  let total = cpuOf(Number(master), true);
+  for (const p of pids) if (stat(p)?.ppid === Number(master)) total += cpuOf(Number(p));
+  return total;
+}
+const cpuLine = (label: string, secs: number | null) => (secs === null ? '' : ` ${label} ${((secs * 1000) / COUNT).toFixed(3)} ms`);
+
 const waitForCount = async (n: number) => {
   while ((await ask('count')).count < n) await new Promise((r) => setTimeout(r, 20));
 };
@@ -45,10 +76,13 @@ const rendered = leads.map((l, i) => {
   };
 });
 const transport = nodemailer.createTransport({ pool: true, host: '127.0.0.1', port, secure: false, ignoreTLS: true, maxConnections: CONNECTIONS, maxMessages: Infinity, auth: { user: 'u', pass: 'p' } });
+let cpu0 = { self: process.cpuUsage(), sink: cpuOf(sink.pid!), pg: postgresCpu() };
 let t = performance.now();
 await Promise.all(rendered.map((m) => transport.sendMail(m)));
 await waitForCount(COUNT);
 const bareMs = performance.now() - t;
+const selfCpu = process.cpuUsage(cpu0.self);
+const bareCpu = { client: (selfCpu.user + selfCpu.system) / 1e6, sink: cpuOf(sink.pid!) - cpu0.sink };
 transport.close();
 await ask('reset');
 
@@ -58,15 +92,21 @@ const sender = await s.senders.add({ workspaceId: env.workspaceId, email: 'sende
 const pool = await s.senders.createPool(env.workspaceId, 'bench', 10_000_000, [sender.id]);
 const { id } = await env.api('POST', '/v1/campaigns', { name: 'send bench', senderPoolId: pool.id, sequenceSteps: steps });
 for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${id}/leads/bulk`, { leads: leads.slice(i, i + 10_000) });
-const worker = spawn('node', ['bin/mailgate.js', 'serve', '--role', 'worker'], {
+// BENCH_WORKER_NODE_ARGS: extra node flags for the worker (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
+const workerNodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+const worker = spawn('node', [...workerNodeArgs, 'bin/mailgate.js', 'serve', '--role', 'worker'], {
   env: { ...process.env, DATABASE_URL: env.url, MAILGATE_SECRET_KEY: env.secretKey.toString('hex'), PORT: '0', LOG_LEVEL: 'warn', MAILGATE_SMTP_MAX_CONNECTIONS: String(CONNECTIONS) },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 await new Promise((r) => setTimeout(r, 3000)); // let the worker boot before the clock starts
+cpu0 = { self: process.cpuUsage(), sink: cpuOf(sink.pid!), pg: postgresCpu() };
+const worker0 = cpuOf(worker.pid!);
 t = performance.now();
 await env.api('POST', `/v1/campaigns/${id}/start`);
 await waitForCount(COUNT);
 const mailgateMs = performance.now() - t;
+const pgNow = postgresCpu();
+const mgCpu = { worker: cpuOf(worker.pid!) - worker0, sink: cpuOf(sink.pid!) - cpu0.sink, pg: pgNow === null || cpu0.pg === null ? null : pgNow - cpu0.pg };
 const status = readFileSync(`/proc/${worker.pid}/status`, 'utf8');
 const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
 const stats = await env.api('GET', `/v1/campaigns/${id}/stats`);
@@ -78,5 +118,6 @@ const mgRate = COUNT / (mailgateMs / 1000);
 console.log(`bare nodemailer pool (${CONNECTIONS} connections): ${COUNT} messages in ${(bareMs / 1000).toFixed(2)} s = ${bareRate.toFixed(0)} msg/s`);
 console.log(`mailgate worker (${CONNECTIONS} connections):       ${COUNT} messages in ${(mailgateMs / 1000).toFixed(2)} s = ${mgRate.toFixed(0)} msg/s (stats: sent ${stats.sent}, queued ${stats.queued})`);
 console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.7); worker peak RSS ${peakRssMb.toFixed(0)} MB (target < 300 MB)`);
+console.log(`CPU per message: bare —${cpuLine('client', bareCpu.client)}${cpuLine('sink', bareCpu.sink)}; mailgate —${cpuLine('worker', mgCpu.worker)}${cpuLine('postgres', mgCpu.pg)}${cpuLine('sink', mgCpu.sink)}`);
 sink.send({ cmd: 'exit' });
 await env.close();

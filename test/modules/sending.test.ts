@@ -5,6 +5,8 @@ import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../suppo
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger, type Messenger, type MailAccount, type OutgoingMail } from '../../src/adapters/smtp.ts';
 import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { releaseExpired } from '../../src/modules/sending/repository.ts';
+import { waitFor } from '../support/wait.ts';
 
 const HOUR = 3_600_000;
 
@@ -393,6 +395,96 @@ describe('sending engine', function () {
     assert.equal(r.released, 1);
     assert.equal(to('crash@lead.example').length, 1);
     assert.equal((await stats(t)).sent, 1);
+  });
+
+  it('group commit: outcomes that finish together share one statement; each is recorded with its headers, sticky account and event', async () => {
+    const leads = Array.from({ length: 12 }, (_, i) => ({ email: `gc${i}@lead.example` }));
+    const t = await setup({ leads });
+    // A server that answers four messages at once.
+    let waiting: Array<() => void> = [];
+    const together: Messenger = {
+      send: async () => {
+        const answered = new Promise<void>((resolve) => waiting.push(resolve));
+        if (waiting.length === 4) for (const r of waiting.splice(0)) r();
+        await answered;
+        return { kind: 'accepted', response: '250 2.0.0 queued' };
+      },
+      close: async () => {},
+    };
+    const d = new Dispatcher(app.deps, together, { maxConnections: 4, retryDelaysMs: [60_000] });
+    const r = await d.runRound();
+    await d.close();
+    assert.equal(r.sent, 12);
+    assert.ok(d.acceptedStatements < 12, `${d.acceptedStatements} outcome statements for 12 messages`);
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.delivered, s.queued], [12, 12, 0]);
+    const { rows } = await db.query(
+      `select m.state, m.message_id_header, m.subject, m.smtp_response, e.sender_account_id, e.status
+         from outbound_messages m join enrollments e on e.id = m.enrollment_id where m.campaign_id = $1`,
+      [t.campaignId],
+    );
+    assert.equal(rows.length, 12);
+    for (const row of rows) {
+      assert.equal(row.state, 'sent');
+      assert.match(row.message_id_header, /^<msg_.*@acme\.example>$/);
+      assert.equal(row.subject, 'Hello there');
+      assert.equal(row.smtp_response, '250 2.0.0 queued');
+      assert.equal(row.sender_account_id, t.senders[0]);
+      assert.equal(row.status, 'completed');
+    }
+    const ev = await db.query(`select count(*)::int as n from events where type = 'message.sent' and data->>'campaignId' = $1`, [t.campaignId]);
+    assert.equal(ev.rows[0].n, 12);
+  });
+
+  it('a worker keeps the lease of the messages it holds: a long wait does not let them expire', async () => {
+    const t = await setup({ leads: [{ email: 'slow@lead.example' }] });
+    let meanwhile: { state: string; claimed_by: string } | undefined;
+    let d: Dispatcher;
+    const slow: Messenger = {
+      send: async (account, mail) => {
+        clock.advance(1000); // the claim's 300 ms lease has run out on the clock...
+        await new Promise((r) => setTimeout(r, 400)); // ...while the renewal runs every 100 ms
+        await releaseExpired(app.deps.orm.em.fork(), clock.now());
+        meanwhile = (await db.query(`select state, claimed_by from outbound_messages where campaign_id = $1`, [t.campaignId])).rows[0];
+        return messenger.send(account, mail);
+      },
+      close: async () => {},
+    };
+    d = new Dispatcher(app.deps, slow, { maxConnections: 1, retryDelaysMs: [60_000], leaseMs: 300 });
+    await d.runRound();
+    await d.close();
+    assert.deepEqual(meanwhile, { state: 'sending', claimed_by: d.workerId });
+    assert.equal(to('slow@lead.example').length, 1);
+    assert.equal((await stats(t)).sent, 1);
+  });
+
+  it('when outcomes cannot be committed, sending stops at 8 unrecorded messages per connection', async () => {
+    const leads = Array.from({ length: 20 }, (_, i) => ({ email: `stall${i}@lead.example` }));
+    const t = await setup({ leads });
+    let sent = 0;
+    const counting: Messenger = {
+      send: async () => {
+        sent++;
+        return { kind: 'accepted', response: '250 OK' };
+      },
+      close: async () => {},
+    };
+    // PostgreSQL stalls for the outcomes: the campaign's counter row is locked.
+    const blocker = new pg.Client({ connectionString: app.databaseUrl });
+    await blocker.connect();
+    await blocker.query('begin');
+    await blocker.query('select 1 from campaign_counters where campaign_id = $1 for update', [t.campaignId]);
+    const d = new Dispatcher(app.deps, counting, { maxConnections: 1, retryDelaysMs: [60_000] });
+    const round = d.runRound();
+    await waitFor('8 messages', async () => sent >= 8);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(sent, 8, 'no more than 8 per connection go out unrecorded');
+    await blocker.query('commit');
+    await blocker.end();
+    await round;
+    await d.close();
+    assert.equal(sent, 20);
+    assert.equal((await stats(t)).sent, 20);
   });
 
   it('open tracking: a 1x1 GIF, first open counted once; a tampered token is 404', async () => {

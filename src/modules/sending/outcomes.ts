@@ -19,25 +19,52 @@ export interface SentMessage {
   toEmail: string;
   messageIdHeader: string;
   senderAccountId: string;
+  /** The rendered headers, recorded with the outcome. */
+  subject: string;
+  inReplyTo: string | null;
+  references: string | null;
+}
+
+interface PendingAccepted {
+  m: SentMessage;
+  response: string;
+  at: Date;
+  workerId: string;
+  resolve: (recorded: boolean) => void;
+  reject: (err: unknown) => void;
+}
+
+/** A deadlock or serialization failure: the statement can simply run again. */
+function retryable(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return code === '40P01' || code === '40001';
 }
 
 
 /**
- * Records what the SMTP server answered, in one transaction per message: the message's state
- * and the server's reply, the enrollment, the next step, counters and the event. Postal's
- * habit: every path ends in a recorded outcome.
+ * Records what the SMTP server answered: the message's state and the server's reply, the
+ * enrollment, the next step, counters and the event, in one transaction. Accepted messages (the
+ * hot path) are group-committed: those that finish while a write runs share the next one.
+ * Postal's habit: every path ends in a recorded outcome.
  */
 export class OutcomeRecorder {
   constructor(
     private readonly deps: Deps,
     private readonly retryDelaysMs: number[],
     private readonly stmts: PreparedStatements,
+    private readonly maxBatch = 64,
   ) {}
 
-  async record(em: EntityManager, m: SentMessage, outcome: SendOutcome, workerId: string): Promise<'sent' | 'hard_bounce' | 'retry' | 'soft_bounce' | 'auth_failed' | 'lost'> {
+  private pending: PendingAccepted[] = [];
+  private flushing = false;
+  /** Outcome statements run so far for accepted messages (a test looks at the batching). */
+  acceptedStatements = 0;
+
+  /** `em` makes the EntityManager for the rare paths (the accepted path needs none). */
+  async record(em: () => EntityManager, m: SentMessage, outcome: SendOutcome, workerId: string): Promise<'sent' | 'hard_bounce' | 'retry' | 'soft_bounce' | 'auth_failed' | 'lost'> {
     const now = this.deps.clock.now();
     if (outcome.kind === 'accepted') return (await this.accepted(m, outcome.response, workerId, now)) ? 'sent' : 'lost';
-    return em.transactional(async (tx) => {
+    return em().transactional(async (tx) => {
       switch (outcome.kind) {
         case 'rejected':
           return (await this.bounced(tx, m, 'hard', outcome.response, workerId, now)) ? 'hard_bounce' : 'lost';
@@ -83,62 +110,142 @@ export class OutcomeRecorder {
   }
 
   /**
-   * The hot path, as one statement (one round trip, its own transaction): the message is sent,
-   * the next step is scheduled (or the enrollment completes), counters move, and message.sent
-   * goes to the outbox. Data-modifying CTEs all see one snapshot and commit together.
+   * The hot path, group-committed: accepted outcomes wait (while a previous write runs) and are
+   * written together, one statement and one commit for all that are waiting (at most
+   * `maxBatch`). Resolves once this message's outcome is committed.
    */
-  private async accepted(m: SentMessage, response: string, workerId: string, now: Date): Promise<boolean> {
-    const rows = await this.stmts.run<{ done: string }>(
+  private accepted(m: SentMessage, response: string, workerId: string, at: Date): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.pending.push({ m, response, at, workerId, resolve, reject });
+      // One write at a time: outcomes that finish meanwhile wait and share the next one (and
+      // this worker's writes never queue on each other's campaign counter row).
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.pending.length) {
+        const batch = this.pending.splice(0, this.maxBatch);
+        try {
+          const done = await this.writeRetrying(batch);
+          for (const p of batch) p.resolve(done.has(p.m.id));
+        } catch (err) {
+          if (batch.length === 1) {
+            batch[0].reject(err);
+            continue;
+          }
+          // One bad row must not take the others with it: each on its own.
+          for (const p of batch) {
+            try {
+              p.resolve((await this.writeRetrying([p])).has(p.m.id));
+            } catch (e) {
+              p.reject(e);
+            }
+          }
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /** Two workers' batches (or a batch and an enrollment ending) can deadlock: run it again. */
+  private async writeRetrying(batch: PendingAccepted[]): Promise<Set<string>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.writeAccepted(batch);
+      } catch (err) {
+        if (!retryable(err) || attempt >= 4) throw err;
+      }
+    }
+  }
+
+  /**
+   * Accepted outcomes as one statement (its own transaction): each message is sent with the
+   * server's reply and its rendered headers, its account becomes the enrollment's (sticky: the
+   * lead's follow-ups go through it), the next step is scheduled (or the enrollment completes), counters move once per campaign, and message.sent goes to the outbox for each.
+   * Data-modifying CTEs all see one snapshot and commit together. Returns the ids recorded
+   * (a message no longer ours is not).
+   */
+  private async writeAccepted(batch: PendingAccepted[]): Promise<Set<string>> {
+    this.acceptedStatements++;
+    const workerIds = [...new Set(batch.map((p) => p.workerId))];
+    if (workerIds.length > 1) throw new Error('one outcome batch per worker');
+    const rows = await this.stmts.run<{ id: string }>(
       'sending.accepted',
-      `with m as (
-         update outbound_messages set state = 'sent', sent_at = ?, smtp_response = ?, lease_until = null, updated_at = ?
-          where id = ? and state = 'sending' and claimed_by = ?
-          returning id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, to_email, message_id_header
+      `with t as (
+         select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+           as t(id, sent, response, mid, subject, in_reply_to, refs, next_id, event_id)
+       ), m as (
+         update outbound_messages o set state = 'sent', sent_at = t.sent::timestamptz, smtp_response = t.response, lease_until = null,
+                updated_at = t.sent::timestamptz, message_id_header = t.mid, subject = t.subject, in_reply_to = t.in_reply_to,
+                references_header = t.refs
+           from t
+          where o.id = t.id and o.state = 'sending' and o.claimed_by = ?
+          returning o.id, o.workspace_id, o.campaign_id, o.enrollment_id, o.lead_id, o.step_index, o.to_email, o.message_id_header,
+                    o.sender_account_id, t.sent, t.next_id, t.event_id
        ), nxt as (
          select m.*, s.step_index as next_step, s.delay_hours
            from m join enrollments en on en.id = m.enrollment_id and en.status = 'active'
            join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index + 1
        ), ins as (
          insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
-         select ?, workspace_id, campaign_id, enrollment_id, lead_id, next_step,
+         select next_id, workspace_id, campaign_id, enrollment_id, lead_id, next_step,
                 case when delay_hours > 0 then 'scheduled' else 'queued' end,
-                ?::timestamptz + delay_hours * interval '1 hour', to_email, ?, ?
+                sent::timestamptz + delay_hours * interval '1 hour', to_email, sent::timestamptz, sent::timestamptz
            from nxt
          on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
-         returning state
+         returning campaign_id, state
        ), e as (
-         update enrollments en set last_event = 'sent', last_event_at = ?, updated_at = ?,
-                status = case when en.status = 'active' and not exists (select 1 from nxt) then 'completed' else en.status end
+         update enrollments en set last_event = 'sent', last_event_at = m.sent::timestamptz, updated_at = m.sent::timestamptz,
+                sender_account_id = m.sender_account_id,
+                status = case when en.status = 'active' and not exists (select 1 from nxt where nxt.enrollment_id = en.id) then 'completed' else en.status end
            from m where en.id = m.enrollment_id
           returning en.id
+       ), k as (
+         select m.campaign_id, count(*) as n,
+                (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'queued') as q,
+                (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'scheduled') as s
+           from m group by m.campaign_id
        ), c as (
-         update campaign_counters k set sent = sent + 1, delivered = delivered + 1,
-                queued = queued - 1 + (select count(*) from ins where state = 'queued'),
-                scheduled = scheduled + (select count(*) from ins where state = 'scheduled')
-           from m where k.campaign_id = m.campaign_id
+         update campaign_counters cc set sent = sent + k.n, delivered = delivered + k.n, queued = queued - k.n + k.q, scheduled = scheduled + k.s
+           from k where cc.campaign_id = k.campaign_id
           returning 1
        ), ev as (
          insert into events (id, workspace_id, type, data, created_at)
-         select ?, workspace_id, 'message.sent',
+         select event_id, workspace_id, 'message.sent',
                 jsonb_build_object('campaignId', campaign_id, 'leadId', lead_id, 'email', to_email, 'sequenceStep', step_index,
-                                   'messageId', id, 'messageIdHeader', message_id_header, 'sentAt', ?::text),
-                ?
+                                   'messageId', id, 'messageIdHeader', message_id_header, 'sentAt', sent),
+                sent::timestamptz
            from m
           returning 1
        )
-       select (select count(*) from m) + 0 * (select count(*) from e) + 0 * (select count(*) from c) + 0 * (select count(*) from ev) as done`,
-      [now, response, now, m.id, workerId, newId('msg'), now, now, now, now, now, newId('evt'), now.toISOString(), now],
+       select id from m`,
+      [
+        batch.map((p) => p.m.id),
+        batch.map((p) => p.at.toISOString()),
+        batch.map((p) => p.response),
+        batch.map((p) => p.m.messageIdHeader),
+        batch.map((p) => p.m.subject),
+        batch.map((p) => p.m.inReplyTo),
+        batch.map((p) => p.m.references),
+        batch.map(() => newId('msg')),
+        batch.map(() => newId('evt')),
+        workerIds[0],
+      ],
     );
-    return Number(rows[0].done) === 1;
+    return new Set(rows.map((r) => r.id));
   }
 
   private async bounced(tx: EntityManager, m: SentMessage, type: 'hard' | 'soft', reason: string, workerId: string, now: Date): Promise<boolean> {
     const done = await sql(
       tx,
       `update outbound_messages set state = 'bounced', sent_at = ?, bounce_type = ?, bounce_reason = ?, bounced_at = ?, smtp_response = ?,
-              lease_until = null, updated_at = ?
+              lease_until = null, updated_at = ?, message_id_header = ?, subject = ?, in_reply_to = ?, references_header = ?
         where id = ? and state = 'sending' and claimed_by = ? returning id`,
-      [now, type, reason, now, reason, now, m.id, workerId],
+      [now, type, reason, now, reason, now, m.messageIdHeader, m.subject, m.inReplyTo, m.references, m.id, workerId],
     );
     if (!done.length) return false;
     await bumpCounters(tx, m.campaignId, { queued: -1, sent: 1, bounced: 1 });

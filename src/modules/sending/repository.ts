@@ -34,21 +34,22 @@ export async function promoteDue(em: EntityManager, now: Date, limit = 5000): Pr
 
 /**
  * Messages claimed by a worker that died (lease expired) go back to the queue. Those whose SMTP
- * transaction had started may have been sent: they can repeat (documented).
+ * transaction had started (or had ended with its outcome not yet committed) may have been sent:
+ * they can repeat (documented). The lease of a live worker's messages is renewed until their
+ * outcome is recorded, so only a dead (or stalled) worker's claims expire.
  */
-export async function releaseExpired(em: EntityManager, now: Date): Promise<{ released: number; inDoubt: number }> {
+export async function releaseExpired(em: EntityManager, now: Date): Promise<{ released: number }> {
   // outbound_lease_idx
-  const rows = await sql<{ started: boolean }>(
+  const rows = await sql(
     em,
     `update outbound_messages m set state = 'queued', claimed_by = null, lease_until = null, pool_id = null,
             sender_account_id = null, smtp_started_at = null, updated_at = ?
-       from (select id, smtp_started_at is not null as started from outbound_messages
-              where state = 'sending' and lease_until < ? for update skip locked) o
+       from (select id from outbound_messages where state = 'sending' and lease_until < ? for update skip locked) o
       where m.id = o.id
-      returning o.started`,
+      returning m.id`,
     [now, now],
   );
-  return { released: rows.length, inDoubt: rows.filter((r) => r.started).length };
+  return { released: rows.length };
 }
 
 export interface PoolCapacity {
@@ -107,16 +108,22 @@ export interface Candidate {
 
 /** Due queued messages of the given campaigns, oldest first, locked; others' locks skipped. */
 export async function dueMessages(em: EntityManager, campaignIds: string[], now: Date, limit: number): Promise<Candidate[]> {
-  // outbound_claim_idx (campaign_id, due_at) where state = 'queued'
+  // outbound_claim_order_idx (campaign_id, due_at, id) where state = 'queued', one ordered scan
+  // per campaign stopped at the limit (`campaign_id = any(...)` would read and sort the queue).
   return sql<Candidate>(
     em,
-    `select m.id, m.enrollment_id, e.sender_account_id as sticky
-       from outbound_messages m join enrollments e on e.id = m.enrollment_id
-      where m.campaign_id = any(?::text[]) and m.state = 'queued' and m.due_at <= ?
-      order by m.due_at, m.id
-      limit ?
-      for update of m skip locked`,
-    [campaignIds, now, limit],
+    `select x.id, x.enrollment_id, e.sender_account_id as sticky
+       from unnest(?::text[]) as c(id)
+       cross join lateral (
+         select m.id, m.enrollment_id, m.due_at from outbound_messages m
+          where m.campaign_id = c.id and m.state = 'queued' and m.due_at <= ?
+          order by m.due_at, m.id
+          limit ?
+          for update skip locked) x
+       join enrollments e on e.id = x.enrollment_id
+      order by x.due_at, x.id
+      limit ?`,
+    [campaignIds, now, limit, limit],
   );
 }
 
@@ -136,14 +143,8 @@ export async function markClaimed(
       where m.id = t.id`,
     [poolId, workerId, leaseUntil, now, claims.map((c) => c.id), claims.map((c) => c.accountId)],
   );
-  // The first account to send to a lead keeps its follow-ups (threading), until it cannot.
-  await sql(
-    em,
-    `update enrollments e set sender_account_id = t.account_id, updated_at = ?
-       from unnest(?::text[], ?::text[]) as t(id, account_id)
-      where e.id = t.id and e.sender_account_id is distinct from t.account_id`,
-    [now, claims.map((c) => c.enrollmentId), claims.map((c) => c.accountId)],
-  );
+  // The account that sends a lead's message becomes the enrollment's (sticky) account when the
+  // outcome is recorded (outcomes.ts), not here: a claim that is not sent changes nothing.
   const accounts = [...new Set(claims.map((c) => c.accountId))];
   await sql(em, `update sender_accounts set last_sent_at = ? where id = any(?::text[])`, [now, accounts]);
 }
@@ -204,27 +205,33 @@ export async function loadForSending(em: EntityManager, ids: string[]): Promise<
 
 /**
  * The guard in front of every SMTP transaction (the moment of sending): the message is still
- * ours, its campaign is running, its enrollment active, its address not suppressed. Records
- * the rendered headers and that the transaction starts. Returns false when it must not send.
+ * ours, its campaign is running, its enrollment active, its address not suppressed. One
+ * read-only statement (no row version, no WAL, no commit to wait for): what the guard wrote
+ * before (the rendered headers, the lease) moved to the outcome and to the lease renewal.
+ * Returns false when it must not send.
  */
-export async function startSending(
-  stmts: PreparedStatements,
-  m: { id: string; workerId: string; messageIdHeader: string; subject: string; inReplyTo: string | null; references: string | null },
-  now: Date,
-  leaseUntil: Date,
-): Promise<boolean> {
+export async function guard(stmts: PreparedStatements, id: string, workerId: string): Promise<boolean> {
   const rows = await stmts.run(
-    'sending.start',
-    `update outbound_messages m set smtp_started_at = ?, lease_until = ?, message_id_header = ?, subject = ?, in_reply_to = ?,
-            references_header = ?, updated_at = ?
+    'sending.guard',
+    `select 1 as go from outbound_messages m
       where m.id = ? and m.state = 'sending' and m.claimed_by = ?
         and exists (select 1 from campaigns c where c.id = m.campaign_id and c.status = 'running')
         and exists (select 1 from enrollments e where e.id = m.enrollment_id and e.status = 'active')
-        and not exists (select 1 from suppressions s where s.workspace_id = m.workspace_id and s.email_key = lower(m.to_email))
-      returning m.id`,
-    [now, leaseUntil, m.messageIdHeader, m.subject, m.inReplyTo, m.references, now, m.id, m.workerId],
+        and not exists (select 1 from suppressions s where s.workspace_id = m.workspace_id and s.email_key = lower(m.to_email))`,
+    [id, workerId],
   );
   return rows.length === 1;
+}
+
+/** Extends the lease of the messages this worker still holds (claimed, not yet recorded). */
+export async function renewLeases(stmts: PreparedStatements, ids: string[], workerId: string, leaseUntil: Date): Promise<number> {
+  // outbound_messages primary key
+  const rows = await stmts.run(
+    'sending.renew',
+    `update outbound_messages set lease_until = ? where id = any(?::text[]) and state = 'sending' and claimed_by = ? returning id`,
+    [leaseUntil, ids, workerId],
+  );
+  return rows.length;
 }
 
 export interface GuardState {
