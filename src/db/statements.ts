@@ -19,22 +19,63 @@ export class PreparedStatements {
    * `asyncCommit`: the session runs with synchronous_commit off. Its commits return before the
    * WAL reaches disk; only a crash of PostgreSQL itself can lose the last few of them. Use it
    * only where such a loss is harmless (see the sending guard).
+   *
+   * `indexPathsOnly`: the session's planner may not scan a table whole (seq scan), build bitmaps
+   * or hash and merge joins where anything else is possible. For statements that are index
+   * lookups by design on tables that grow fast from empty: there the statistics lag behind
+   * (autovacuum analyzes at most once a minute) and a plan made while a table was small, kept
+   * as a prepared statement's generic plan, would read the whole table on every run.
    */
-  constructor(connectionString: string, max: number, opts: { asyncCommit?: boolean } = {}) {
+  constructor(connectionString: string, max: number, opts: { asyncCommit?: boolean; indexPathsOnly?: boolean } = {}) {
+    const settings = [
+      ...(opts.asyncCommit ? ['synchronous_commit=off'] : []),
+      ...(opts.indexPathsOnly ? ['enable_seqscan=off', 'enable_bitmapscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off'] : []),
+    ];
     this.pool = new pg.Pool({
       connectionString,
       max,
       idleTimeoutMillis: 30_000,
-      ...(opts.asyncCommit ? { options: '-c synchronous_commit=off' } : {}),
+      ...(settings.length ? { options: settings.map((s) => `-c ${s}`).join(' ') } : {}),
     });
     this.pool.on('error', () => {});
   }
 
   async run<T = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<T[]> {
+    const res = await this.pool.query({ name, text: this.native(name, text), values: params });
+    return res.rows as T[];
+  }
+
+  /**
+   * Runs `fn` in one transaction on one connection of the pool: committed when it returns,
+   * rolled back when it throws.
+   */
+  async transaction<T>(fn: (tx: { run: PreparedStatements['run'] }) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: unknown;
+    try {
+      await client.query('begin');
+      const tx = {
+        run: async <R = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<R[]> =>
+          (await client.query({ name, text: this.native(name, text), values: params })).rows as R[],
+      };
+      try {
+        const out = await fn(tx);
+        await client.query('commit');
+        return out;
+      } catch (err) {
+        await client.query('rollback').catch((e: unknown) => (broken = e));
+        throw err;
+      }
+    } finally {
+      // A connection whose rollback failed is in an unknown state: drop it rather than reuse it.
+      client.release(broken instanceof Error ? broken : undefined);
+    }
+  }
+
+  private native(name: string, text: string): string {
     let t = this.texts.get(name);
     if (t === undefined) this.texts.set(name, (t = native(text)));
-    const res = await this.pool.query({ name, text: t, values: params });
-    return res.rows as T[];
+    return t;
   }
 
   async close(): Promise<void> {
