@@ -9,7 +9,16 @@ export type IdPrefix =
   | 'whk' | 'evt' | 'dlv' | 'mbx' | 'sdr' | 'thr' | 'tmsg' | 'hof' | 'drf' | 'fur' | 'fup' | 'kb';
 
 export function newId(prefix: IdPrefix): string {
-  const bytes = randomBytes(16);
+  return encode(prefix, randomBytes(16));
+}
+
+/** `n` new ids at once (one call for the random bytes). */
+export function newIds(prefix: IdPrefix, n: number): string[] {
+  const all = randomBytes(16 * n);
+  return Array.from({ length: n }, (_, i) => encode(prefix, all.subarray(16 * i, 16 * i + 16)));
+}
+
+function encode(prefix: string, bytes: Buffer): string {
   let bits = 0;
   let value = 0;
   let out = '';

@@ -45,33 +45,6 @@ export class PreparedStatements {
     return res.rows as T[];
   }
 
-  /**
-   * Runs `fn` in one transaction on one connection of the pool: committed when it returns,
-   * rolled back when it throws.
-   */
-  async transaction<T>(fn: (tx: { run: PreparedStatements['run'] }) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    let broken: unknown;
-    try {
-      await client.query('begin');
-      const tx = {
-        run: async <R = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<R[]> =>
-          (await client.query({ name, text: this.native(name, text), values: params })).rows as R[],
-      };
-      try {
-        const out = await fn(tx);
-        await client.query('commit');
-        return out;
-      } catch (err) {
-        await client.query('rollback').catch((e: unknown) => (broken = e));
-        throw err;
-      }
-    } finally {
-      // A connection whose rollback failed is in an unknown state: drop it rather than reuse it.
-      client.release(broken instanceof Error ? broken : undefined);
-    }
-  }
-
   private native(name: string, text: string): string {
     let t = this.texts.get(name);
     if (t === undefined) this.texts.set(name, (t = native(text)));

@@ -220,7 +220,8 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
     const e2 = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_l2' });
     const now = w.clock.now();
     const leases: Date[] = [];
-    // A worker fans out, leasing what it creates, and dies before any attempt.
+    // A worker fans out, leasing what it creates, and dies before any attempt. It brings one id
+    // per event: the batch needs four, so it is run again with enough.
     const r = await fanOut(viaOrm(w.app.deps.orm.em.fork()), now, 10, (i) => {
       leases.push(new Date(now.getTime() + dispatcher.leaseFor(i)));
       return leases[i];
@@ -308,14 +309,12 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
       );
       assert.deepEqual(row, { sc: 'off', seq: 'off', bitmap: 'off', hash: 'off' });
       // Even on a table the planner believes empty, the claim reads the due index in order.
-      const plan = await statements.transaction(async (tx) => {
-        await tx.run('test.analyze', 'analyze webhook_deliveries', []);
-        return tx.run<{ 'QUERY PLAN': string }>(
-          'test.explain',
-          `explain select d.id from webhook_deliveries d where d.state = 'pending' and d.next_attempt_at <= now() order by d.next_attempt_at limit 10 for update of d skip locked`,
-          [],
-        );
-      });
+      await statements.run('test.analyze', 'analyze webhook_deliveries', []);
+      const plan = await statements.run<{ 'QUERY PLAN': string }>(
+        'test.explain',
+        `explain select d.id from webhook_deliveries d where d.state = 'pending' and d.next_attempt_at <= now() order by d.next_attempt_at limit 10 for update of d skip locked`,
+        [],
+      );
       assert.match(plan.map((p) => p['QUERY PLAN']).join('\n'), /Index Scan using webhook_deliveries_due_idx/);
     } finally {
       await statements.close();

@@ -154,6 +154,7 @@ export class WebhookDispatcher {
   /** Decrypted signing secrets by ciphertext (a rotation makes a new ciphertext). */
   private readonly secrets = new Map<string, string>();
   private stopping = false;
+  private perEvent = 1;
   private closed?: Promise<void>;
 
   constructor(
@@ -169,7 +170,7 @@ export class WebhookDispatcher {
       maxSockets: this.concurrency,
     });
     this.db = new PreparedStatements(deps.orm.config.getClientUrl(), 3, { asyncCommit: true, indexPathsOnly: true });
-    this.writer = new OutcomeWriter(deps, this.db, 2 * this.concurrency, opts.outcomeWaitMs ?? 10);
+    this.writer = new OutcomeWriter(deps, this.db, 4 * this.concurrency, opts.outcomeWaitMs ?? 20);
   }
 
   /**
@@ -206,17 +207,17 @@ export class WebhookDispatcher {
   /**
    * One round. Slots hold HTTP attempts only: a finished attempt frees its slot at once and
    * starts the next waiting delivery, and its outcome is written in the background, batched with
-   * others. Beside the slots the round keeps a short queue of leased deliveries, filled from the
-   * outbox by the fan-out, which leases the deliveries it creates to this worker, and by the
-   * claim, which takes due retries and expired leases (checked at most once per poll unless it
-   * came back full). An idle round keeps polling for `lingerMs`, so a new event goes out within
+   * others. Beside the slots the round keeps a queue of leased deliveries (up to `queue`),
+   * filled in the background from the outbox by the fan-out, which leases the deliveries it
+   * creates to this worker, and by the claim, which takes due retries and expired leases
+   * (checked at most once per poll unless it came back full). An idle round keeps polling for `lingerMs`, so a new event goes out within
    * `pollMs` instead of at the next Agenda tick.
    */
   async runRound(): Promise<WebhookRoundResult> {
     const result: WebhookRoundResult = { fannedOut: 0, claimed: 0, delivered: 0, retrying: 0, failed: 0 };
     const conc = this.concurrency;
     const pollMs = this.opts.pollMs ?? 100;
-    const capacity = conc + (this.opts.queue ?? 2 * conc);
+    const capacity = conc + (this.opts.queue ?? 3 * conc);
     const started = performance.now();
     const waker = new Waker();
     const waiting: ClaimedDelivery[] = [];
@@ -234,44 +235,69 @@ export class WebhookDispatcher {
       }
     };
 
+    // Work is fetched in the background, up to two fetches at once, so one's round trip hides
+    // behind the other's; each reserves the room it asks for. Fetched deliveries join the queue
+    // in the order their fetches started, so a lease computed for a queue position (everything
+    // queued or reserved before it) is never too short.
+    let fetching = 0;
+    let reserved = 0;
+    let applied: Promise<void> = Promise.resolve();
     let claimedAt = -Infinity;
     let claimFull = false;
     let outboxCheckedAt = -Infinity;
     let outboxEmpty = false;
     let idleSince = started;
+    const fetch = (kind: 'claim' | 'fanout', limit: number) => {
+      const ahead = inflight.size + waiting.length + reserved - conc;
+      fetching++;
+      reserved += limit;
+      const got =
+        kind === 'claim'
+          ? this.claim(limit, ahead).then((claims) => {
+              claimFull = claims.length === limit;
+              result.claimed += claims.length;
+              return claims;
+            })
+          : this.fanOut(limit, ahead, outboxEmpty).then((f) => {
+              // An event nobody subscribes to makes no delivery: a full batch of events means more wait.
+              outboxEmpty = f.events < limit;
+              result.fannedOut += f.events;
+              return f.claims;
+            });
+      applied = applied
+        .then(() => got)
+        .then((claims) => {
+          fetching--;
+          reserved -= limit;
+          waiting.push(...claims);
+          if (claims.length) idleSince = performance.now();
+          launch();
+          waker.wake();
+        });
+    };
     while (!this.stopping && performance.now() - started < (this.opts.maxRoundMs ?? 25_000)) {
       // Outcomes not yet written hold their leases: do not run far ahead of the database.
       while (writes.size > 8 * conc) await Promise.race(writes);
-      let worked = false;
-      let room = capacity - inflight.size - waiting.length;
-      // Work comes in batches of at least a quarter of the slots, except when idle.
-      const enough = inflight.size + waiting.length ? Math.max(1, conc >> 2) : 1;
-      if (room >= enough && (claimFull || performance.now() - claimedAt >= pollMs)) {
-        claimedAt = performance.now();
-        const got = await this.claim(room, inflight.size + waiting.length - conc);
-        claimFull = got.length === room;
-        result.claimed += got.length;
-        waiting.push(...got);
-        launch();
-        room -= got.length;
-        worked ||= got.length > 0;
+      const room = capacity - inflight.size - waiting.length - reserved;
+      // Work comes in batches of at least half the slots, except when idle.
+      const enough = inflight.size + waiting.length + reserved ? Math.max(1, conc >> 1) : 1;
+      if (fetching < 2 && room >= enough) {
+        if (claimFull || performance.now() - claimedAt >= pollMs) {
+          claimedAt = performance.now();
+          fetch('claim', room);
+          continue;
+        }
+        if (!outboxEmpty || performance.now() - outboxCheckedAt >= pollMs) {
+          outboxCheckedAt = performance.now();
+          fetch('fanout', room);
+          continue;
+        }
       }
-      if (room >= enough && (!outboxEmpty || performance.now() - outboxCheckedAt >= pollMs)) {
-        outboxCheckedAt = performance.now();
-        const f = await this.fanOut(room, inflight.size + waiting.length - conc, outboxEmpty);
-        // An event nobody subscribes to makes no delivery: a full batch of events means more wait.
-        outboxEmpty = f.events < room;
-        result.fannedOut += f.events;
-        waiting.push(...f.claims);
-        launch();
-        worked ||= f.events > 0;
-        if (!outboxEmpty && capacity - inflight.size - waiting.length >= enough) continue;
-      }
-      if (claimFull && capacity - inflight.size - waiting.length >= enough) continue;
-      if (worked || inflight.size || waiting.length) idleSince = performance.now();
+      if (fetching || inflight.size || waiting.length) idleSince = performance.now();
       else if (outboxEmpty && !claimFull && performance.now() - idleSince >= (this.opts.lingerMs ?? 20_000)) break;
       await waker.wait(pollMs);
     }
+    await applied;
 
     for (;;) {
       // Stopping: what has not started goes back at once rather than at lease expiry.
@@ -293,11 +319,14 @@ export class WebhookDispatcher {
    */
   private async fanOut(limit: number, ahead: number, probe: boolean): Promise<{ events: number; claims: ClaimedDelivery[] }> {
     try {
-      // An outbox found empty costs one cheap read per poll rather than a transaction.
+      // An outbox found empty costs one cheap read per poll rather than a locking statement.
       if (probe && !(await hasPendingEvents(this.db))) return { events: 0, claims: [] };
       const now = this.deps.clock.now();
       const t = now.getTime();
-      return await fanOut(this.db, now, limit, (i) => new Date(t + this.leaseFor(Math.max(0, ahead + i))));
+      const r = await fanOut(this.db, now, limit, (i) => new Date(t + this.leaseFor(Math.max(0, ahead + i))), this.perEvent);
+      // Deliveries per event lately: how many ids the next batch brings along.
+      if (r.events) this.perEvent = Math.max(1, Math.min(r.deliveries / r.events, 64));
+      return r;
     } catch (err) {
       this.deps.log.error({ err }, 'fanning out webhook events failed; retrying on the next poll');
       return { events: 0, claims: [] };

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
-import { newId } from '../../adapters/ids.ts';
+import { newIds } from '../../adapters/ids.ts';
 import { toDate } from '../../shared/time.ts';
 import type { EventType } from '../events/outbox.ts';
 import type { Attempt, ClaimedDelivery, Delivery, DeliveryState, Webhook, WebhookStatus } from './entities.ts';
@@ -14,15 +14,10 @@ import type { Attempt, ClaimedDelivery, Delivery, DeliveryState, Webhook, Webhoo
  */
 export interface Statements {
   run<T = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<T[]>;
-  /** Runs `fn` in one transaction, on one connection. */
-  transaction<T>(fn: (tx: Pick<Statements, 'run'>) => Promise<T>): Promise<T>;
 }
 
 export function viaOrm(em: EntityManager): Statements {
-  return {
-    run: <T>(_name: string, text: string, params: unknown[]) => sql<T>(em, text, params),
-    transaction: (fn) => em.transactional((tem) => fn(viaOrm(tem))),
-  };
+  return { run: <T>(_name: string, text: string, params: unknown[]) => sql<T>(em, text, params) };
 }
 
 interface WebhookRow {
@@ -194,10 +189,10 @@ export async function hasPendingEvents(db: Statements): Promise<boolean> {
 }
 
 /**
- * The outbox to the deliveries, in one transaction: takes a batch of events not yet fanned out
- * (events_pending_idx, skipping rows another worker holds), creates one pending delivery per
- * active webhook of the event's workspace that subscribes to its type and existed when it
- * happened, and marks the events fanned out.
+ * The outbox to the deliveries, in one statement (one transaction): takes a batch of events not
+ * yet fanned out (events_pending_idx, skipping rows another worker holds), creates one pending
+ * delivery per active webhook of the event's workspace that subscribes to its type and existed
+ * when it happened, and marks the events fanned out.
  *
  * With `lease`, the new deliveries are leased to the caller in the same insert: `lease(i)` is
  * the lease of the i-th of them (in the order returned), and they come back ready to attempt,
@@ -205,76 +200,89 @@ export async function hasPendingEvents(db: Statements): Promise<boolean> {
  * runs out (next_attempt_at = lease_until), which keeps it out of the claim's range meanwhile.
  * Without `lease` they are due at once and go through the claim (claimDue).
  *
+ * Delivery ids are made here (newIds), `perEvent` per event taken; a batch that needs more
+ * (events with several webhooks) changes nothing and is run again with enough.
+ *
  * On the dispatcher's pool it commits asynchronously: if PostgreSQL itself crashes and loses
  * it, the deliveries and the marks go together and the events are simply fanned out again (the
  * events themselves were committed durably by their producers).
  */
-export async function fanOut(db: Statements, now: Date, limit: number, lease?: (i: number) => Date): Promise<{ events: number; claims: ClaimedDelivery[] }> {
-  return db.transaction(async (tx) => {
-    // One row per (event, subscribed webhook), and one with no webhook for an event nobody
-    // subscribes to (it is marked all the same).
-    const rows = await tx.run<{
+export async function fanOut(
+  db: Pick<Statements, 'run'>,
+  now: Date,
+  limit: number,
+  lease?: (i: number) => Date,
+  perEvent = 1,
+): Promise<{ events: number; deliveries: number; claims: ClaimedDelivery[] }> {
+  let supply = Math.max(1, Math.ceil(limit * perEvent));
+  for (;;) {
+    const ids = newIds('dlv', supply);
+    const leases = lease ? ids.map((_, i) => lease(i)) : null;
+    const rows = await db.run<{
+      events: number;
+      needed: number;
+      id: string | null;
+      lease_until: Date | string | null;
+      webhook_id: string;
+      url: string;
+      signing_secret_enc: string;
       event_id: string;
-      workspace_id: string;
       type: EventType;
-      data: Record<string, unknown> | null;
+      data: Record<string, unknown>;
       created_at: Date | string;
-      webhook_id: string | null;
-      url: string | null;
-      signing_secret_enc: string | null;
     }>(
-      'webhooks.fanout.take',
+      'webhooks.fanout',
       `with ev as (
          select id, workspace_id, type, data, created_at from events
           where fanned_out_at is null order by created_at limit ? for update skip locked
-       )
-       select ev.id as event_id, ev.workspace_id, ev.type, case when w.id is not null then ev.data end as data, ev.created_at,
-              w.id as webhook_id, w.url, w.signing_secret_enc
-         from ev left join webhooks w
-           on w.workspace_id = ev.workspace_id and w.status = 'active' and ev.type = any(w.events) and w.created_at <= ev.created_at
-        order by ev.created_at, ev.id, w.id`,
-      [limit],
-    );
-    if (!rows.length) return { events: 0, claims: [] };
-    const eventIds = [...new Set(rows.map((r) => r.event_id))];
-    const fresh = rows.filter((r) => r.webhook_id !== null);
-    const ids = fresh.map(() => newId('dlv'));
-    const leases = fresh.map((_, i) => (lease ? lease(i) : null));
-    const inserted = await tx.run<{ id: string }>(
-      'webhooks.fanout.insert',
-      `with ins as (
+       ), pairs as (
+         select ev.id as event_id, ev.workspace_id, ev.type, ev.data, ev.created_at, w.id as webhook_id, w.url, w.signing_secret_enc,
+                row_number() over (order by ev.created_at, ev.id, w.id) as n
+           from ev join webhooks w
+             on w.workspace_id = ev.workspace_id and w.status = 'active' and ev.type = any(w.events) and w.created_at <= ev.created_at
+       ), fits as (
+         select count(*)::int as needed, count(*) <= cardinality(?::text[]) as ok from pairs
+       ), ins as (
          insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, lease_until, created_at, updated_at)
-         select t.id, t.workspace_id, t.webhook_id, t.event_id, 'pending', coalesce(t.lease_until, ?), t.lease_until, ?, ?
-           from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[]) as t(id, workspace_id, webhook_id, event_id, lease_until)
+         select (?::text[])[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending',
+                coalesce((?::timestamptz[])[p.n], ?), (?::timestamptz[])[p.n], ?, ?
+           from pairs p where (select ok from fits)
          on conflict (webhook_id, event_id) do nothing
-         returning id
+         returning id, webhook_id, event_id, lease_until
        ), marked as (
-         update events set fanned_out_at = ? where id = any(?::text[])
+         update events e set fanned_out_at = ? from ev where e.id = ev.id and (select ok from fits)
+         returning e.id
        )
-       select id from ins`,
-      [now, now, now, ids, fresh.map((r) => r.workspace_id), fresh.map((r) => r.webhook_id), fresh.map((r) => r.event_id), leases, now, eventIds],
+       select (select count(*)::int from ev) as events, (select needed from fits) as needed,
+              i.id, i.lease_until, p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.type, p.data, p.created_at
+         from (select 1) one
+         left join (ins i join pairs p on p.webhook_id = i.webhook_id and p.event_id = i.event_id) on true
+        order by p.n`,
+      [limit, ids, ids, leases, now, leases, now, now, now],
     );
-    if (!lease) return { events: eventIds.length, claims: [] };
-    // Only rows this insert created are ours (a conflict means the delivery already exists).
-    const ours = new Set(inserted.map((r) => r.id));
-    const claims: ClaimedDelivery[] = [];
-    fresh.forEach((r, i) => {
-      if (!ours.has(ids[i])) return;
-      claims.push({
-        id: ids[i],
-        attemptCount: 0,
-        leaseUntil: leases[i]!,
-        webhookId: r.webhook_id!,
-        url: r.url!,
-        signingSecretEnc: r.signing_secret_enc!,
-        eventId: r.event_id,
-        event: r.type,
-        data: r.data!,
-        eventCreatedAt: toDate(r.created_at),
-      });
-    });
-    return { events: eventIds.length, claims };
-  });
+    const [{ events, needed }] = rows;
+    if (needed > ids.length) {
+      supply = needed;
+      continue;
+    }
+    // Only rows this insert created are returned (a conflict means the delivery already exists).
+    const made = rows.filter((r) => r.id !== null);
+    const claims: ClaimedDelivery[] = !lease
+      ? []
+      : made.map((r) => ({
+          id: r.id!,
+          attemptCount: 0,
+          leaseUntil: toDate(r.lease_until!),
+          webhookId: r.webhook_id,
+          url: r.url,
+          signingSecretEnc: r.signing_secret_enc,
+          eventId: r.event_id,
+          event: r.type,
+          data: r.data,
+          eventCreatedAt: toDate(r.created_at),
+        }));
+    return { events, deliveries: made.length, claims };
+  }
 }
 
 /**
