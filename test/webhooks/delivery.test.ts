@@ -299,6 +299,24 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
     assert.ok((await w.deliveries(key, hook.id, '?limit=50')).every((d: { state: string; attempts: unknown[] }) => d.state === 'delivered' && d.attempts.length === 1));
   });
 
+  it('deleting a workspace still deletes its deliveries and attempts (through its webhooks and events; 0005)', async () => {
+    const { hook, workspaceId } = await oneHookOneEvent();
+    await dispatcher.runRound();
+    const count = async () =>
+      (
+        await db.query(
+          `select (select count(*)::int from webhook_deliveries where webhook_id = $1) as deliveries,
+                  (select count(*)::int from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id where d.webhook_id = $1) as attempts`,
+          [hook.id],
+        )
+      ).rows[0];
+    assert.deepEqual(await count(), { deliveries: 1, attempts: 1 });
+    const { rows } = await db.query(`select count(*)::int as n from webhook_attempts`);
+    await db.query('delete from workspaces where id = $1', [workspaceId]);
+    assert.deepEqual(await count(), { deliveries: 0, attempts: 0 });
+    assert.equal((await db.query(`select count(*)::int as n from webhook_attempts`)).rows[0].n, rows[0].n - 1);
+  });
+
   it("the dispatcher's statements plan with indexes only, whatever the statistics say", async () => {
     const statements = new PreparedStatements(w.app.databaseUrl, 1, { asyncCommit: true, indexPathsOnly: true });
     try {
