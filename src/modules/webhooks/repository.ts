@@ -232,7 +232,9 @@ export async function fanOut(
       created_at: Date | string;
     }>(
       'webhooks.fanout',
-      `with ev as (
+      `with arg as (
+         select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now
+       ), ev as (
          select id, workspace_id, type, data, created_at from events
           where fanned_out_at is null order by created_at limit ? for update skip locked
        ), pairs as (
@@ -241,16 +243,15 @@ export async function fanOut(
            from ev join webhooks w
              on w.workspace_id = ev.workspace_id and w.status = 'active' and ev.type = any(w.events) and w.created_at <= ev.created_at
        ), fits as (
-         select count(*)::int as needed, count(*) <= cardinality(?::text[]) as ok from pairs
+         select count(*)::int as needed, count(*) <= (select cardinality(ids) from arg) as ok from pairs
        ), ins as (
          insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, lease_until, created_at, updated_at)
-         select (?::text[])[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending',
-                coalesce((?::timestamptz[])[p.n], ?), (?::timestamptz[])[p.n], ?, ?
-           from pairs p where (select ok from fits)
+         select arg.ids[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending', coalesce(arg.leases[p.n], arg.now), arg.leases[p.n], arg.now, arg.now
+           from pairs p, arg where (select ok from fits)
          on conflict (webhook_id, event_id) do nothing
          returning id, webhook_id, event_id, lease_until
        ), marked as (
-         update events e set fanned_out_at = ? from ev where e.id = ev.id and (select ok from fits)
+         update events e set fanned_out_at = arg.now from ev, arg where e.id = ev.id and (select ok from fits)
          returning e.id
        )
        select (select count(*)::int from ev) as events, (select needed from fits) as needed,
@@ -258,7 +259,7 @@ export async function fanOut(
          from (select 1) one
          left join (ins i join pairs p on p.webhook_id = i.webhook_id and p.event_id = i.event_id) on true
         order by p.n`,
-      [limit, ids, ids, leases, now, leases, now, now, now],
+      [ids, leases, now, limit],
     );
     const [{ events, needed }] = rows;
     if (needed > ids.length) {
