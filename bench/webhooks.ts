@@ -11,7 +11,7 @@
 // event's commit to its receipt.
 import https from 'node:https';
 import { fork, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
@@ -45,6 +45,10 @@ if (process.env.BENCH_WEBHOOK_RECEIVER) {
   });
 } else {
   await main();
+}
+
+function cpuMs(u: NodeJS.CpuUsage): number {
+  return (u.user + u.system) / 1000;
 }
 
 async function main() {
@@ -96,6 +100,7 @@ async function main() {
       req.end(body);
     });
   let next = 0;
+  const bareCpu = process.cpuUsage();
   let t = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -107,11 +112,14 @@ async function main() {
   );
   await waitForCount(COUNT);
   const bareMs = performance.now() - t;
+  const bareCpuMs = cpuMs(process.cpuUsage(bareCpu));
   agent.destroy();
   await ask('reset');
 
   // --- mailgate: a worker process delivers what the outbox holds.
-  const worker = spawn('node', ['bin/mailgate.js', 'serve', '--role', 'worker'], {
+  // BENCH_WORKER_NODE_ARGS: extra node flags for the worker (e.g. --cpu-prof), for profiling.
+  const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const worker = spawn('node', [...nodeArgs, 'bin/mailgate.js', 'serve', '--role', 'worker'], {
     env: {
       ...process.env,
       DATABASE_URL: env.url,
@@ -147,12 +155,38 @@ async function main() {
     return commits.flatMap((c) => c.ids.map((id) => received.get(id)! - c.at));
   };
 
+  const workerCpu = () => {
+    // utime + stime, in clock ticks (100 per second on Linux)
+    const f = readFileSync(`/proc/${worker.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  };
+  // PostgreSQL's CPU: the postmaster and every backend it runs (by parent pid), summed.
+  const { rows: [{ pid: backendPid }] } = await env.pool.query('select pg_backend_pid() as pid');
+  const postmaster = Number(readFileSync(`/proc/${backendPid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+  const pgCpu = () => {
+    const byPid = new Map<number, number>();
+    for (const d of readdirSync('/proc')) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const f = readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ');
+        if (Number(d) === postmaster || Number(f[1]) === postmaster) byPid.set(Number(d), (Number(f[11]) + Number(f[12])) * 10);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return byPid;
+  };
+  const pgCpuAt = pgCpu();
+  const workerCpuAt = workerCpu();
   t = performance.now();
   const commits: Array<{ ids: string[]; at: number }> = [];
   for (let i = 0; i < COUNT; i += 500) commits.push(await commitEvents(i, Math.min(500, COUNT - i)));
   const committedMs = performance.now() - t;
   await waitForCount(COUNT);
   const mailgateMs = performance.now() - t;
+  const workerCpuMs = workerCpu() - workerCpuAt;
+  let pgCpuMs = 0;
+  for (const [pid, ms] of pgCpu()) pgCpuMs += ms - (pgCpuAt.get(pid) ?? 0);
   const backlogLag = await lags(commits);
   const rss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))![1]) / 1024;
   await ask('reset');
@@ -191,6 +225,7 @@ async function main() {
     `mailgate worker (${CONCURRENCY} in flight): ${COUNT} in ${(mailgateMs / 1000).toFixed(2)} s from the first commit = ${mgRate.toFixed(0)} deliveries/s ` +
       `(events committed in ${(committedMs / 1000).toFixed(2)} s); lag commit -> receipt ${fmt(backlogLag)}`,
   );
+  console.log(`CPU: bare loop ${(bareCpuMs / 1000).toFixed(2)} s, worker ${(workerCpuMs / 1000).toFixed(2)} s (per delivery ${((bareCpuMs * 1000) / COUNT).toFixed(0)} us vs ${((workerCpuMs * 1000) / COUNT).toFixed(0)} us); PostgreSQL ${(pgCpuMs / 1000).toFixed(2)} s`);
   console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.5)`);
   console.log(`paced ${PACED} events at ${PACED_RATE}/s: lag commit -> receipt ${fmt(pacedLag)}`);
   console.log(`rows: ${rows[0].delivered}/${rows[0].deliveries} deliveries delivered, ${rows[0].attempts} attempts; worker peak RSS ${rss.toFixed(0)} MB`);

@@ -24,7 +24,16 @@ function random16(): Buffer {
 }
 
 export function newId(prefix: IdPrefix): string {
-  const bytes = random16();
+  return encode(prefix, random16());
+}
+
+/** `n` new ids at once (one call for the random bytes). */
+export function newIds(prefix: IdPrefix, n: number): string[] {
+  const all = randomBytes(16 * n);
+  return Array.from({ length: n }, (_, i) => encode(prefix, all.subarray(16 * i, 16 * i + 16)));
+}
+
+function encode(prefix: string, bytes: Buffer): string {
   let bits = 0;
   let value = 0;
   let out = '';

@@ -19,22 +19,36 @@ export class PreparedStatements {
    * `asyncCommit`: the session runs with synchronous_commit off. Its commits return before the
    * WAL reaches disk; only a crash of PostgreSQL itself can lose the last few of them. Use it
    * only where such a loss is harmless (see the sending guard).
+   *
+   * `indexPathsOnly`: the session's planner may not scan a table whole (seq scan), build bitmaps
+   * or hash and merge joins where anything else is possible. For statements that are index
+   * lookups by design on tables that grow fast from empty: there the statistics lag behind
+   * (autovacuum analyzes at most once a minute) and a plan made while a table was small, kept
+   * as a prepared statement's generic plan, would read the whole table on every run.
    */
-  constructor(connectionString: string, max: number, opts: { asyncCommit?: boolean } = {}) {
+  constructor(connectionString: string, max: number, opts: { asyncCommit?: boolean; indexPathsOnly?: boolean } = {}) {
+    const settings = [
+      ...(opts.asyncCommit ? ['synchronous_commit=off'] : []),
+      ...(opts.indexPathsOnly ? ['enable_seqscan=off', 'enable_bitmapscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off'] : []),
+    ];
     this.pool = new pg.Pool({
       connectionString,
       max,
       idleTimeoutMillis: 30_000,
-      ...(opts.asyncCommit ? { options: '-c synchronous_commit=off' } : {}),
+      ...(settings.length ? { options: settings.map((s) => `-c ${s}`).join(' ') } : {}),
     });
     this.pool.on('error', () => {});
   }
 
   async run<T = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<T[]> {
+    const res = await this.pool.query({ name, text: this.native(name, text), values: params });
+    return res.rows as T[];
+  }
+
+  private native(name: string, text: string): string {
     let t = this.texts.get(name);
     if (t === undefined) this.texts.set(name, (t = native(text)));
-    const res = await this.pool.query({ name, text: t, values: params });
-    return res.rows as T[];
+    return t;
   }
 
   async close(): Promise<void> {

@@ -2,6 +2,7 @@ import { Migration0001Initial } from './0001_initial.ts';
 import { Migration0002InboxIndexes } from './0002_inbox_indexes.ts';
 import { Migration0003InboxCounts } from './0003_inbox_counts.ts';
 import { Migration0004SendClaimOrder } from './0004_send_claim_order.ts';
+import { Migration0005WebhookDeliveryWorkspaceFk } from './0005_webhook_delivery_workspace_fk.ts';
 import { Migration0006FollowupScan } from './0006_followup_scan.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
@@ -10,5 +11,6 @@ export const migrations = [
   { name: '0002_inbox_indexes', class: Migration0002InboxIndexes },
   { name: '0003_inbox_counts', class: Migration0003InboxCounts },
   { name: '0004_send_claim_order', class: Migration0004SendClaimOrder },
+  { name: '0005_webhook_delivery_workspace_fk', class: Migration0005WebhookDeliveryWorkspaceFk },
   { name: '0006_followup_scan', class: Migration0006FollowupScan },
 ];

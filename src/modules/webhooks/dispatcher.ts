@@ -14,8 +14,14 @@ export interface WebhookDispatchOptions {
   ca?: string | Buffer;
   /** Host name resolution (tests); default the system resolver. */
   resolve?: Resolver;
-  /** Events fanned out per transaction (default 500). */
-  fanOutBatch?: number;
+  /**
+   * Deliveries a round keeps leased beyond its slots, waiting for one (default 2 x
+   * concurrency). Fan-out and claims take work in batches up to this; a longer queue means
+   * larger batches but longer leases on fresh deliveries (see leaseFor).
+   */
+  queue?: number;
+  /** How long an attempt's outcome may wait to be written with others (default 10 ms). */
+  outcomeWaitMs?: number;
   /** A round stops claiming after this long (default 25 s); what it holds finishes. */
   maxRoundMs?: number;
   /** An idle round keeps looking for work this long before it ends (default 20 s; tests: 0). */
@@ -62,23 +68,43 @@ class Waker {
 }
 
 /**
- * Writes attempt outcomes in batches: the first outcome is written at once; outcomes that
- * arrive while a write is running go together in the next one (group commit). A batch that
- * fails is written again row by row, so one bad row cannot take the others with it.
+ * Writes attempt outcomes in batches, one statement each: a batch goes out once `minBatch`
+ * outcomes wait or the oldest has waited `maxWaitMs`, and outcomes that arrive while a write
+ * is running go together in the next one (group commit). Fewer, larger statements cost both
+ * sides less than one per few outcomes; the wait only delays the record (leases last seconds),
+ * never the next attempt, whose slot frees at the receiver's answer. A batch that fails is
+ * written again row by row, so one bad row cannot take the others with it.
  */
 class OutcomeWriter {
   private queue: Array<{ outcome: AttemptOutcome; done: (moved: boolean) => void; fail: (err: unknown) => void }> = [];
   private writing = false;
+  private full: (() => void) | null = null;
 
   constructor(
     private readonly deps: Deps,
     private readonly db: Statements,
+    private readonly minBatch: number,
+    private readonly maxWaitMs: number,
   ) {}
 
   record(outcome: AttemptOutcome): Promise<boolean> {
     return new Promise((done, fail) => {
       this.queue.push({ outcome, done, fail });
       if (!this.writing) void this.drain();
+      else if (this.full && this.queue.length >= this.minBatch) this.full();
+    });
+  }
+
+  /** Resolves when `minBatch` outcomes wait or after `maxWaitMs`. */
+  private gather(): Promise<void> {
+    if (this.queue.length >= this.minBatch || this.maxWaitMs <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.full?.(), this.maxWaitMs);
+      this.full = () => {
+        clearTimeout(timer);
+        this.full = null;
+        resolve();
+      };
     });
   }
 
@@ -86,6 +112,7 @@ class OutcomeWriter {
     this.writing = true;
     try {
       while (this.queue.length) {
+        await this.gather();
         const batch = this.queue.splice(0, 500);
         try {
           const moved = await recordOutcomes(this.db, batch.map((b) => b.outcome), this.deps.clock.now());
@@ -127,6 +154,7 @@ export class WebhookDispatcher {
   /** Decrypted signing secrets by ciphertext (a rotation makes a new ciphertext). */
   private readonly secrets = new Map<string, string>();
   private stopping = false;
+  private perEvent = 1;
   private closed?: Promise<void>;
 
   constructor(
@@ -141,16 +169,25 @@ export class WebhookDispatcher {
       resolve: opts.resolve,
       maxSockets: this.concurrency,
     });
-    this.db = new PreparedStatements(deps.orm.config.getClientUrl(), 3, { asyncCommit: true });
-    this.writer = new OutcomeWriter(deps, this.db);
+    this.db = new PreparedStatements(deps.orm.config.getClientUrl(), 3, { asyncCommit: true, indexPathsOnly: true });
+    this.writer = new OutcomeWriter(deps, this.db, 4 * this.concurrency, opts.outcomeWaitMs ?? 20);
   }
 
   /**
-   * A claim waits at most one attempt for a slot (claims never run more than one batch ahead
-   * of the slots), then takes at most one attempt (the timeout bounds it), then is recorded.
+   * The lease of a claim that starts at once or next: it waits at most one attempt for a slot,
+   * then takes at most one attempt (the timeout bounds it), then is recorded.
    */
   get leaseMs(): number {
-    return 2 * this.deps.config.webhookTimeout + 5_000;
+    return this.leaseFor(0);
+  }
+
+  /**
+   * The lease of a delivery with `ahead` others queued before it in this worker: the slots
+   * free at least one attempt (one timeout) at a time, so it starts within
+   * floor(ahead / concurrency) + 1 timeouts and ends one timeout later; 5 s of margin.
+   */
+  leaseFor(ahead: number): number {
+    return (Math.floor(ahead / this.concurrency) + 2) * this.deps.config.webhookTimeout + 5_000;
   }
 
   /** Stop claiming; attempts in flight finish and are recorded, waiting claims are given back. */
@@ -169,16 +206,18 @@ export class WebhookDispatcher {
 
   /**
    * One round. Slots hold HTTP attempts only: a finished attempt frees its slot at once and
-   * starts the next waiting claim, and its outcome is written in the background, batched with
-   * others. Claims keep up to one batch waiting beside the slots. A background pass drains the
-   * outbox into deliveries. An idle round keeps polling for `lingerMs`, so a new event goes out
-   * within `pollMs` instead of at the next Agenda tick.
+   * starts the next waiting delivery, and its outcome is written in the background, batched with
+   * others. Beside the slots the round keeps a queue of leased deliveries (up to `queue`),
+   * filled in the background from the outbox by the fan-out, which leases the deliveries it
+   * creates to this worker, and by the claim, which takes due retries and expired leases
+   * (checked at most once per poll unless it came back full). An idle round keeps polling for `lingerMs`, so a new event goes out within
+   * `pollMs` instead of at the next Agenda tick.
    */
   async runRound(): Promise<WebhookRoundResult> {
     const result: WebhookRoundResult = { fannedOut: 0, claimed: 0, delivered: 0, retrying: 0, failed: 0 };
     const conc = this.concurrency;
     const pollMs = this.opts.pollMs ?? 100;
-    const batch = this.opts.fanOutBatch ?? 500;
+    const capacity = conc + (this.opts.queue ?? 3 * conc);
     const started = performance.now();
     const waker = new Waker();
     const waiting: ClaimedDelivery[] = [];
@@ -196,76 +235,109 @@ export class WebhookDispatcher {
       }
     };
 
-    // The outbox pass: back to back while events wait, then at most once per poll.
-    let fanning: Promise<void> | null = null;
+    // Work is fetched in the background, up to two fetches at once, so one's round trip hides
+    // behind the other's; each reserves the room it asks for. Fetched deliveries join the queue
+    // in the order their fetches started, so a lease computed for a queue position (everything
+    // queued or reserved before it) is never too short.
+    let fetching = 0;
+    let reserved = 0;
+    let applied: Promise<void> = Promise.resolve();
+    let claimedAt = -Infinity;
+    let claimFull = false;
     let outboxCheckedAt = -Infinity;
     let outboxEmpty = false;
-    let fannedSinceClaim = false;
-    const readOutbox = () => {
-      if (fanning || (outboxEmpty && performance.now() - outboxCheckedAt < pollMs)) return;
-      outboxCheckedAt = performance.now();
-      fanning = this.fanOut(batch)
-        .then((n) => {
-          result.fannedOut += n;
-          outboxEmpty = n < batch;
-          if (n) fannedSinceClaim = true;
-        })
-        .catch((err) => {
-          outboxEmpty = true;
-          this.deps.log.error({ err }, 'fanning out webhook events failed; retrying on the next poll');
-        })
-        .finally(() => {
-          fanning = null;
+    let idleSince = started;
+    const fetch = (kind: 'claim' | 'fanout', limit: number) => {
+      const ahead = inflight.size + waiting.length + reserved - conc;
+      fetching++;
+      reserved += limit;
+      const got =
+        kind === 'claim'
+          ? this.claim(limit, ahead).then((claims) => {
+              claimFull = claims.length === limit;
+              result.claimed += claims.length;
+              return claims;
+            })
+          : this.fanOut(limit, ahead, outboxEmpty).then((f) => {
+              // An event nobody subscribes to makes no delivery: a full batch of events means more wait.
+              outboxEmpty = f.events < limit;
+              result.fannedOut += f.events;
+              return f.claims;
+            });
+      applied = applied
+        .then(() => got)
+        .then((claims) => {
+          fetching--;
+          reserved -= limit;
+          waiting.push(...claims);
+          if (claims.length) idleSince = performance.now();
+          launch();
           waker.wake();
         });
     };
-
-    let idleSince = started;
     while (!this.stopping && performance.now() - started < (this.opts.maxRoundMs ?? 25_000)) {
-      readOutbox();
       // Outcomes not yet written hold their leases: do not run far ahead of the database.
-      while (writes.size > 4 * conc) await Promise.race(writes);
-      const room = 2 * conc - inflight.size - waiting.length;
-      let claimed = 0;
-      if (room >= Math.max(1, conc >> 2)) {
-        fannedSinceClaim = false;
-        const got = await this.claim(room);
-        claimed = got.length;
-        result.claimed += claimed;
-        waiting.push(...got);
-        launch();
-        if (claimed === room) continue;
+      while (writes.size > 8 * conc) await Promise.race(writes);
+      const room = capacity - inflight.size - waiting.length - reserved;
+      // Work comes in batches of at least half the slots, except when idle.
+      const enough = inflight.size + waiting.length + reserved ? Math.max(1, conc >> 1) : 1;
+      if (fetching < 2 && room >= enough) {
+        if (claimFull || performance.now() - claimedAt >= pollMs) {
+          claimedAt = performance.now();
+          fetch('claim', room);
+          continue;
+        }
+        if (!outboxEmpty || performance.now() - outboxCheckedAt >= pollMs) {
+          outboxCheckedAt = performance.now();
+          fetch('fanout', room);
+          continue;
+        }
       }
-      if (claimed || fanning || fannedSinceClaim || inflight.size) idleSince = performance.now();
-      else if (outboxEmpty && performance.now() - idleSince >= (this.opts.lingerMs ?? 20_000)) break;
+      if (fetching || inflight.size || waiting.length) idleSince = performance.now();
+      else if (outboxEmpty && !claimFull && performance.now() - idleSince >= (this.opts.lingerMs ?? 20_000)) break;
       await waker.wait(pollMs);
     }
+    await applied;
 
     for (;;) {
-      // Stopping: claims that have not started go back at once rather than at lease expiry.
+      // Stopping: what has not started goes back at once rather than at lease expiry.
       if (this.stopping && waiting.length)
-        await releaseClaims(this.db, waiting.splice(0)).catch((err) => this.deps.log.warn({ err }, 'could not give back webhook claims; they return when their lease runs out'));
+        await releaseClaims(this.db, waiting.splice(0), this.deps.clock.now()).catch((err) =>
+          this.deps.log.warn({ err }, 'could not give back webhook claims; they return when their lease runs out'),
+        );
       launch();
       if (!inflight.size) break;
       await Promise.race(inflight);
     }
-    await fanning;
     await Promise.all(writes);
     return result;
   }
 
-  private async fanOut(batch: number): Promise<number> {
-    // The probe needs no transaction: an idle round costs one cheap read per poll.
-    if (!(await hasPendingEvents(this.db))) return 0;
-    const now = this.deps.clock.now();
-    const r = await this.deps.orm.em.fork().transactional((em) => fanOut(em, now, batch));
-    return r.events;
+  /**
+   * Fans out up to `limit` events and leases the new deliveries to this worker; `ahead` is how
+   * many leased deliveries wait for a slot before them (negative: slots are free).
+   */
+  private async fanOut(limit: number, ahead: number, probe: boolean): Promise<{ events: number; claims: ClaimedDelivery[] }> {
+    try {
+      // An outbox found empty costs one cheap read per poll rather than a locking statement.
+      if (probe && !(await hasPendingEvents(this.db))) return { events: 0, claims: [] };
+      const now = this.deps.clock.now();
+      const t = now.getTime();
+      const r = await fanOut(this.db, now, limit, (i) => new Date(t + this.leaseFor(Math.max(0, ahead + i))), this.perEvent);
+      // Deliveries per event lately: how many ids the next batch brings along.
+      if (r.events) this.perEvent = Math.max(1, Math.min(r.deliveries / r.events, 64));
+      return r;
+    } catch (err) {
+      this.deps.log.error({ err }, 'fanning out webhook events failed; retrying on the next poll');
+      return { events: 0, claims: [] };
+    }
   }
 
-  private async claim(limit: number): Promise<ClaimedDelivery[]> {
+  private async claim(limit: number, ahead: number): Promise<ClaimedDelivery[]> {
     const now = this.deps.clock.now();
     try {
-      return await claimDue(this.db, now, new Date(now.getTime() + this.leaseMs), limit);
+      // One lease for the batch: that of its last delivery.
+      return await claimDue(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + limit - 1))), limit);
     } catch (err) {
       this.deps.log.error({ err }, 'claiming webhook deliveries failed; retrying on the next poll');
       return [];

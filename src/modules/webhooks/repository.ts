@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
-import { newId } from '../../adapters/ids.ts';
+import { newIds } from '../../adapters/ids.ts';
 import { toDate } from '../../shared/time.ts';
 import type { EventType } from '../events/outbox.ts';
 import type { Attempt, ClaimedDelivery, Delivery, DeliveryState, Webhook, WebhookStatus } from './entities.ts';
@@ -9,7 +9,7 @@ import type { Attempt, ClaimedDelivery, Delivery, DeliveryState, Webhook, Webhoo
 // first; the dispatcher's statements (fan-out, claim, outcome) work across workspaces.
 
 /**
- * Runs one statement. The dispatcher passes its own pool of prepared, asynchronously committed
+ * Runs statements. The dispatcher passes its own pool of prepared, asynchronously committed
  * statements (db/statements.ts); anything else runs through the ORM's connection (viaOrm).
  */
 export interface Statements {
@@ -189,60 +189,111 @@ export async function hasPendingEvents(db: Statements): Promise<boolean> {
 }
 
 /**
- * The outbox to the deliveries: takes a batch of events not yet fanned out (events_pending_idx,
- * skipping rows another worker holds), creates one pending delivery per active webhook of the
- * event's workspace that subscribes to its type and existed when it happened, and marks the
- * events fanned out. Call inside a transaction. It commits asynchronously: if PostgreSQL itself
- * crashes and loses it, the deliveries and the marks go together and the events are simply
- * fanned out again (the events themselves were committed durably by their producers).
+ * The outbox to the deliveries, in one statement (one transaction): takes a batch of events not
+ * yet fanned out (events_pending_idx, skipping rows another worker holds), creates one pending
+ * delivery per active webhook of the event's workspace that subscribes to its type and existed
+ * when it happened, and marks the events fanned out.
+ *
+ * With `lease`, the new deliveries are leased to the caller in the same insert: `lease(i)` is
+ * the lease of the i-th of them (in the order returned), and they come back ready to attempt,
+ * so a fresh delivery needs no claim of its own. A leased delivery is due again when its lease
+ * runs out (next_attempt_at = lease_until), which keeps it out of the claim's range meanwhile.
+ * Without `lease` they are due at once and go through the claim (claimDue).
+ *
+ * Delivery ids are made here (newIds), `perEvent` per event taken; a batch that needs more
+ * (events with several webhooks) changes nothing and is run again with enough.
+ *
+ * On the dispatcher's pool it commits asynchronously: if PostgreSQL itself crashes and loses
+ * it, the deliveries and the marks go together and the events are simply fanned out again (the
+ * events themselves were committed durably by their producers).
  */
-export async function fanOut(em: EntityManager, now: Date, limit: number): Promise<{ events: number; deliveries: number }> {
-  await sql(em, `set local synchronous_commit = off`);
-  const events = await sql<{ id: string; workspace_id: string; type: EventType; created_at: Date | string }>(
-    em,
-    `select id, workspace_id, type, created_at from events where fanned_out_at is null order by created_at limit ? for update skip locked`,
-    [limit],
-  );
-  if (!events.length) return { events: 0, deliveries: 0 };
-  const workspaces = [...new Set(events.map((e) => e.workspace_id))];
-  // webhooks_workspace_idx
-  const hooks = await sql<{ id: string; workspace_id: string; events: EventType[]; created_at: Date | string }>(
-    em,
-    `select id, workspace_id, events, created_at from webhooks where workspace_id = any(?::text[]) and status = 'active'`,
-    [workspaces],
-  );
-  const ids: string[] = [];
-  const workspaceIds: string[] = [];
-  const webhookIds: string[] = [];
-  const eventIds: string[] = [];
-  for (const e of events) {
-    const at = toDate(e.created_at).getTime();
-    for (const h of hooks) {
-      if (h.workspace_id !== e.workspace_id || !h.events.includes(e.type) || toDate(h.created_at).getTime() > at) continue;
-      ids.push(newId('dlv'));
-      workspaceIds.push(e.workspace_id);
-      webhookIds.push(h.id);
-      eventIds.push(e.id);
-    }
-  }
-  if (ids.length)
-    await sql(
-      em,
-      `insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, created_at, updated_at)
-       select t.id, t.workspace_id, t.webhook_id, t.event_id, 'pending', ?, ?, ?
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[]) as t(id, workspace_id, webhook_id, event_id)
-       on conflict (webhook_id, event_id) do nothing`,
-      [now, now, now, ids, workspaceIds, webhookIds, eventIds],
+export async function fanOut(
+  db: Pick<Statements, 'run'>,
+  now: Date,
+  limit: number,
+  lease?: (i: number) => Date,
+  perEvent = 1,
+): Promise<{ events: number; deliveries: number; claims: ClaimedDelivery[] }> {
+  let supply = Math.max(1, Math.ceil(limit * perEvent));
+  for (;;) {
+    const ids = newIds('dlv', supply);
+    const leases = lease ? ids.map((_, i) => lease(i)) : null;
+    const rows = await db.run<{
+      events: number;
+      needed: number;
+      id: string | null;
+      lease_until: Date | string | null;
+      webhook_id: string;
+      url: string;
+      signing_secret_enc: string;
+      event_id: string;
+      type: EventType;
+      data: Record<string, unknown>;
+      created_at: Date | string;
+    }>(
+      'webhooks.fanout',
+      `with arg as (
+         select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now
+       ), ev as (
+         select id, workspace_id, type, data, created_at from events
+          where fanned_out_at is null order by created_at limit ? for update skip locked
+       ), pairs as (
+         select ev.id as event_id, ev.workspace_id, ev.type, ev.data, ev.created_at, w.id as webhook_id, w.url, w.signing_secret_enc,
+                row_number() over (order by ev.created_at, ev.id, w.id) as n
+           from ev join webhooks w
+             on w.workspace_id = ev.workspace_id and w.status = 'active' and ev.type = any(w.events) and w.created_at <= ev.created_at
+       ), fits as (
+         select count(*)::int as needed, count(*) <= (select cardinality(ids) from arg) as ok from pairs
+       ), ins as (
+         insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, lease_until, created_at, updated_at)
+         select arg.ids[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending', coalesce(arg.leases[p.n], arg.now), arg.leases[p.n], arg.now, arg.now
+           from pairs p, arg where (select ok from fits)
+         on conflict (webhook_id, event_id) do nothing
+         returning id, webhook_id, event_id, lease_until
+       ), marked as (
+         update events e set fanned_out_at = arg.now from ev, arg where e.id = ev.id and (select ok from fits)
+         returning e.id
+       )
+       select (select count(*)::int from ev) as events, (select needed from fits) as needed,
+              i.id, i.lease_until, p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.type, p.data, p.created_at
+         from (select 1) one
+         left join (ins i join pairs p on p.webhook_id = i.webhook_id and p.event_id = i.event_id) on true
+        order by p.n`,
+      [ids, leases, now, limit],
     );
-  await sql(em, `update events set fanned_out_at = ? where id = any(?::text[])`, [now, events.map((e) => e.id)]);
-  return { events: events.length, deliveries: ids.length };
+    const [{ events, needed }] = rows;
+    if (needed > ids.length) {
+      supply = needed;
+      continue;
+    }
+    // Only rows this insert created are returned (a conflict means the delivery already exists).
+    const made = rows.filter((r) => r.id !== null);
+    const claims: ClaimedDelivery[] = !lease
+      ? []
+      : made.map((r) => ({
+          id: r.id!,
+          attemptCount: 0,
+          leaseUntil: toDate(r.lease_until!),
+          webhookId: r.webhook_id,
+          url: r.url,
+          signingSecretEnc: r.signing_secret_enc,
+          eventId: r.event_id,
+          event: r.type,
+          data: r.data,
+          eventCreatedAt: toDate(r.created_at),
+        }));
+    return { events, deliveries: made.length, claims };
+  }
 }
 
 /**
  * Claims up to `limit` due deliveries of active webhooks (webhook_deliveries_due_idx), skipping
  * rows another worker is claiming and rows whose lease has not expired, and leases them until
  * `leaseUntil`. One statement, so the row locks last only as long as it does; from then on the
- * lease keeps other workers away.
+ * lease keeps other workers away. A leased delivery is due again when its lease runs out
+ * (next_attempt_at = lease_until), so the deliveries in flight stay out of the claim's range
+ * and its scan reads only what it can take. Fresh deliveries come leased from fanOut; the claim
+ * takes retries, manual retries and the deliveries of workers that died.
  */
 export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
   const rows = await db.run<{
@@ -266,13 +317,13 @@ export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limi
         limit ?
         for update of d skip locked
      ), claimed as (
-       update webhook_deliveries d set lease_until = ?, updated_at = ?
+       update webhook_deliveries d set lease_until = ?, next_attempt_at = ?, updated_at = ?
          from due where d.id = due.id
        returning d.id, d.webhook_id, d.event_id, d.attempt_count
      )
      select c.id, c.attempt_count, w.id as webhook_id, w.url, w.signing_secret_enc, e.id as event_id, e.type, e.data, e.created_at
        from claimed c join webhooks w on w.id = c.webhook_id join events e on e.id = c.event_id`,
-    [now, now, limit, leaseUntil, now],
+    [now, now, limit, leaseUntil, leaseUntil, now],
   );
   return rows.map((r) => ({
     id: r.id,
@@ -288,15 +339,18 @@ export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limi
   }));
 }
 
-/** Gives back claims a stopping worker will not attempt (only while they are still its own). */
-export async function releaseClaims(db: Statements, claims: ClaimedDelivery[]): Promise<void> {
+/**
+ * Gives back claims a stopping worker will not attempt (only while they are still its own):
+ * due at once again, unless their webhook was disabled meanwhile (held: no due time).
+ */
+export async function releaseClaims(db: Statements, claims: ClaimedDelivery[], now: Date): Promise<void> {
   if (!claims.length) return;
   await db.run(
     'webhooks.release',
-    `update webhook_deliveries d set lease_until = null
+    `update webhook_deliveries d set lease_until = null, next_attempt_at = case when d.next_attempt_at is not null then ?::timestamptz end
        from unnest(?::text[], ?::timestamptz[]) as c(id, lease_until)
       where d.id = c.id and d.lease_until = c.lease_until`,
-    [claims.map((c) => c.id), claims.map((c) => c.leaseUntil)],
+    [now, claims.map((c) => c.id), claims.map((c) => c.leaseUntil)],
   );
 }
 
