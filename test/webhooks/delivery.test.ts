@@ -195,8 +195,11 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
     for (let i = 0; i < 80; i++) ids.push(await w.emit(workspaceId, 'message.sent', { messageId: `msg_${i}` }));
     // Fanned out first, so both workers find the deliveries when their rounds start.
     await fanOut(viaOrm(w.app.deps.orm.em.fork()), w.clock.now(), 500);
-    const a = w.dispatcher({ concurrency: 4 });
-    const b = w.dispatcher({ concurrency: 4 });
+    // A generous timeout: on a loaded machine a 400 ms answer can be late, and a late attempt is
+    // retried in a later round, which is not what this test is about.
+    const deps = { ...w.app.deps, config: { ...w.app.deps.config, webhookTimeout: 5_000 } };
+    const a = w.dispatcher({ concurrency: 4 }, deps);
+    const b = w.dispatcher({ concurrency: 4 }, deps);
     const [ra, rb] = await Promise.all([a.runRound(), b.runRound()]);
     assert.equal(ra.delivered + rb.delivered, 80);
     assert.ok(ra.delivered > 0 && rb.delivered > 0, `both workers worked (${ra.delivered}/${rb.delivered})`);
@@ -259,8 +262,11 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
     const hook = await w.register(key, ['message.sent']);
     const ids: string[] = [];
     for (let i = 0; i < 120; i++) ids.push(await w.emit(workspaceId, 'message.sent', { messageId: `msg_race${i}` }));
-    const a = w.dispatcher({ concurrency: 4 });
-    const b = w.dispatcher({ concurrency: 4 });
+    // A generous timeout: on a loaded machine a 400 ms answer can be late, and a late attempt is
+    // retried in a later round, which is not what this test is about.
+    const deps = { ...w.app.deps, config: { ...w.app.deps.config, webhookTimeout: 5_000 } };
+    const a = w.dispatcher({ concurrency: 4 }, deps);
+    const b = w.dispatcher({ concurrency: 4 }, deps);
     const [ra, rb] = await Promise.all([a.runRound(), b.runRound()]);
     assert.equal(ra.fannedOut + rb.fannedOut, 120);
     assert.equal(ra.delivered + rb.delivered, 120);
