@@ -188,6 +188,17 @@ export async function hasPendingEvents(db: Statements): Promise<boolean> {
   return rows.length > 0;
 }
 
+/** What a fan-out or a claim reads to attempt a delivery: its webhook and its event. */
+interface DeliveryTargetRow {
+  webhook_id: string;
+  url: string;
+  signing_secret_enc: string;
+  event_id: string;
+  type: EventType;
+  data: Record<string, unknown>;
+  created_at: Date | string;
+}
+
 /**
  * The outbox to the deliveries, in one statement (one transaction): takes a batch of events not
  * yet fanned out (events_pending_idx, skipping rows another worker holds), creates one pending
@@ -218,19 +229,7 @@ export async function fanOut(
   for (;;) {
     const ids = newIds('dlv', supply);
     const leases = lease ? ids.map((_, i) => lease(i)) : null;
-    const rows = await db.run<{
-      events: number;
-      needed: number;
-      id: string | null;
-      lease_until: Date | string | null;
-      webhook_id: string;
-      url: string;
-      signing_secret_enc: string;
-      event_id: string;
-      type: EventType;
-      data: Record<string, unknown>;
-      created_at: Date | string;
-    }>(
+    const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; id: string | null; lease_until: Date | string | null }>(
       'webhooks.fanout',
       `with arg as (
          select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now
@@ -296,17 +295,7 @@ export async function fanOut(
  * takes retries, manual retries and the deliveries of workers that died.
  */
 export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
-  const rows = await db.run<{
-    id: string;
-    attempt_count: number;
-    webhook_id: string;
-    url: string;
-    signing_secret_enc: string;
-    event_id: string;
-    type: EventType;
-    data: Record<string, unknown>;
-    created_at: Date | string;
-  }>(
+  const rows = await db.run<DeliveryTargetRow & { id: string; attempt_count: number }>(
     'webhooks.claim',
     `with due as (
        select d.id from webhook_deliveries d
