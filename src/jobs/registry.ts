@@ -2,6 +2,7 @@ import type { RecurringJob } from './agenda.ts';
 import type { Dispatcher } from '../modules/sending/dispatcher.ts';
 import { webhookDispatchJob, type WebhookDispatcher } from '../modules/webhooks/dispatcher.ts';
 import { FollowupService } from '../modules/sdrs/followups.ts';
+import { ThreadService } from '../modules/sdrs/threads.ts';
 import type { Deps } from '../services.ts';
 
 export interface Workers {
@@ -41,6 +42,14 @@ export function recurringJobs(workers: Workers): RecurringJob[] {
       async run() {
         const r = await new FollowupService(workers.deps, workers.deps.orm.em.fork()).scheduleDue();
         return r.created + r.due;
+      },
+    },
+    {
+      // Recency decays: stored priority scores of recent threads are brought up to date.
+      name: 'priority.refresh',
+      every: '10 minutes',
+      async run() {
+        return new ThreadService(workers.deps, workers.deps.orm.em.fork()).refreshPriorities();
       },
     },
   ];

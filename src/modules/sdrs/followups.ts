@@ -196,14 +196,15 @@ export class FollowupService {
     return moved.length;
   }
 
-  /** Hook: the SDR sent from the thread (draft or manual): its pending task(s) are done. */
+  /** Hook: the SDR sent from the thread (draft or manual): its pending task(s) are done; the priority is recomputed. */
   async onSend(threadId: string): Promise<number> {
     const now = this.deps.clock.now();
     const rows = await sql<{ id: string }>(this.em, `update followup_tasks set status = 'done', completed_at = ? where thread_id = ? and status = 'pending' returning id`, [
       now,
       threadId,
     ]);
-    if (rows.length > 0) await this.recompute(threadId);
+    // The caller moved the thread's lastMessageAt too: its recency changed either way.
+    await this.recompute(threadId);
     return rows.length;
   }
 
@@ -222,7 +223,7 @@ export class FollowupService {
           now,
           threadId,
         ]);
-    if (rows.length > 0) await this.recompute(threadId);
+    await this.recompute(threadId);
     return rows.length;
   }
 

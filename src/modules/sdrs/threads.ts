@@ -37,6 +37,11 @@ interface ThreadRow {
   snoozed_until: string | Date | null;
 }
 
+/** Recency is 20 * 0.5^(days): under 0.2 after ~6.6 days; a thread is refreshed for a day more. */
+export const PRIORITY_WINDOW_DAYS = 8;
+/** Scores are rounded to 0.01; smaller moves are not worth a row write. */
+export const PRIORITY_EPSILON = 0.05;
+
 const THREAD_COLUMNS = 'id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, snoozed_until';
 
 export function threadView(r: ThreadRow) {
@@ -221,6 +226,47 @@ export class ThreadService {
     const score = priorityScore({ category: r.category, classification: r.classification, lastMessageAt: toDate(r.last_message_at), overdueFollowups: r.overdue, now });
     await sql(this.em, 'update prospect_threads set priority_score = ? where id = ?', [score, threadId]);
     return score;
+  }
+
+  /**
+   * The priority job: recency decays with time, so stored scores are refreshed for every thread
+   * whose score can still move, that is one with a message in the last PRIORITY_WINDOW_DAYS (a
+   * day past the point where recency is under 0.2) or a pending follow-up, in batches by id.
+   * Only rows whose score changed by PRIORITY_EPSILON or more are written. Returns how many were.
+   */
+  async refreshPriorities(batch = 1000): Promise<number> {
+    const now = this.deps.clock.now();
+    const since = new Date(now.getTime() - PRIORITY_WINDOW_DAYS * 86_400_000);
+    let after = '';
+    let written = 0;
+    for (;;) {
+      const rows = await sql<{ id: string; category: ThreadCategory; last_message_at: string | Date; classification: string | null; overdue: number; priority_score: number }>(
+        this.em,
+        `select t.id, t.category, t.last_message_at, r.classification, t.priority_score,
+                (select count(*)::int from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?) as overdue
+           from prospect_threads t left join replies r on r.id = t.reply_id
+          where t.id > ?
+            and (t.last_message_at >= ? or exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending'))
+          order by t.id limit ?`,
+        [now, after, since, batch],
+      );
+      if (rows.length === 0) break;
+      const changed: { id: string; score: number }[] = [];
+      for (const r of rows) {
+        const score = priorityScore({ category: r.category, classification: r.classification, lastMessageAt: toDate(r.last_message_at), overdueFollowups: r.overdue, now });
+        if (Math.abs(score - Number(r.priority_score)) >= PRIORITY_EPSILON) changed.push({ id: r.id, score });
+      }
+      if (changed.length > 0) {
+        await sql(this.em, `update prospect_threads t set priority_score = x.score from unnest(?::text[], ?::float8[]) as x(id, score) where t.id = x.id`, [
+          changed.map((c) => c.id),
+          changed.map((c) => c.score),
+        ]);
+        written += changed.length;
+      }
+      after = rows[rows.length - 1].id;
+      if (rows.length < batch) break;
+    }
+    return written;
   }
 
   /** PATCH status: validated against the state machine; 400 invalid_transition lists the allowed ones. */
