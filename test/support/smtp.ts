@@ -19,6 +19,8 @@ export class SmtpSink {
   /** Delay before accepting each message's data (a slow server). */
   delayMs = 0;
   port = 0;
+  /** Errors of client connections (e.g. ECONNRESET from a killed client). */
+  readonly connectionErrors: Error[] = [];
   private server?: SMTPServer;
 
   async start(opts: Partial<SMTPServerOptions> = {}): Promise<void> {
@@ -62,8 +64,14 @@ export class SmtpSink {
     });
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
-      this.server!.listen(0, '127.0.0.1', () => resolve());
+      this.server!.listen(0, '127.0.0.1', () => {
+        this.server!.off('error', reject);
+        resolve();
+      });
     });
+    // A client's connection error (a worker killed mid-transaction resets its sockets) is an
+    // 'error' event of the server; a real SMTP server drops that connection and goes on.
+    this.server.on('error', (err) => this.connectionErrors.push(err));
     this.port = (this.server.server.address() as { port: number }).port;
   }
 
