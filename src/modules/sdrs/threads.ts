@@ -1,7 +1,7 @@
 // Prospect threads as the SDR desk sees them: the inbox, one thread with its messages, status
 // changes through the state machine, snoozing. Every query is scoped to (workspace, SDR): a
 // thread of another SDR or workspace answers 404 thread_not_found, exactly as a missing one.
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { IsolationLevel, type EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull, toDate } from '../../shared/time.ts';
@@ -147,8 +147,16 @@ export class ThreadService {
     return row;
   }
 
-  /** The thread with its messages (oldest first), its handoff snapshot (latest) and drafts. */
+  /**
+   * The thread with its messages (oldest first), its handoff snapshot (latest) and drafts, read
+   * in one REPEATABLE READ snapshot: an answer committing between the reads cannot show its
+   * message next to the status from before it.
+   */
   async get(scope: ThreadScope, id: string) {
+    return this.em.transactional((tx) => new ThreadService(this.deps, tx).read(scope, id), { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true });
+  }
+
+  private async read(scope: ThreadScope, id: string) {
     const row = await this.row(scope, id);
     const messages = await sql<Record<string, any>>(
       this.em,
