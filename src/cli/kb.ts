@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { ApiError } from '../shared/errors.ts';
+import { blockedLinks } from '../modules/drafts/kb.ts';
 import { jsonOption, type CliContext } from './program.ts';
 
 export function registerKbCommands(program: Command, ctx: CliContext) {
@@ -27,7 +28,10 @@ export function registerKbCommands(program: Command, ctx: CliContext) {
       const ws = await services.workspaces.resolve(opts.workspace);
       return services.kb.add(ws.id, opts.title, text!);
     });
-    ctx.print(opts, { id: e.id, workspaceId: e.workspaceId, title: e.title, chars: e.body.length, createdAt: e.createdAt }, `added knowledge-base entry ${e.title} (${e.id})`);
+    // Stored as written, but a draft quoting these links would be blocked at send: say so now.
+    const warnings = blockedLinks(e.body).map((l) => `link ${l.url} (${l.problems.join(', ')}) would block a draft that quotes it; use a direct https link`);
+    for (const w of warnings) ctx.io.stderr.write(`warning: ${w}\n`);
+    ctx.print(opts, { id: e.id, workspaceId: e.workspaceId, title: e.title, chars: e.body.length, createdAt: e.createdAt, warnings }, `added knowledge-base entry ${e.title} (${e.id})`);
   });
   jsonOption(kb.command('list').description('list the entries of a workspace').requiredOption('--workspace <workspace>', 'workspace id or name')).action(
     async (opts: { workspace: string; json?: boolean }) => {

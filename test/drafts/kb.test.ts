@@ -46,6 +46,21 @@ describe('knowledge base: mailgate kb', () => {
     assert.equal((await cli('kb', 'list', '--workspace', 'kbws', '--json')).json.data.length, 1);
   });
 
+  it('warns about links a draft could not send (http:, shorteners), and still stores the entry', async () => {
+    const r = await cli('kb', 'add', '--workspace', 'kbws', '--title', 'Old links', '--text', 'Docs: http://acme.example/docs and https://bit.ly/x1 and https://acme.example/ok', '--json');
+    assert.equal(r.code, 0, r.err);
+    assert.deepEqual(
+      r.json.warnings,
+      [
+        'link http://acme.example/docs (http) would block a draft that quotes it; use a direct https link',
+        'link https://bit.ly/x1 (shortener) would block a draft that quotes it; use a direct https link',
+      ],
+    );
+    assert.equal(r.err.trim().split('\n').length, 2);
+    assert.match(r.err, /^warning: link http:\/\/acme\.example\/docs/);
+    assert.equal((await cli('kb', 'remove', r.json.id, '--json')).code, 0);
+  });
+
   it('bad input: a one-line error and a non-zero exit, nothing written', async () => {
     const cases: [string[], RegExp][] = [
       [['kb', 'add', '--workspace', 'kbws', '--title', 'X'], /exactly one of --file or --text/],

@@ -8,6 +8,7 @@ import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toDate } from '../../shared/time.ts';
 import type { Deps } from '../../services.ts';
+import { domainOf, findLinks, linkProblems } from './links.ts';
 
 export const KB_TITLE_MAX = 200;
 export const KB_BODY_MAX = 20_000;
@@ -39,6 +40,17 @@ interface KbRow {
 
 function view(r: KbRow): KbEntry {
   return { id: r.id, workspaceId: r.workspace_id, title: r.title, body: r.body, createdAt: toDate(r.created_at).toISOString() };
+}
+
+/**
+ * Links in an entry that the pre-send guardrails would block in a draft quoting it (http:,
+ * shorteners, IP or punycode hosts), each with its reasons: `mailgate kb add` warns about them.
+ */
+export function blockedLinks(text: string): { url: string; problems: string[] }[] {
+  return findLinks(text).flatMap((l) => {
+    const problems = linkProblems(l, l.host ? [domainOf(l.host)] : []).filter((p) => p !== 'unknown_domain');
+    return problems.length ? [{ url: l.url, problems }] : [];
+  });
 }
 
 /** Letters and digits only, at least 3 characters: safe as tsquery lexemes, meaningful as search terms. */
