@@ -199,6 +199,21 @@ interface DeliveryTargetRow {
   created_at: Date | string;
 }
 
+function claimOf(r: DeliveryTargetRow, id: string, attemptCount: number, leaseUntil: Date): ClaimedDelivery {
+  return {
+    id,
+    attemptCount,
+    leaseUntil,
+    webhookId: r.webhook_id,
+    url: r.url,
+    signingSecretEnc: r.signing_secret_enc,
+    eventId: r.event_id,
+    event: r.type,
+    data: r.data,
+    eventCreatedAt: toDate(r.created_at),
+  };
+}
+
 /**
  * The outbox to the deliveries, in one statement (one transaction): takes a batch of events not
  * yet fanned out (events_pending_idx, skipping rows another worker holds), creates one pending
@@ -269,18 +284,7 @@ export async function fanOut(
     const made = rows.filter((r) => r.id !== null);
     const claims: ClaimedDelivery[] = !lease
       ? []
-      : made.map((r) => ({
-          id: r.id!,
-          attemptCount: 0,
-          leaseUntil: toDate(r.lease_until!),
-          webhookId: r.webhook_id,
-          url: r.url,
-          signingSecretEnc: r.signing_secret_enc,
-          eventId: r.event_id,
-          event: r.type,
-          data: r.data,
-          eventCreatedAt: toDate(r.created_at),
-        }));
+      : made.map((r) => claimOf(r, r.id!, 0, toDate(r.lease_until!)));
     return { events, deliveries: made.length, claims };
   }
 }
@@ -314,18 +318,7 @@ export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limi
        from claimed c join webhooks w on w.id = c.webhook_id join events e on e.id = c.event_id`,
     [now, now, limit, leaseUntil, leaseUntil, now],
   );
-  return rows.map((r) => ({
-    id: r.id,
-    attemptCount: r.attempt_count,
-    leaseUntil,
-    webhookId: r.webhook_id,
-    url: r.url,
-    signingSecretEnc: r.signing_secret_enc,
-    eventId: r.event_id,
-    event: r.type,
-    data: r.data,
-    eventCreatedAt: toDate(r.created_at),
-  }));
+  return rows.map((r) => claimOf(r, r.id, r.attempt_count, leaseUntil));
 }
 
 /**
