@@ -1,4 +1,5 @@
 import { DomUtils, parseDocument } from 'htmlparser2';
+import { normalizeEmail } from '../../shared/email.ts';
 import { judgeDraft, type ReadingLanguage, type Scores } from './judge.ts';
 import { domainAllowed, domainOf, findEmails, findEmailsInHtml, findLinks, findLinksInHtml, linkProblems, type FoundLink, type LinkProblem } from './links.ts';
 import { descendants, sanitizeText } from './sanitize.ts';
@@ -197,7 +198,7 @@ function shown(url: string): string {
 
 /** "Dana Reyes <Dana@Acme.com>" → "dana@acme.com". */
 function normalizeAddress(address: string): string {
-  return (/<([^<>]*)>/.exec(address)?.[1] ?? address).trim().toLowerCase();
+  return normalizeEmail(/<([^<>]*)>/.exec(address)?.[1] ?? address);
 }
 
 /**

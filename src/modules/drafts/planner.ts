@@ -10,6 +10,7 @@ import { simpleParser } from 'mailparser';
 import { sql } from '../../db/sql.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toDate } from '../../shared/time.ts';
+import { normalizeEmail } from '../../shared/email.ts';
 import type { Deps } from '../../services.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
 import { formatDuration } from '../../shared/duration.ts';
@@ -179,14 +180,14 @@ export class DraftPlanner {
     const language = languageOfTag(sdr.language) ?? detectLanguage(lastProspectMessage) ?? 'en';
 
     const firstName = lead?.first_name ?? (t.contact_name.split(/\s+/)[0] || null);
-    const participants = new Set<string>([t.contact_email.toLowerCase(), sdr.email.toLowerCase()]);
-    if (box) participants.add(box.email.toLowerCase());
-    for (const m of messages) for (const a of [m.from_email, ...m.to_emails, ...m.cc_emails]) if (a) participants.add(a.toLowerCase());
-    if (handoff) for (const a of [handoff.to_email, ...handoff.cc_emails]) participants.add(a.toLowerCase());
+    const participants = new Set<string>([t.contact_email, sdr.email].map(normalizeEmail));
+    if (box) participants.add(normalizeEmail(box.email));
+    for (const m of messages) for (const a of [m.from_email, ...m.to_emails, ...m.cc_emails]) if (a) participants.add(normalizeEmail(a));
+    if (handoff) for (const a of [handoff.to_email, ...handoff.cc_emails]) participants.add(normalizeEmail(a));
 
     // The writer's allow-list: the KB, the SDR's profile, and what we ourselves sent.
     const wDomains = new Set<string>();
-    const wEmails = new Set<string>([sdr.email.toLowerCase(), ...(box ? [box.email.toLowerCase()] : [])]);
+    const wEmails = new Set<string>([sdr.email, ...(box ? [box.email] : [])].map(normalizeEmail));
     for (const k of kbTexts) addFrom(k, wDomains, wEmails);
     addFrom(`${sdr.signature ?? ''}\n${sdr.calendar_url ?? ''}`, wDomains, wEmails);
     for (const [i, m] of messages.entries()) if (m.direction === 'outbound') addFrom(texts[i], wDomains, wEmails);

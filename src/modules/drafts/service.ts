@@ -8,6 +8,7 @@ import { newId } from '../../adapters/ids.ts';
 import { LlmError, type LlmProvider } from '../../adapters/llm.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toDate } from '../../shared/time.ts';
+import { normalizeEmail } from '../../shared/email.ts';
 import type { Deps } from '../../services.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
 import { replySubject } from '../sending/render.ts';
@@ -359,7 +360,7 @@ function notEditable(d: DraftRow): ApiError {
 function dedupe(emails: string[]): string[] {
   const seen = new Set<string>();
   return emails.filter((e) => {
-    const k = e.trim().toLowerCase();
+    const k = normalizeEmail(e);
     if (seen.has(k)) return false;
     seen.add(k);
     return true;
