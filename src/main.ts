@@ -5,6 +5,7 @@ import { buildApp } from './app.ts';
 import { openRuntime } from './runtime.ts';
 import { createServices } from './services.ts';
 import { JobRunner } from './jobs/agenda.ts';
+import { SendWakeup } from './modules/sending/wakeup.ts';
 import { recurringJobs } from './jobs/registry.ts';
 import { SmtpMessenger } from './adapters/smtp.ts';
 import { Dispatcher } from './modules/sending/dispatcher.ts';
@@ -41,12 +42,17 @@ export async function serve(config: Config, log: Logger, role: Role, out: NodeJS
   let dispatcher: Dispatcher | undefined;
   let webhooks: WebhookDispatcher | undefined;
   let watcher: MailboxWatcher | undefined;
+  let wakeup: SendWakeup | undefined;
   if (role !== 'api') {
     messenger = new SmtpMessenger({ maxConnections: config.smtpMaxConnections });
     dispatcher = new Dispatcher(deps, messenger, { maxConnections: config.smtpMaxConnections, retryDelaysMs: config.smtpRetryDelays, leaseMs: config.sendLease });
     webhooks = new WebhookDispatcher(deps);
     jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher, webhooks, deps }), log);
     await jobs.start();
+    // A started campaign gets a round at once instead of at the job's next tick.
+    const d = dispatcher;
+    wakeup = new SendWakeup(runtime.db.url, () => d.wake(), log);
+    await wakeup.start();
     watcher = new MailboxWatcher(deps, { pollIntervalMs: config.imapPollInterval });
     await watcher.start();
   }
@@ -70,9 +76,11 @@ export async function serve(config: Config, log: Logger, role: Role, out: NodeJS
       const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeout);
       deadline.unref();
       dispatcher?.stop();
+      await wakeup?.stop();
       webhooks?.stop();
       await watcher?.stop().catch((err) => log.error({ err }, 'mailbox watcher did not stop cleanly'));
       await jobs?.stop(config.shutdownTimeout).catch((err) => log.error({ err }, 'job runner did not stop cleanly'));
+      await dispatcher?.drain(config.shutdownTimeout);
       await messenger?.close();
       await dispatcher?.close();
       await webhooks?.close();

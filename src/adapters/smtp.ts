@@ -1,6 +1,8 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import { createHash } from 'node:crypto';
 import { parseMailUrl } from './mailurl.ts';
+import { rawMessage, type RawMessage } from './mime.ts';
+import { PassThrough } from 'node:stream';
 
 export interface OutgoingMail {
   from: { name: string; address: string };
@@ -74,6 +76,26 @@ export function connectionOptions(smtpUrl: string, timeoutMs: number) {
   };
 }
 
+/**
+ * Hands finished message bytes to the pooled transport itself, past nodemailer's Mail layer: for
+ * a raw message that layer only runs its plugin chain, wraps the bytes in a MIME node (random
+ * bytes for a boundary it never uses, a stream pipeline with its abort signal, a trailing-newline
+ * transform) and parses the envelope again; in a bare pooled loop that was ~0.1 of 0.18 ms of CPU
+ * per message. The transport's interface is nodemailer's documented one for transports,
+ * `send(mail, callback)`, reading `mail.data` and the message's envelope, Message-ID and stream
+ * from `mail.message`; the callback's error and info are what sendMail would have given.
+ */
+function sendRaw(transport: Transporter, raw: RawMessage, messageId: string): Promise<{ response?: string }> {
+  const message = {
+    getEnvelope: () => raw.envelope,
+    messageId: () => messageId,
+    getHeader: (key: string) => (key.toLowerCase() === 'message-id' ? messageId : undefined),
+    createReadStream: () => new PassThrough().end(raw.raw),
+  };
+  const pool = (transport as unknown as { transporter: { send(mail: unknown, cb: (err: Error | null, info: { response?: string }) => void): void } }).transporter;
+  return new Promise((resolve, reject) => pool.send({ data: {}, message }, (err, info) => (err ? reject(err) : resolve(info))));
+}
+
 interface PooledTransport {
   transport: Transporter;
   key: string;
@@ -119,7 +141,10 @@ export class SmtpMessenger implements Messenger {
     pooled.lastUsed = Date.now();
     pooled.inFlight++;
     try {
-      const info = await pooled.transport.sendMail(messageOptions(mail));
+      // A campaign message goes as the finished bytes (adapters/mime.ts: what the composer
+      // would write, without its per-node streams); anything else through the composer.
+      const raw = rawMessage(mail);
+      const info = raw ? await sendRaw(pooled.transport, raw, mail.messageId) : await pooled.transport.sendMail(messageOptions(mail));
       return { kind: 'accepted', response: String(info.response ?? '250 OK') };
     } catch (err) {
       return classifySmtpError(err);

@@ -6,6 +6,7 @@ import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger, type Messenger, type MailAccount, type OutgoingMail } from '../../src/adapters/smtp.ts';
 import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { releaseExpired } from '../../src/modules/sending/repository.ts';
+import { SendWakeup } from '../../src/modules/sending/wakeup.ts';
 import { waitFor } from '../support/wait.ts';
 
 const HOUR = 3_600_000;
@@ -379,6 +380,51 @@ describe('sending engine', function () {
     assert.equal(new Set(sink.received.map((r) => r.to[0])).size, 6, 'no duplicates');
     s = await stats(t);
     assert.deepEqual([s.sent, s.queued], [6, 0]);
+  });
+
+  it('a campaign start wakes the worker: its messages go out without waiting for a scheduled round', async () => {
+    const t = await setup({ leads: [{ email: 'wake1@lead.example' }, { email: 'wake2@lead.example' }], start: false });
+    // No runRound call here: only the notification of the start can make this worker send.
+    const d = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    const wakeup = new SendWakeup(app.databaseUrl, () => d.wake(), app.deps.log);
+    await wakeup.start();
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(to('wake1@lead.example').length, 0, 'nothing before the start');
+      assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
+      await waitFor('both messages', async () => to('wake1@lead.example').length + to('wake2@lead.example').length === 2, 5_000);
+      // Leads added to the running campaign wake it too.
+      const more = await app.request('POST', `/v1/campaigns/${t.campaignId}/leads/bulk`, { key: t.key, body: { leads: [{ email: 'wake3@lead.example' }] } });
+      assert.equal(more.status, 200);
+      await waitFor('the added lead', async () => to('wake3@lead.example').length === 1, 5_000);
+    } finally {
+      await wakeup.stop();
+      d.stop();
+      await d.close();
+    }
+    assert.deepEqual([(await stats(t)).sent, to('wake1@lead.example').length, to('wake2@lead.example').length], [3, 1, 1]);
+  });
+
+  it('shutdown: a woken round drains (its message in SMTP finishes and is recorded) before the messenger closes', async () => {
+    const t = await setup({ leads: [{ email: 'drain@lead.example' }] });
+    let entered!: () => void;
+    const inSmtp = new Promise<void>((r) => (entered = r));
+    const slow: Messenger = {
+      send: async (account: MailAccount, mail: OutgoingMail) => {
+        entered();
+        await new Promise((r) => setTimeout(r, 300));
+        return messenger.send(account, mail);
+      },
+      close: async () => {},
+    };
+    const d = new Dispatcher(app.deps, slow, { maxConnections: 1, retryDelaysMs: [60_000] });
+    d.wake();
+    await inSmtp;
+    d.stop();
+    await d.drain(5_000);
+    assert.equal(to('drain@lead.example').length, 1);
+    assert.equal((await stats(t)).sent, 1);
+    await d.close();
   });
 
   it('an expired claim (a worker that died) goes back to the queue and is sent once', async () => {

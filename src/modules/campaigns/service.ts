@@ -8,6 +8,7 @@ import { sql } from '../../db/sql.ts';
 import type { Deps } from '../../services.ts';
 import { SenderPoolSchema } from '../senders/entities.ts';
 import { recordEvent } from '../events/outbox.ts';
+import { notifySending } from '../sending/wakeup.ts';
 import { CampaignSchema, CampaignStepSchema, type Campaign, type CampaignStep } from './entities.ts';
 import type { createCampaignBody, patchCampaignBody } from './schemas.ts';
 import { parseLeads } from './leads.ts';
@@ -150,6 +151,7 @@ export class CampaignService {
         const emailByLead = new Map(leads.map((l, i) => [leadIds[i], l.email]));
         const active = enrollments.filter((e) => e.status === 'active').map((e) => ({ id: e.id, leadId: e.lead_id, email: emailByLead.get(e.lead_id)! }));
         queued = await queueFirstStepsFor(em, workspaceId, campaignId, active, now);
+        if (queued) await notifySending(em);
       }
       await bumpCounters(em, campaignId, { enrolled: enrollments.length, queued });
       return { enrolled: created, updated, total: created + updated };
@@ -178,6 +180,8 @@ export class CampaignService {
       await em.flush();
       const queued = await queueFirstSteps(em, id, now);
       await bumpCounters(em, id, { queued });
+      // The workers hear of it when this commits (sending/wakeup.ts), not at their next round.
+      await notifySending(em);
       await recordEvent(em, workspaceId, 'campaign.started', { campaignId: id, name: campaign.name, startedAt: campaign.startedAt.toISOString(), resumed }, now);
       return { id, status: campaign.status, startedAt: campaign.startedAt.toISOString() };
     });

@@ -11,6 +11,7 @@ import {
   runningCampaigns,
   promoteDue,
   releaseExpired,
+  claimPlans,
   lockPool,
   lockAccounts,
   dueMessages,
@@ -81,6 +82,9 @@ export class Dispatcher {
   private renewer?: NodeJS.Timeout;
   private renewing?: Promise<void>;
   private stopping = false;
+  /** The round `wake` started, if it is running; `wokenAgain` asks for one more after it. */
+  private woken?: Promise<void>;
+  private wokenAgain = false;
 
   constructor(
     private readonly deps: Deps,
@@ -97,10 +101,12 @@ export class Dispatcher {
     },
   ) {
     const url = deps.orm.config.getClientUrl();
-    this.statements = new PreparedStatements(url, opts.statementPool ?? 6);
+    // Every statement here finds messages by id (index paths only: a prepared statement's
+    // generic plan made while the queue was small would otherwise read whole tables).
+    this.statements = new PreparedStatements(url, opts.statementPool ?? 6, { indexPathsOnly: true });
     // The guard sits on every message's critical path: its own connections, never queued
     // behind an outcome write.
-    this.guardStatements = new PreparedStatements(url, opts.statementPool ?? 6);
+    this.guardStatements = new PreparedStatements(url, opts.statementPool ?? 6, { indexPathsOnly: true });
     this.outcomes = new OutcomeRecorder(deps, opts.retryDelaysMs, this.statements);
   }
 
@@ -109,8 +115,39 @@ export class Dispatcher {
     return this.outcomes.acceptedStatements;
   }
 
+  /**
+   * Runs a round now, outside the job's schedule: messages were just queued (a campaign started,
+   * see wakeup.ts). One such round at a time; woken while it runs, it runs once more after it
+   * (it reads the running campaigns when it starts). Rounds may overlap: claims are row-locked.
+   */
+  wake(): void {
+    if (this.stopping) return;
+    if (this.woken) {
+      this.wokenAgain = true;
+      return;
+    }
+    this.woken = (async () => {
+      do {
+        this.wokenAgain = false;
+        await this.runRound().catch((err) => this.deps.log.error({ err }, 'a sending round started by a notification failed'));
+      } while (this.wokenAgain && !this.stopping);
+    })().finally(() => (this.woken = undefined));
+  }
+
+  /**
+   * Waits (at most `timeoutMs`) for a round `wake` started to finish its messages: at shutdown,
+   * after `stop` and before the messenger closes (the job runner drains its own rounds).
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    if (!this.woken) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.woken, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+
   /** Releases the dispatcher's own connections (after the last round). */
   async close(): Promise<void> {
+    await this.woken;
     if (this.renewer) clearInterval(this.renewer);
     await this.renewing;
     await this.statements.close();
@@ -192,6 +229,7 @@ export class Dispatcher {
   private async claim(poolId: string, campaignIds: string[]): Promise<Prepared[]> {
     const now = this.deps.clock.now();
     const claimed = await this.em().transactional(async (em) => {
+      await claimPlans(em);
       const pool = await lockPool(em, poolId, now);
       if (!pool) return [];
       let poolLeft = pool.dailyCapacity - pool.used - pool.inFlight;
@@ -219,7 +257,7 @@ export class Dispatcher {
     });
     if (!claimed.length) return [];
     this.hold(claimed.map((c) => c.id));
-    const rows = await loadForSending(this.em(), claimed.map((c) => c.id));
+    const rows = await loadForSending(this.statements, claimed.map((c) => c.id));
     const prepared: Prepared[] = [];
     for (const row of rows) {
       if (row.step_subject === null || row.step_body === null) {
