@@ -221,7 +221,8 @@ function claimOf(r: DeliveryTargetRow, id: string, attemptCount: number, leaseUn
  * when it happened, and marks the events fanned out.
  *
  * With `lease`, the new deliveries are leased to the caller in the same insert: `lease(i)` is
- * the lease of the i-th of them (in the order returned), and they come back ready to attempt,
+ * the lease of the batch's i-th (event, webhook) pair (in the order they come back; a pair whose
+ * delivery already existed is skipped), and they come back ready to attempt,
  * so a fresh delivery needs no claim of its own. A leased delivery is due again when its lease
  * runs out (next_attempt_at = lease_until), which keeps it out of the claim's range meanwhile.
  * Without `lease` they are due at once and go through the claim (claimDue).
@@ -244,7 +245,7 @@ export async function fanOut(
   for (;;) {
     const ids = newIds('dlv', supply);
     const leases = lease ? ids.map((_, i) => lease(i)) : null;
-    const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; id: string | null; lease_until: Date | string | null }>(
+    const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; n: string | null; made: boolean | null }>(
       'webhooks.fanout',
       `with arg as (
          select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now
@@ -263,28 +264,33 @@ export async function fanOut(
          select arg.ids[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending', coalesce(arg.leases[p.n], arg.now), arg.leases[p.n], arg.now, arg.now
            from pairs p, arg where (select ok from fits)
          on conflict (webhook_id, event_id) do nothing
-         returning id, webhook_id, event_id, lease_until
+         returning id
        ), marked as (
          update events e set fanned_out_at = arg.now from ev, arg where e.id = ev.id and (select ok from fits)
          returning e.id
        )
        select (select count(*)::int from ev) as events, (select needed from fits) as needed,
-              i.id, i.lease_until, p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.type, p.data, p.created_at
+              p.n, p.n is not null and (select arg.ids[p.n] from arg) in (select id from ins) as made,
+              p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.type, p.data, p.created_at
          from (select 1) one
-         left join (ins i join pairs p on p.webhook_id = i.webhook_id and p.event_id = i.event_id) on true
+         left join pairs p on true
         order by p.n`,
-      [ids, leases, now, limit],
+      [ids, leases && leases.map((d) => d.toISOString()), now, limit],
     );
     const [{ events, needed }] = rows;
     if (needed > ids.length) {
       supply = needed;
       continue;
     }
-    // Only rows this insert created are returned (a conflict means the delivery already exists).
-    const made = rows.filter((r) => r.id !== null);
-    const claims: ClaimedDelivery[] = !lease
+    // Only rows this insert created count (a conflict means the delivery already exists). The
+    // n-th pair got the n-th id and lease: nothing of them needs to come back from the database.
+    const made = rows.filter((r) => r.made);
+    const claims: ClaimedDelivery[] = !leases
       ? []
-      : made.map((r) => claimOf(r, r.id!, 0, toDate(r.lease_until!)));
+      : made.map((r) => {
+          const i = Number(r.n) - 1;
+          return claimOf(r, ids[i], 0, leases[i]);
+        });
     return { events, deliveries: made.length, claims };
   }
 }
@@ -373,12 +379,13 @@ export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[],
      )
      select id from moved`,
     [
+      // Times as ISO strings: the same instants, but no per-element formatting in the pg client.
       outcomes.map((o) => o.deliveryId),
-      outcomes.map((o) => o.leaseUntil),
+      outcomes.map((o) => o.leaseUntil.toISOString()),
       outcomes.map((o) => o.attemptCount),
       outcomes.map((o) => o.state),
-      outcomes.map((o) => o.nextAttemptAt),
-      outcomes.map((o) => o.attempt.at),
+      outcomes.map((o) => (o.nextAttemptAt === null ? null : o.nextAttemptAt.toISOString())),
+      outcomes.map((o) => o.attempt.at.toISOString()),
       outcomes.map((o) => o.attempt.statusCode),
       outcomes.map((o) => o.attempt.error),
       outcomes.map((o) => o.attempt.durationMs),
