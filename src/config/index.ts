@@ -108,6 +108,12 @@ export const settings = {
     default: false,
     doc: 'allow webhook URLs that resolve to loopback, private, link-local and other non-public addresses (SSRF guard off; for tests and closed networks)',
   },
+  eventRetention: {
+    env: 'MAILGATE_EVENT_RETENTION',
+    schema: duration.refine((ms) => ms === 0 || ms >= 3_600_000, 'must be at least 1h, or 0 to keep everything'),
+    default: '30d',
+    doc: 'events older than this, and their finished webhook deliveries with their attempts, are deleted (hourly); 0 keeps everything',
+  },
   llmBaseUrl: {
     env: 'MAILGATE_LLM_BASE_URL',
     schema: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL (an OpenAI-compatible /v1 base)').optional(),

@@ -3,6 +3,7 @@ import type { Dispatcher } from '../modules/sending/dispatcher.ts';
 import { webhookDispatchJob, type WebhookDispatcher } from '../modules/webhooks/dispatcher.ts';
 import { FollowupService } from '../modules/sdrs/followups.ts';
 import { ThreadService } from '../modules/sdrs/threads.ts';
+import { pruneWebhookLog } from '../modules/maintenance/retention.ts';
 import type { Deps } from '../services.ts';
 
 export interface Workers {
@@ -50,6 +51,20 @@ export function recurringJobs(workers: Workers): RecurringJob[] {
       every: '10 minutes',
       async run() {
         return new ThreadService(workers.deps, workers.deps.orm.em.fork()).refreshPriorities();
+      },
+    },
+    {
+      // The webhook log does not grow without end (MAILGATE_EVENT_RETENTION; 0 keeps it all).
+      name: 'retention.prune',
+      every: '1 hour',
+      lockLifetimeMs: 60_000,
+      async run(job) {
+        const keepMs = workers.deps.config.eventRetention;
+        if (keepMs === 0) return 0;
+        const cutoff = new Date(workers.deps.clock.now().getTime() - keepMs);
+        const r = await pruneWebhookLog(workers.deps.orm.em.fork(), cutoff, () => job.touch());
+        if (r.events || r.deliveries) workers.deps.log.info({ ...r, cutoff }, 'pruned the webhook log');
+        return r.events + r.deliveries;
       },
     },
   ];

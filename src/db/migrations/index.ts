@@ -4,6 +4,7 @@ import { Migration0003InboxCounts } from './0003_inbox_counts.ts';
 import { Migration0004SendClaimOrder } from './0004_send_claim_order.ts';
 import { Migration0005WebhookDeliveryWorkspaceFk } from './0005_webhook_delivery_workspace_fk.ts';
 import { Migration0006FollowupScan } from './0006_followup_scan.ts';
+import { Migration0007Retention } from './0007_retention.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -13,4 +14,5 @@ export const migrations = [
   { name: '0004_send_claim_order', class: Migration0004SendClaimOrder },
   { name: '0005_webhook_delivery_workspace_fk', class: Migration0005WebhookDeliveryWorkspaceFk },
   { name: '0006_followup_scan', class: Migration0006FollowupScan },
+  { name: '0007_retention', class: Migration0007Retention },
 ];
