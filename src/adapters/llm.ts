@@ -90,6 +90,18 @@ export function isAzureHost(hostname: string): boolean {
   return host.endsWith('.openai.azure.com') || host.endsWith('.cognitiveservices.azure.com');
 }
 
+/**
+ * How long a 429 asks us to wait, in ms: Azure's `retry-after-ms` (or `x-ms-retry-after-ms`),
+ * which is finer than whole seconds, when present and readable, else `Retry-After`.
+ */
+export function retryDelayFrom(headers: { get(name: string): string | null }, now: Date): number | undefined {
+  for (const name of ['retry-after-ms', 'x-ms-retry-after-ms']) {
+    const v = headers.get(name)?.trim();
+    if (v && /^\d+(\.\d+)?$/.test(v)) return Number(v);
+  }
+  return parseRetryAfter(headers.get('retry-after'), now);
+}
+
 /** A Retry-After header (delay in seconds, or an HTTP-date) in ms from `now`; undefined when absent or unreadable. */
 export function parseRetryAfter(value: string | null, now: Date): number | undefined {
   if (value === null) return undefined;
@@ -161,7 +173,7 @@ interface ChatBody {
 /** The outcome of one HTTP request. */
 type Exchange =
   | { ok: true; completion: ChatCompletion }
-  | { ok: false; kind: LlmErrorKind; status?: number; retryAfter?: string | null; detail: string };
+  | { ok: false; kind: LlmErrorKind; status?: number; retryAfterMs?: number; param?: string; detail: string };
 
 /** Bookkeeping of one complete() call across all its HTTP requests. */
 interface CallState {
@@ -193,6 +205,13 @@ export class OpenAiCompatibleProvider implements LlmProvider {
   private readonly log?: OpenAiOptions['log'];
   /** Where calls start: the first mode this server accepted. */
   private mode: StructuredMode = 'json_schema';
+  /**
+   * What this server's model accepts, learnt from its 400s: OpenAI's reasoning models (o1, o3,
+   * gpt-5, ...) refuse `max_tokens` for `max_completion_tokens`, and any temperature but the
+   * default.
+   */
+  private tokenParam: 'max_tokens' | 'max_completion_tokens' = 'max_tokens';
+  private sendTemperature = true;
 
   constructor(opts: OpenAiOptions) {
     this.model = opts.model;
@@ -281,6 +300,12 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     for (let retry = 0; ; retry++) {
       state.attempts++;
       const x = await this.exchange(body);
+      if (!x.ok && this.adapt(x, body)) {
+        // The request named a parameter this model does not take: the same request again, in
+        // the form it does (not a retry of a transient failure).
+        retry--;
+        continue;
+      }
       if (x.ok) {
         const usage = x.completion.usage;
         if (usage) {
@@ -294,7 +319,7 @@ export class OpenAiCompatibleProvider implements LlmProvider {
         const tries = retry + 1;
         throw new LlmError(x.kind, `${x.detail} (${tries} attempt${tries === 1 ? '' : 's'})`, { status: x.status });
       }
-      const retryAfter = x.kind === 'rate_limited' ? parseRetryAfter(x.retryAfter ?? null, systemClock.now()) : undefined;
+      const retryAfter = x.kind === 'rate_limited' ? x.retryAfterMs : undefined;
       const delayMs = Math.round(
         retryAfter !== undefined ? Math.min(retryAfter, this.maxRetryAfterMs) : this.retryBaseMs * 2 ** retry * (0.8 + Math.random() * 0.4),
       );
@@ -303,12 +328,42 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     }
   }
 
+  /**
+   * A 400 naming `max_tokens` or `temperature` as unsupported switches this provider, for this
+   * and every later request, to the form the model takes. Returns whether anything changed (so
+   * the request is worth sending again); each switch happens at most once.
+   */
+  private adapt(x: Extract<Exchange, { ok: false }>, body: ChatBody): boolean {
+    if (x.status !== 400) return false;
+    const names = (p: string) => x.param === p || x.detail.includes(`'${p}'`);
+    if (this.tokenParam === 'max_tokens' && body.max_tokens !== undefined && (names('max_tokens') || x.detail.includes('max_completion_tokens'))) {
+      this.tokenParam = 'max_completion_tokens';
+      this.log?.warn({ model: this.model }, 'LLM model refuses max_tokens; using max_completion_tokens');
+      return true;
+    }
+    if (this.sendTemperature && body.temperature !== undefined && names('temperature')) {
+      this.sendTemperature = false;
+      this.log?.warn({ model: this.model }, 'LLM model refuses a temperature; using its default');
+      return true;
+    }
+    return false;
+  }
+
+  /** The request as this server's model takes it (see tokenParam, sendTemperature). */
+  private wire(body: ChatBody): Record<string, unknown> {
+    const { max_tokens, temperature, ...rest } = body;
+    const out: Record<string, unknown> = { ...rest };
+    if (temperature !== undefined && this.sendTemperature) out.temperature = temperature;
+    if (max_tokens !== undefined) out[this.tokenParam] = max_tokens;
+    return out;
+  }
+
   private async exchange(body: ChatBody): Promise<Exchange> {
     const controller = new AbortController();
     // The timer covers the whole exchange, body included: a server may stall mid-answer.
     const timer = setTimeout(() => controller.abort(), this.timeoutMs);
     try {
-      const res = await fetch(this.url, { method: 'POST', headers: this.headers, body: JSON.stringify(body), signal: controller.signal });
+      const res = await fetch(this.url, { method: 'POST', headers: this.headers, body: JSON.stringify(this.wire(body)), signal: controller.signal });
       const text = await res.text();
       if (res.ok) {
         const completion = parseCompletion(text);
@@ -319,7 +374,8 @@ export class OpenAiCompatibleProvider implements LlmProvider {
         ok: false,
         kind: statusKind(res.status),
         status: res.status,
-        retryAfter: res.headers.get('retry-after'),
+        retryAfterMs: res.status === 429 ? retryDelayFrom(res.headers, systemClock.now()) : undefined,
+        param: errorParam(text),
         detail: `LLM server answered ${res.status}${errorDetail(text)}`,
       };
     } catch (err) {
@@ -350,6 +406,16 @@ function errorDetail(text: string): string {
   }
   message = message.trim().replace(/\s+/g, ' ').slice(0, 300);
   return message ? `: ${message}` : '';
+}
+
+/** The request parameter an OpenAI error answer blames ({error:{param}}), when it names one. */
+function errorParam(text: string): string | undefined {
+  try {
+    const param = (JSON.parse(text) as { error?: { param?: unknown } }).error?.param;
+    return typeof param === 'string' ? param : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** fetch() reports connection failures as TypeError('fetch failed') with the socket error as cause. */

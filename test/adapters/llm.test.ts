@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { OpenAiCompatibleProvider, LlmError, extractJson, isAzureHost, parseRetryAfter, type OpenAiOptions, type LlmErrorKind } from '../../src/adapters/llm.ts';
+import { OpenAiCompatibleProvider, LlmError, extractJson, isAzureHost, parseRetryAfter, retryDelayFrom, type OpenAiOptions, type LlmErrorKind } from '../../src/adapters/llm.ts';
 import { FakeOpenAi } from '../support/fake-openai.ts';
 
 const Variants = z.object({
@@ -15,6 +15,12 @@ const messages = [
   { role: 'user' as const, content: 'Draft a reply.' },
 ];
 const request = { messages, schema: Variants, schemaName: 'draft_variants' };
+
+/** OpenAI's 400 for a request parameter the model does not take. */
+const refusal = (param: string, code: string, message: string) => ({
+  status: 400,
+  body: { error: { message, type: 'invalid_request_error', param, code } },
+});
 
 /** Asserts that `p` rejects with an LlmError of this kind, and returns it. */
 async function rejectsWith(p: Promise<unknown>, kind: LlmErrorKind): Promise<LlmError> {
@@ -271,6 +277,67 @@ describe('LLM adapter (OpenAI-compatible)', () => {
     assert.ok(!isAzureHost('api.openai.com'));
     assert.ok(!isAzureHost('openai.azure.com.evil.example'));
     assert.ok(!isAzureHost('127.0.0.1'));
+  });
+
+  it('switches to max_completion_tokens when the model refuses max_tokens, and remembers it', async () => {
+    const server = await fake();
+    server.enqueue(
+      refusal('max_tokens', 'unsupported_parameter', "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."),
+      { json: good },
+      { json: good },
+    );
+    const llm = provider(server);
+    const result = await llm.complete({ ...request, maxTokens: 700 });
+    assert.equal(result.mode, 'json_schema', 'a refused parameter is not a refused response format');
+    assert.equal(server.requests.length, 2);
+    assert.equal(server.requests[0].body.max_tokens, 700);
+    assert.equal(server.requests[1].body.max_tokens, undefined);
+    assert.equal(server.requests[1].body.max_completion_tokens, 700);
+    assert.equal(server.requests[1].body.response_format.type, 'json_schema');
+    // The next call starts in the form the model takes.
+    await llm.complete({ ...request, maxTokens: 300 });
+    assert.equal(server.requests.length, 3);
+    assert.equal(server.requests[2].body.max_completion_tokens, 300);
+    assert.equal(server.requests[2].body.max_tokens, undefined);
+  });
+
+  it('drops the temperature when the model only takes its default', async () => {
+    const server = await fake();
+    server.enqueue(
+      refusal('temperature', 'unsupported_value', "Unsupported value: 'temperature' does not support 0.4 with this model. Only the default (1) value is supported."),
+      { json: good },
+    );
+    const result = await provider(server).complete({ ...request, temperature: 0.4 });
+    assert.equal(result.mode, 'json_schema');
+    assert.equal(server.requests[0].body.temperature, 0.4);
+    assert.ok(!('temperature' in server.requests[1].body));
+  });
+
+  it('still fails a 400 that names no parameter it can change, after the format fallbacks', async () => {
+    const server = await fake({ fallback: { status: 400, body: { error: { message: 'messages: too long', param: 'messages' } } } });
+    await rejectsWith(provider(server).complete({ ...request, temperature: 0.4, maxTokens: 100 }), 'bad_request');
+    // json_schema, json_object, prompt: one request each, none re-sent for a parameter.
+    assert.equal(server.requests.length, 3);
+    for (const r of server.requests) assert.equal(r.body.max_tokens, 100);
+  });
+
+  it("honours Azure's retry-after-ms over a whole-second Retry-After", async () => {
+    const server = await fake();
+    server.enqueue({ status: 429, headers: { 'retry-after-ms': '60', 'retry-after': '30' }, body: { error: { message: 'Rate limit' } } }, { json: good });
+    const started = performance.now();
+    const result = await provider(server, { retryBaseMs: 1 }).complete(request);
+    const waited = performance.now() - started;
+    assert.ok(waited >= 55 && waited < 5000, `waited ${waited} ms`);
+    assert.equal(result.attempts, 2);
+  });
+
+  it('reads the delay of a 429 from retry-after-ms, x-ms-retry-after-ms or Retry-After', () => {
+    const now = new Date('2026-01-05T09:00:00Z');
+    const h = (o: Record<string, string>) => new Headers(o);
+    assert.equal(retryDelayFrom(h({ 'retry-after-ms': '250', 'retry-after': '1' }), now), 250);
+    assert.equal(retryDelayFrom(h({ 'x-ms-retry-after-ms': '1500' }), now), 1500);
+    assert.equal(retryDelayFrom(h({ 'retry-after-ms': 'soon', 'retry-after': '2' }), now), 2000);
+    assert.equal(retryDelayFrom(h({}), now), undefined);
   });
 
   it('reads Retry-After as seconds or an HTTP-date', () => {
