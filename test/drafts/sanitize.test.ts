@@ -91,6 +91,18 @@ describe('drafts: visibleTextFromHtml (hostile HTML)', () => {
     ['off-screen', `<div style="position:absolute;left:-9999px">${INJECTION}</div>`],
     ['text-indent off-screen', `<div style="text-indent:-10000px">${INJECTION}</div>`],
     ['mso-hide:all', `<div style="mso-hide:all">${INJECTION}</div>`],
+    ['transform: scale(0)', `<div style="transform:scale(0)">${INJECTION}</div>`],
+    ['transform: scaleY(0.05)', `<div style="transform: rotate(2deg) scaleY(0.05)">${INJECTION}</div>`],
+    ['transform: matrix with no area', `<div style="transform:matrix(0, 0, 0, 0, 0, 0)">${INJECTION}</div>`],
+    ['transform: translate off-screen', `<div style="transform:translate(-9999px, 0)">${INJECTION}</div>`],
+    ['clip: rect(0 0 0 0) (sr-only)', `<div style="position:absolute;clip:rect(0 0 0 0)">${INJECTION}</div>`],
+    ['clip: rect(1px, 1px, 1px, 1px)', `<div style="position:absolute;clip:rect(1px, 1px, 1px, 1px)">${INJECTION}</div>`],
+    ['clip-path: inset(50%)', `<div style="clip-path:inset(50%)">${INJECTION}</div>`],
+    ['clip-path: inset(0 0 100% 0)', `<div style="clip-path: inset(0 0 100% 0)">${INJECTION}</div>`],
+    ['clip-path: circle(0)', `<div style="clip-path:circle(0)">${INJECTION}</div>`],
+    ['clip-path: degenerate polygon', `<div style="clip-path:polygon(0 0, 0 0, 0 0)">${INJECTION}</div>`],
+    ['a closed <details>', `<details><summary>More</summary><p>${INJECTION}</p></details>`],
+    ['a closed <details> without summary', `<details>${INJECTION}</details>`],
     ['hidden attribute', `<p hidden>${INJECTION}</p>`],
     ['aria-hidden="true"', `<p aria-hidden="true">${INJECTION}</p>`],
     ['comment', `<!-- ${INJECTION} -->`],
@@ -126,9 +138,27 @@ describe('drafts: visibleTextFromHtml (hostile HTML)', () => {
       <p style="color:#777">grey footer</p>
       <td style="font-size:0"><div style="font-size:14px">inline-block layout trick</div></td>
       <p style="opacity:1;display:block;visibility:visible">plain</p>
-      <p style="max-height:0">no overflow hidden, still shows</p>`;
+      <p style="max-height:0">no overflow hidden, still shows</p>
+      <p style="transform:scale(1.2) translate(4px, -2px)">transformed but shown</p>
+      <p style="clip-path:inset(10% 5%)">mostly shown</p>
+      <p style="clip:rect(0, 300px, 40px, 0)">clipped to a real box</p>
+      <details open><summary>Summary shown</summary><p>open details shown</p></details>
+      <details><summary>closed summary shown</summary><p>x</p></details>`;
     const text = visibleTextFromHtml(html);
-    for (const visible of ['child reset to dark', 'white on black', 'grey footer', 'inline-block layout trick', 'plain', 'no overflow hidden']) {
+    for (const visible of [
+      'child reset to dark',
+      'white on black',
+      'grey footer',
+      'inline-block layout trick',
+      'plain',
+      'no overflow hidden',
+      'transformed but shown',
+      'mostly shown',
+      'clipped to a real box',
+      'Summary shown',
+      'open details shown',
+      'closed summary shown',
+    ]) {
       assert.ok(text.includes(visible), `${visible} in ${JSON.stringify(text)}`);
     }
   });

@@ -138,11 +138,23 @@ function pruneHidden(nodes: Node[], inherited: Inherited, sheet: SheetRule[], de
     } else if (DomUtils.isTag(node)) {
       const decls = computedDeclarations(node, sheet);
       if (elementHidden(node, decls)) DomUtils.removeElement(node);
-      else pruneHidden(node.children, inheritedBy(node, decls, inherited), sheet, depth + 1);
+      else {
+        if (node.name === 'details' && !('open' in node.attribs)) closeDetails(node);
+        pruneHidden(node.children, inheritedBy(node, decls, inherited), sheet, depth + 1);
+      }
     } else {
       // Comments (including conditional comments), CDATA, <!DOCTYPE> and processing instructions.
       DomUtils.removeElement(node);
     }
+  }
+}
+
+/** A closed <details> shows only its first <summary> until the reader opens it: the rest goes. */
+function closeDetails(details: Element): void {
+  let summaryKept = false;
+  for (const child of [...details.children]) {
+    if (!summaryKept && DomUtils.isTag(child) && child.name === 'summary') summaryKept = true;
+    else if (child.type !== 'text' || child.data.trim() !== '') DomUtils.removeElement(child);
   }
 }
 
@@ -167,6 +179,68 @@ function elementHidden(el: Element, decls: Map<string, string>): boolean {
   for (const prop of ['text-indent', 'left', 'top', 'margin-left', 'margin-top']) {
     const px = lengthPx(get(prop));
     if (px !== null && px <= OFFSCREEN_PX) return true;
+  }
+  if (transformHides(get('transform')) || clipHides(get('clip')) || clipPathHides(get('clip-path'))) return true;
+  return false;
+}
+
+/** The functions of a CSS value ("scale(0) translate(1px,2px)" → [["scale", ["0"]], ...]). */
+function cssFunctions(value: string): Array<[string, string[]]> {
+  const out: Array<[string, string[]]> = [];
+  for (const m of value.toLowerCase().matchAll(/([a-z0-9-]+)\(([^()]*)\)/g)) out.push([m[1], m[2].split(/[\s,]+/).filter(Boolean)]);
+  return out;
+}
+
+/**
+ * A transform that shrinks the box to (almost) nothing (scale(0), scaleY(0.05), matrix(0, ...))
+ * or moves it off-screen (translate(-9999px)).
+ */
+function transformHides(value: string): boolean {
+  for (const [fn, args] of cssFunctions(value)) {
+    const n = args.map((a) => (/^-?[\d.]+$/.test(a) ? Number(a) : NaN));
+    const tiny = (x: number) => !Number.isNaN(x) && Math.abs(x) <= MAX_INVISIBLE_OPACITY;
+    if (fn === 'scale' && (tiny(n[0]) || tiny(n[1] ?? n[0]))) return true;
+    if ((fn === 'scalex' || fn === 'scaley') && tiny(n[0])) return true;
+    // matrix(a, b, c, d, e, f): no area when the determinant ad - bc is (nearly) 0.
+    if (fn === 'matrix' && n.length === 6 && n.every((x) => !Number.isNaN(x)) && Math.abs(n[0] * n[3] - n[1] * n[2]) <= 0.01) return true;
+    if (fn === 'translate' || fn === 'translatex' || fn === 'translatey' || fn === 'translate3d') {
+      for (const a of args.slice(0, 2)) {
+        const px = lengthPx(a);
+        if (px !== null && px <= OFFSCREEN_PX) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/** The old `clip: rect(top, right, bottom, left)` (the "sr-only" pattern): at most 1px left visible. */
+function clipHides(value: string): boolean {
+  const rect = cssFunctions(value).find(([fn]) => fn === 'rect');
+  if (!rect || rect[1].length !== 4) return false;
+  const [top, right, bottom, left] = rect[1].map((a) => lengthPx(a));
+  if (top === null || right === null || bottom === null || left === null) return false;
+  return bottom - top <= 1 || right - left <= 1;
+}
+
+/** `clip-path` cutting everything away: inset(50%) or more, circle(0), ellipse(0 0), a degenerate polygon. */
+function clipPathHides(value: string): boolean {
+  for (const [fn, args] of cssFunctions(value)) {
+    if (fn === 'inset') {
+      const until = args.indexOf('round');
+      // Percentages of the box; a zero length is 0%. Other lengths depend on the box: skipped.
+      const sides = (until < 0 ? args : args.slice(0, until)).map((a) => (a.endsWith('%') ? parseFloat(a) : lengthPx(a) === 0 ? 0 : NaN));
+      if (sides.length === 0 || sides.some((x) => Number.isNaN(x))) continue;
+      const [t, r = t, b = t, l = r] = sides;
+      if (t + b >= 100 || l + r >= 100) return true;
+    }
+    if (fn === 'circle' || fn === 'ellipse') {
+      const radii = args.slice(0, args.includes('at') ? args.indexOf('at') : args.length);
+      if (radii.length > 0 && radii.some((a) => (lengthPx(a) ?? (a.endsWith('%') ? parseFloat(a) : NaN)) === 0)) return true;
+    }
+    if (fn === 'polygon') {
+      const points = value.toLowerCase().match(/polygon\(([^()]*)\)/)?.[1].split(',').map((p) => p.trim()) ?? [];
+      if (points.length > 0 && new Set(points).size <= 2) return true;
+    }
   }
   return false;
 }
