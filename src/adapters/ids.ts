@@ -27,6 +27,12 @@ export function newId(prefix: IdPrefix): string {
   return encode(prefix, random16());
 }
 
+/** The id of `prefix` made from the first 16 bytes of `digest` (an id derived, not drawn). */
+export function idFromDigest(prefix: IdPrefix, digest: Buffer): string {
+  if (digest.length < 16) throw new Error('idFromDigest needs at least 16 bytes');
+  return encode(prefix, digest.subarray(0, 16));
+}
+
 /** `n` new ids at once (one call for the random bytes). */
 export function newIds(prefix: IdPrefix, n: number): string[] {
   const all = randomBytes(16 * n);

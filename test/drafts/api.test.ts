@@ -196,6 +196,8 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
     assert.equal(m.user, SDR_EMAIL);
     assert.ok(m.to.includes('dana@northwind.example'));
     assert.equal(m.parsed.inReplyTo, '<r1@northwind.example>');
+    // The draft's id makes its Message-ID: a send repeated after a crash carries the same one.
+    assert.equal(m.parsed.messageId, `<${d.id}@${SDR_EMAIL.split('@')[1]}>`);
     assert.match(m.parsed.text!, /Talk soon!!/);
     assert.ok(m.parsed.html && m.parsed.html.includes(CALENDAR));
 

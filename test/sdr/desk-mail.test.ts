@@ -136,6 +136,70 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
     assert.ok(status.body.data.lastSyncedAt);
   });
 
+  // With an Idempotency-Key (plain tests, before the errors test moves the thread away).
+  {
+    const keyed = (bodyText: string, k: string) =>
+      app.request('POST', `/v1/sdr/threads/${threadId}/send-manual`, { key: sdrKey, body: { bodyText }, headers: { 'idempotency-key': k } });
+    const outbound = async () => (await thread()).messages.filter((m: { direction: string }) => m.direction === 'outbound').length;
+
+    it('Idempotency-Key: repeats, also concurrent ones, answer the one recorded send and send nothing more; another key sends again', async () => {
+      const mails = sink.received.length;
+      const recorded = await outbound();
+      const [a, b] = await Promise.all([keyed('Following up: the tour link.', 'req-1'), keyed('Following up: the tour link.', 'req-1')]);
+      assert.equal(a.status, 200, JSON.stringify(a.body));
+      assert.equal(b.status, 200, JSON.stringify(b.body));
+      assert.equal(a.body.data.messageId, b.body.data.messageId);
+      assert.equal(sink.received.length, mails + 1, 'one mail for two concurrent requests');
+      assert.match(sink.received.at(-1)!.parsed.messageId!, /^<sm_[0-9a-f]{32}@acme\.example>$/);
+      const again = await keyed('Following up: the tour link.', 'req-1');
+      assert.equal(again.status, 200);
+      assert.deepEqual(again.body.data, { messageId: a.body.data.messageId, threadId, status: 'awaiting_reply' });
+      assert.equal(sink.received.length, mails + 1, 'a repeat sends nothing');
+      assert.equal(await outbound(), recorded + 1);
+
+      const other = await keyed('One more thing.', 'req-2');
+      assert.equal(other.status, 200);
+      assert.notEqual(other.body.data.messageId, a.body.data.messageId);
+      assert.equal(sink.received.length, mails + 2);
+      assert.equal(await outbound(), recorded + 2);
+    });
+
+    it('Idempotency-Key: a repeat after a failure between the server accepting and the commit carries the same Message-ID, recorded once', async () => {
+      const mails = sink.received.length;
+      const recorded = await outbound();
+      // The record fails after the SMTP server accepted the mail (as a crash there would).
+      await db.query(`create function fail_outbound() returns trigger language plpgsql as $$ begin raise exception 'simulated crash'; end $$`);
+      await db.query(`create trigger fail_outbound before insert on thread_messages for each row execute function fail_outbound()`);
+      let res;
+      try {
+        res = await keyed('Did you see the deck?', 'req-crash');
+      } finally {
+        await db.query(`drop trigger fail_outbound on thread_messages`);
+        await db.query(`drop function fail_outbound()`);
+      }
+      assert.equal(res.status, 500);
+      assert.equal(sink.received.length, mails + 1, 'the server accepted it');
+      assert.equal(await outbound(), recorded, 'nothing recorded');
+
+      const retry = await keyed('Did you see the deck?', 'req-crash');
+      assert.equal(retry.status, 200, JSON.stringify(retry.body));
+      assert.equal(sink.received.length, mails + 2);
+      assert.equal(sink.received.at(-1)!.parsed.messageId, sink.received.at(-2)!.parsed.messageId, 'the same Message-ID: Gmail keeps one');
+      assert.equal(await outbound(), recorded + 1);
+    });
+
+    it('Idempotency-Key: a malformed key is 400 invalid_request naming the header, and sends nothing', async () => {
+      const mails = sink.received.length;
+      for (const k of ['x'.repeat(256), 'clé', 'two words']) {
+        const res = await keyed('hello', k);
+        assert.equal(res.status, 400, k);
+        assert.equal(res.body.error.code, 'invalid_request');
+        assert.equal(res.body.errors[0].field, 'Idempotency-Key');
+      }
+      assert.equal(sink.received.length, mails);
+    });
+  }
+
   it('errors: body validation 400, another SDR’s thread 404, no usable mailbox 409, admin key 403', async () => {
     for (const body of [{}, { bodyText: '   ' }, { bodyText: 'x', cc: ['nope'] }, { bodyText: 'x', to: 'a@b.example' }]) {
       const res = await send(body);

@@ -214,7 +214,7 @@ export class DraftService {
       const [locked] = await sql<DraftRow>(tx, `select * from drafts where id = ? for update`, [draftId]);
       if (!OPEN_STATES.includes(locked.state)) throw notSendable(locked);
       const txDesk = new DeskMailService(this.deps, tx);
-      const sent = await txDesk.transmit(prepared, mail);
+      const sent = await txDesk.transmit(prepared, mail, { stableKey: draftId });
       await txDesk.record(tx, prepared, mail, sent);
       await sql(tx, `update drafts set state = 'sent', sent_message_id = ?, body_text = ?, body_html = ?, updated_at = ? where id = ?`, [
         prepared.thread.campaign_id && prepared.thread.lead_id ? sent.id : null,

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomBytes } from 'node:crypto';
 import { sql } from '../../db/sql.ts';
-import { newId } from '../../adapters/ids.ts';
+import { idFromDigest, newId } from '../../adapters/ids.ts';
 import { sendOnce } from '../../adapters/smtp.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Deps } from '../../services.ts';
@@ -31,6 +31,11 @@ export interface SentMail {
   response: string;
 }
 
+/** A Message-ID in the SDR's domain. */
+function messageIdFor(sdrEmail: string, local: string): string {
+  return `<${local}@${sdrEmail.split('@')[1] ?? 'mailgate.local'}>`;
+}
+
 /**
  * Mail of the SDR desk through the SDR's own mailbox: manual replies sent in the prospect's
  * thread, and the prospect's answers arriving in the SDR's mailbox joining their thread.
@@ -41,8 +46,19 @@ export class DeskMailService {
     private readonly em: EntityManager,
   ) {}
 
-  /** POST /v1/sdr/threads/:id/send-manual. */
-  async sendManual(sdrId: string, workspaceId: string, threadId: string, input: { bodyText: string; bodyHtml?: string; cc?: string[] }) {
+  /**
+   * POST /v1/sdr/threads/:id/send-manual. With an `Idempotency-Key` (docs/sdr-desk.md), the
+   * send's ids and Message-ID derive from (SDR, thread, key): a repeat of a recorded send answers
+   * what it recorded and sends nothing; a repeat after a crash between the server's acceptance
+   * and our commit carries the same Message-ID. Repeats wait for each other on an advisory lock.
+   */
+  async sendManual(
+    sdrId: string,
+    workspaceId: string,
+    threadId: string,
+    input: { bodyText: string; bodyHtml?: string; cc?: string[] },
+    idempotencyKey?: string,
+  ) {
     const prepared = await this.prepare(sdrId, workspaceId, threadId);
     const mail: ThreadMail = {
       subject: replySubject(prepared.thread.subject || ''),
@@ -50,8 +66,26 @@ export class DeskMailService {
       bodyHtml: input.bodyHtml ?? `<p>${escapeHtml(input.bodyText).replace(/\r?\n/g, '<br>')}</p>`,
       cc: input.cc ?? [],
     };
-    const sent = await this.transmit(prepared, mail);
-    return this.em.transactional(async (tx) => ({ data: await this.record(tx, prepared, mail, sent) }));
+    if (idempotencyKey === undefined) {
+      const sent = await this.transmit(prepared, mail);
+      return this.em.transactional(async (tx) => ({ data: await this.record(tx, prepared, mail, sent) }));
+    }
+    const digest = this.deps.crypto.digest('send-manual', `${sdrId}\u0000${threadId}\u0000${idempotencyKey}`);
+    const id = idFromDigest('msg', digest);
+    const stableKey = `sm_${digest.toString('hex', 16, 32)}`;
+    const messageIdHeader = messageIdFor(prepared.box.email, stableKey);
+    return this.em.transactional(async (tx) => {
+      await sql(tx, `select pg_advisory_xact_lock(hashtextextended(?, 0))`, [messageIdHeader]);
+      const [done] = await sql<{ status: string }>(
+        tx,
+        `select t.status from thread_messages m join prospect_threads t on t.id = m.thread_id
+          where m.thread_id = ? and m.direction = 'outbound' and m.message_id_header = ?`,
+        [threadId, messageIdHeader],
+      );
+      if (done) return { data: { messageId: id, threadId, status: done.status } };
+      const sent = await this.transmit(prepared, mail, { stableKey, id });
+      return { data: await this.record(tx, prepared, mail, sent) };
+    });
   }
 
   /** The thread (404 thread_not_found outside the SDR's scope), the usable mailbox (else 409 mail_not_connected), the References chain. */
@@ -81,9 +115,12 @@ export class DeskMailService {
    * refusal updates the mailbox's health on its own connection (so it outlives a rolled-back
    * caller) and throws: 409 mail_not_connected for a refused login, else 502 send_failed.
    */
-  async transmit(p: PreparedSend, mail: ThreadMail): Promise<SentMail> {
-    const id = newId('msg');
-    const messageIdHeader = `<${id}.${randomBytes(6).toString('hex')}@${p.box.email.split('@')[1] ?? 'mailgate.local'}>`;
+  async transmit(p: PreparedSend, mail: ThreadMail, opts: { stableKey?: string; id?: string } = {}): Promise<SentMail> {
+    const id = opts.id ?? newId('msg');
+    // With a stable key (a draft's id, a send-manual's idempotency key), a send repeated after a
+    // crash between the server's acceptance and our commit carries the same Message-ID, which
+    // Gmail keeps as one message (docs/drafts.md, docs/sdr-desk.md).
+    const messageIdHeader = opts.stableKey ? messageIdFor(p.box.email, opts.stableKey) : messageIdFor(p.box.email, `${id}.${randomBytes(6).toString('hex')}`);
     const outcome = await sendOnce(this.deps.crypto.decrypt(p.box.smtp_url_enc), {
       from: { name: p.box.name, address: p.box.email },
       to: p.thread.contact_email,

@@ -1,6 +1,20 @@
 import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
 import { isEmail } from '../../shared/email.ts';
+import { ApiError } from '../../shared/errors.ts';
+
+/**
+ * The optional `Idempotency-Key` header of send-manual: 1 to 255 visible ASCII characters
+ * (docs/sdr-desk.md). Absent (or empty) is no key.
+ */
+function idempotencyKey(value: string): string | undefined {
+  if (value === '') return undefined;
+  if (!/^[\x21-\x7e]{1,255}$/.test(value)) {
+    const message = 'must be 1 to 255 visible ASCII characters';
+    throw ApiError.invalid(`header Idempotency-Key: ${message}`, { errors: [{ field: 'Idempotency-Key', message }] });
+  }
+  return value;
+}
 
 export const deskMailRoutes = [
   defineRoute({
@@ -17,6 +31,7 @@ export const deskMailRoutes = [
     }),
     response: z.object({ data: z.object({ messageId: z.string(), threadId: z.string(), status: z.string() }) }),
     errors: { 400: 'invalid_request', 401: 'authentication_failed', 403: 'forbidden', 404: 'thread_not_found', 409: 'mail_not_connected', 502: 'send_failed' },
-    handler: ({ params, body, auth, services }) => services.deskMail.sendManual(auth.sdrId!, auth.workspaceId, params.threadId, body),
+    handler: ({ params, body, auth, services, ctx }) =>
+      services.deskMail.sendManual(auth.sdrId!, auth.workspaceId, params.threadId, body, idempotencyKey(ctx.get('idempotency-key'))),
   }),
 ];
