@@ -33,12 +33,17 @@ if (process.env.BENCH_WEBHOOK_RECEIVER) {
       res.writeHead(200).end();
     });
   });
+  // TLS connections opened since the last reset: a client that keeps its connections alive opens
+  // one per request in flight, not one per request.
+  let connections = 0;
+  server.on('secureConnection', () => connections++);
   server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as { port: number }).port }));
   process.on('message', (m: { cmd: string }) => {
-    if (m.cmd === 'count') process.send!({ count: times.size });
+    if (m.cmd === 'count') process.send!({ count: times.size, connections });
     if (m.cmd === 'times') process.send!({ times: [...times] });
     if (m.cmd === 'reset') {
       times.clear();
+      connections = 0;
       process.send!({ count: 0 });
     }
     if (m.cmd === 'exit') process.exit(0);
@@ -66,7 +71,11 @@ async function main() {
     });
   const port = await new Promise<number>((resolve) => receiver.once('message', (m) => resolve((m as { port: number }).port)));
   const waitForCount = async (n: number) => {
-    while ((await ask<{ count: number }>('count')).count < n) await new Promise((r) => setTimeout(r, 20));
+    for (;;) {
+      const r = await ask<{ count: number; connections: number }>('count');
+      if (r.count >= n) return r.connections;
+      await new Promise((res) => setTimeout(res, 20));
+    }
   };
   const url = `https://127.0.0.1:${port}/hook`;
 
@@ -110,7 +119,7 @@ async function main() {
       }
     }),
   );
-  await waitForCount(COUNT);
+  const bareConnections = await waitForCount(COUNT);
   const bareMs = performance.now() - t;
   const bareCpuMs = cpuMs(process.cpuUsage(bareCpu));
   agent.destroy();
@@ -182,7 +191,7 @@ async function main() {
   const commits: Array<{ ids: string[]; at: number }> = [];
   for (let i = 0; i < COUNT; i += 500) commits.push(await commitEvents(i, Math.min(500, COUNT - i)));
   const committedMs = performance.now() - t;
-  await waitForCount(COUNT);
+  const mailgateConnections = await waitForCount(COUNT);
   const mailgateMs = performance.now() - t;
   const workerCpuMs = workerCpu() - workerCpuAt;
   let pgCpuMs = 0;
@@ -208,7 +217,7 @@ async function main() {
   for (let tries = 0; tries < 100; tries++) {
     ({ rows } = await env.pool.query(
       `select count(*) filter (where state = 'delivered')::int as delivered, count(*)::int as deliveries,
-              (select count(*)::int from webhook_attempts) as attempts
+              sum(jsonb_array_length(attempts))::int as attempts
          from webhook_deliveries`,
     ));
     if (rows[0].delivered === COUNT + PACED) break;
@@ -226,6 +235,7 @@ async function main() {
       `(events committed in ${(committedMs / 1000).toFixed(2)} s); lag commit -> receipt ${fmt(backlogLag)}`,
   );
   console.log(`CPU: bare loop ${(bareCpuMs / 1000).toFixed(2)} s, worker ${(workerCpuMs / 1000).toFixed(2)} s (per delivery ${((bareCpuMs * 1000) / COUNT).toFixed(0)} us vs ${((workerCpuMs * 1000) / COUNT).toFixed(0)} us); PostgreSQL ${(pgCpuMs / 1000).toFixed(2)} s`);
+  console.log(`TLS connections opened: bare loop ${bareConnections}, mailgate ${mailgateConnections}`);
   console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.5)`);
   console.log(`paced ${PACED} events at ${PACED_RATE}/s: lag commit -> receipt ${fmt(pacedLag)}`);
   console.log(`rows: ${rows[0].delivered}/${rows[0].deliveries} deliveries delivered, ${rows[0].attempts} attempts; worker peak RSS ${rss.toFixed(0)} MB`);

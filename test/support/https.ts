@@ -59,8 +59,12 @@ export interface ReceivedRequest {
   at: number;
 }
 
-/** What to answer: a status, a status with headers and/or a delay, or 'hang' (never answer). */
-export type Answer = number | { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang';
+/**
+ * What to answer: a status, a status with headers and/or a delay, 'hang' (never answer) or
+ * 'drop' (close the connection without an answer, as a server closing an idle keep-alive
+ * connection just as a request arrives does).
+ */
+export type Answer = number | { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang' | 'drop';
 
 export class HttpsReceiver {
   readonly received: ReceivedRequest[] = [];
@@ -86,6 +90,7 @@ export class HttpsReceiver {
         this.received.push(r);
         const answer = this.respond(r);
         if (answer === 'hang') return;
+        if (answer === 'drop') return void req.socket.destroy();
         const { status, headers, delayMs } = typeof answer === 'number' ? { status: answer, headers: {}, delayMs: 0 } : answer;
         setTimeout(() => {
           res.writeHead(status, { 'content-type': 'text/plain', ...headers });

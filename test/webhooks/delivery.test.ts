@@ -116,6 +116,34 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
     assert.equal(w.receiver.received.filter((r) => r.json.id === eventId).length, 3);
   });
 
+  it('a keep-alive connection closed under a request: the request goes once more on a fresh one; one attempt recorded', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    // The first request opens a connection and is answered; the next one, sent on that same
+    // kept-alive connection, finds it closed without an answer; the one after that is answered.
+    let n = 0;
+    w.receiver.respond = () => (n++ === 1 ? 'drop' : 200);
+    const first = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_ka1' });
+    await dispatcher.runRound();
+    const second = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_ka2' });
+    await dispatcher.runRound();
+    assert.deepEqual(w.receiver.received.map((r) => (r.json as { id: string }).id), [first, second, second]);
+    const deliveries = await w.deliveries(key, hook.id);
+    assert.deepEqual(deliveries.map((d) => [d.state, d.attempts.length, d.attempts[0].statusCode]), [['delivered', 1, 200], ['delivered', 1, 200]]);
+
+    // A receiver that always closes the connection: one more try, then a failed attempt.
+    w.receiver.reset();
+    w.receiver.respond = () => 'drop';
+    const thirdId = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_ka3' });
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 2, 'one retry within the attempt, no more');
+    const third = (await w.deliveries(key, hook.id)).find((d) => d.eventId === thirdId)!;
+    assert.equal(third.state, 'pending');
+    assert.equal(third.attempts.length, 1);
+    assert.equal(third.attempts[0].statusCode, null);
+    assert.match(third.attempts[0].error, /^UND_ERR_SOCKET: other side closed/);
+  });
+
   it('redirects are not followed: a 3xx is a failed attempt and the target is never requested', async () => {
     w.receiver.respond = (req) => (req.path === '/hook' ? { status: 302, headers: { location: w.receiver.url('/elsewhere') } } : 200);
     const { key, hook } = await oneHookOneEvent();
