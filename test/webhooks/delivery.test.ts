@@ -239,7 +239,7 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
       [hook.id],
     );
     assert.deepEqual(rows[0], { deliveries: 80, attempts: 80, delivered: 80 });
-    const { rows: logged } = await db.query(`select count(*)::int as n from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id where d.webhook_id = $1`, [hook.id]);
+    const { rows: logged } = await db.query(`select sum(jsonb_array_length(attempts))::int as n from webhook_deliveries where webhook_id = $1`, [hook.id]);
     assert.equal(logged[0].n, 80);
   });
 
@@ -303,7 +303,7 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
     assert.deepEqual(new Set(w.receiver.received.map((r) => r.json.id)), new Set(ids));
     const { rows } = await db.query(
       `select count(*)::int as deliveries, sum(attempt_count)::int as attempts, count(*) filter (where state = 'delivered' and lease_until is null and next_attempt_at is null)::int as delivered,
-              (select count(*)::int from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id where d.webhook_id = $1) as logged
+              sum(jsonb_array_length(attempts))::int as logged
          from webhook_deliveries where webhook_id = $1`,
       [hook.id],
     );
@@ -333,22 +333,45 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
     assert.ok((await w.deliveries(key, hook.id, '?limit=50')).every((d: { state: string; attempts: unknown[] }) => d.state === 'delivered' && d.attempts.length === 1));
   });
 
-  it('deleting a workspace still deletes its deliveries and attempts (through its webhooks and events; 0005)', async () => {
+  it('deleting a workspace (mailgate workspace delete) deletes its deliveries with their attempts; so does deleting a webhook (0009)', async () => {
     const { hook, workspaceId } = await oneHookOneEvent();
     await dispatcher.runRound();
     const count = async () =>
       (
         await db.query(
-          `select (select count(*)::int from webhook_deliveries where webhook_id = $1) as deliveries,
-                  (select count(*)::int from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id where d.webhook_id = $1) as attempts`,
+          `select count(*)::int as deliveries, coalesce(sum(jsonb_array_length(attempts)), 0)::int as attempts from webhook_deliveries where webhook_id = $1`,
           [hook.id],
         )
       ).rows[0];
     assert.deepEqual(await count(), { deliveries: 1, attempts: 1 });
-    const { rows } = await db.query(`select count(*)::int as n from webhook_attempts`);
-    await db.query('delete from workspaces where id = $1', [workspaceId]);
+    await w.app.services().workspaces.delete(workspaceId);
     assert.deepEqual(await count(), { deliveries: 0, attempts: 0 });
-    assert.equal((await db.query(`select count(*)::int as n from webhook_attempts`)).rows[0].n, rows[0].n - 1);
+
+    const other = await oneHookOneEvent();
+    await dispatcher.runRound();
+    const countOther = async () => (await db.query(`select count(*)::int as n from webhook_deliveries where webhook_id = $1`, [other.hook.id])).rows[0].n;
+    assert.equal(await countOther(), 1);
+    assert.equal((await w.app.request('DELETE', `/v1/webhooks/${other.hook.id}`, { key: other.key })).status, 204);
+    assert.equal(await countOther(), 0);
+  });
+
+  it('a webhook deleted while a fan-out writes its deliveries: the deletion waits and takes them along', async () => {
+    const { key, hook } = await oneHookOneEvent();
+    // A fan-out in an open transaction (as the dispatcher's statement is until it commits).
+    const fan = new pg.Client({ connectionString: w.app.databaseUrl });
+    await fan.connect();
+    try {
+      await fan.query('begin');
+      const r = await fanOut({ run: async (_n, text, params) => (await fan.query(text.replace(/\?/g, ((i) => () => `$${++i}`)(0)), params)).rows }, w.clock.now(), 10);
+      assert.equal(r.deliveries, 1);
+      const deleting = w.app.request('DELETE', `/v1/webhooks/${hook.id}`, { key });
+      await new Promise((res) => setTimeout(res, 300));
+      await fan.query('commit');
+      assert.equal((await deleting).status, 204);
+    } finally {
+      await fan.end();
+    }
+    assert.equal((await db.query(`select count(*)::int as n from webhook_deliveries where webhook_id = $1`, [hook.id])).rows[0].n, 0, 'no delivery outlives its webhook');
   });
 
   it("the dispatcher's statements plan with indexes only, whatever the statistics say", async () => {

@@ -5,6 +5,8 @@ import { Migration0004SendClaimOrder } from './0004_send_claim_order.ts';
 import { Migration0005WebhookDeliveryWorkspaceFk } from './0005_webhook_delivery_workspace_fk.ts';
 import { Migration0006FollowupScan } from './0006_followup_scan.ts';
 import { Migration0007Retention } from './0007_retention.ts';
+import { Migration0008AttemptsInDelivery } from './0008_attempts_in_delivery.ts';
+import { Migration0009WebhookDeliveryFks } from './0009_webhook_delivery_fks.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -15,4 +17,6 @@ export const migrations = [
   { name: '0005_webhook_delivery_workspace_fk', class: Migration0005WebhookDeliveryWorkspaceFk },
   { name: '0006_followup_scan', class: Migration0006FollowupScan },
   { name: '0007_retention', class: Migration0007Retention },
+  { name: '0008_attempts_in_delivery', class: Migration0008AttemptsInDelivery },
+  { name: '0009_webhook_delivery_fks', class: Migration0009WebhookDeliveryFks },
 ];

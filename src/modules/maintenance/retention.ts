@@ -1,5 +1,5 @@
 // Retention of the webhook log: events older than MAILGATE_EVENT_RETENTION go, with their
-// finished deliveries and those deliveries' attempts. Campaign data (messages, replies, threads,
+// finished deliveries (whose attempts are part of the delivery row). Campaign data (messages, replies, threads,
 // suppressions) is never touched here. See docs/webhooks.md, "Retention".
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
@@ -14,9 +14,8 @@ const PAGES_PER_STATEMENT = 2_000;
 
 /**
  * Deletes, in short statements of their own:
- * 1. deliveries created before `cutoff` that are finished (`delivered` or `failed`), with their
- *    attempts (`on delete cascade`); a delivery still pending (retrying, or retried by hand)
- *    stays, whatever its age;
+ * 1. deliveries created before `cutoff` that are finished (`delivered` or `failed`), attempts
+ *    and all; a delivery still pending (retrying, or retried by hand) stays, whatever its age;
  * 2. events created before `cutoff` that were fanned out and have no delivery left.
  *
  * An event not fanned out yet, or with a delivery still pending, is kept; so nothing a receiver

@@ -88,10 +88,21 @@ export async function saveWebhook(em: EntityManager, w: Webhook): Promise<void> 
   ]);
 }
 
-/** Deletes the webhook; its deliveries and attempts go with it (on delete cascade). */
+/**
+ * Deletes the webhook and its deliveries (call it in a transaction). Deleting the webhook row waits for
+ * a fan-out that is writing deliveries for it (it holds the row FOR KEY SHARE) and then sees
+ * them; no foreign key does this (0009).
+ */
 export async function deleteWebhook(em: EntityManager, workspaceId: string, id: string): Promise<boolean> {
   const rows = await sql(em, `delete from webhooks where id = ? and workspace_id = ? returning id`, [id, workspaceId]);
-  return rows.length > 0;
+  if (!rows.length) return false;
+  await deleteDeliveriesOf(em, [id]);
+  return true;
+}
+
+/** The deliveries of these webhooks (webhook_deliveries_webhook_idx), attempts and all. */
+export async function deleteDeliveriesOf(em: EntityManager, webhookIds: string[]): Promise<void> {
+  if (webhookIds.length) await sql(em, `delete from webhook_deliveries where webhook_id = any(?::text[])`, [webhookIds]);
 }
 
 /**
@@ -131,19 +142,19 @@ function toDelivery(r: DeliveryRow): Delivery {
     eventId: r.event_id,
     event: r.event,
     state: r.state,
-    attempts: r.attempts.map((a): Attempt => ({ at: toDate(a.at), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs })),
+    // In the order made; an attempt logged after its claim ran out can land after a later one.
+    attempts: r.attempts
+      .map((a): Attempt => ({ at: toDate(a.at), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs }))
+      .sort((x, y) => x.at.getTime() - y.at.getTime()),
     nextAttemptAt: r.next_attempt_at === null ? null : toDate(r.next_attempt_at),
     createdAt: toDate(r.created_at),
   };
 }
 
-const DELIVERY_SELECT = `select d.id, d.webhook_id, d.event_id, e.type as event, d.state, d.next_attempt_at, d.created_at,
-        coalesce((select json_agg(json_build_object('at', a.at, 'statusCode', a.status_code, 'error', a.error, 'durationMs', a.duration_ms)
-                                  order by a.at, a.id)
-                    from webhook_attempts a where a.delivery_id = d.id), '[]') as attempts
+const DELIVERY_SELECT = `select d.id, d.webhook_id, d.event_id, e.type as event, d.state, d.next_attempt_at, d.created_at, d.attempts
    from webhook_deliveries d join events e on e.id = d.event_id`;
 
-/** A webhook's deliveries, newest first (webhook_deliveries_webhook_idx; attempts by webhook_attempts_delivery_idx). */
+/** A webhook's deliveries, newest first (webhook_deliveries_webhook_idx), each with its attempts. */
 export async function listDeliveries(
   em: EntityManager,
   workspaceId: string,
@@ -252,11 +263,17 @@ export async function fanOut(
        ), ev as (
          select id, workspace_id, type, data, created_at from events
           where fanned_out_at is null order by created_at limit ? for update skip locked
+       ), hooks as (
+         -- One lock per webhook (not per delivery, as a foreign key would): a deletion of the
+         -- webhook waits for this statement, then deletes what it wrote (deleteWebhook).
+         select w.id, w.workspace_id, w.url, w.signing_secret_enc, w.events, w.created_at from webhooks w
+          where w.workspace_id in (select workspace_id from ev) and w.status = 'active'
+          for key share of w
        ), pairs as (
          select ev.id as event_id, ev.workspace_id, ev.type, ev.data, ev.created_at, w.id as webhook_id, w.url, w.signing_secret_enc,
                 row_number() over (order by ev.created_at, ev.id, w.id) as n
-           from ev join webhooks w
-             on w.workspace_id = ev.workspace_id and w.status = 'active' and ev.type = any(w.events) and w.created_at <= ev.created_at
+           from ev join hooks w
+             on w.workspace_id = ev.workspace_id and ev.type = any(w.events) and w.created_at <= ev.created_at
        ), fits as (
          select count(*)::int as needed, count(*) <= (select cardinality(ids) from arg) as ok from pairs
        ), ins as (
@@ -354,28 +371,30 @@ export interface AttemptOutcome {
 
 /**
  * Records attempts and moves their deliveries on, in one statement (one transaction) for a
- * batch. The update is fenced by the claim's lease and attempt count: a worker whose lease ran
- * out (and whose delivery another worker may have claimed since) changes nothing but still
- * logs its attempt. A pending delivery of a webhook disabled meanwhile is held. Returns the ids
- * whose delivery was moved on.
+ * batch: each attempt is appended to its delivery's `attempts`. The move is fenced by the
+ * claim's lease and attempt count: a worker whose lease ran out (and whose delivery another
+ * worker may have claimed since) changes nothing but still logs its attempt. A pending
+ * delivery of a webhook disabled meanwhile is held. Returns the ids whose delivery was moved on.
  */
 export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[], now: Date): Promise<Set<string>> {
   const rows = await db.run<{ id: string }>(
     'webhooks.outcomes',
     `with o as (
-       select * from unnest(?::text[], ?::timestamptz[], ?::int[], ?::text[], ?::timestamptz[], ?::timestamptz[], ?::int[], ?::text[], ?::int[])
-         as o(id, lease_until, attempt_count, state, next_attempt_at, at, status_code, error, duration_ms)
+       select o.*, jsonb_build_array(jsonb_build_object('at', o.at, 'statusCode', o.status_code, 'error', o.error, 'durationMs', o.duration_ms)) as logged
+         from unnest(?::text[], ?::timestamptz[], ?::int[], ?::text[], ?::timestamptz[], ?::timestamptz[], ?::int[], ?::text[], ?::int[])
+           as o(id, lease_until, attempt_count, state, next_attempt_at, at, status_code, error, duration_ms)
      ), moved as (
        update webhook_deliveries d
-          set attempt_count = d.attempt_count + 1, state = o.state, lease_until = null, updated_at = ?,
+          set attempt_count = d.attempt_count + 1, state = o.state, lease_until = null, updated_at = ?, attempts = d.attempts || o.logged,
               next_attempt_at = case when o.state = 'pending' and exists (select 1 from webhooks w where w.id = d.webhook_id and w.status = 'active')
                                      then o.next_attempt_at end
          from o
         where d.id = o.id and d.lease_until = o.lease_until and d.attempt_count = o.attempt_count and d.state = 'pending'
        returning d.id
-     ), logged as (
-       insert into webhook_attempts (delivery_id, at, status_code, error, duration_ms)
-       select o.id, o.at, o.status_code, o.error, o.duration_ms from o where exists (select 1 from webhook_deliveries d where d.id = o.id)
+     ), late as (
+       update webhook_deliveries d set attempts = d.attempts || o.logged
+         from o
+        where d.id = o.id and not (d.lease_until is not distinct from o.lease_until and d.attempt_count = o.attempt_count and d.state = 'pending')
      )
      select id from moved`,
     [

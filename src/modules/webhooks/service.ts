@@ -137,7 +137,8 @@ export class WebhookService {
 
   /** Deletes the registration with its deliveries and attempts; nothing more is sent to it. */
   async remove(workspaceId: string, id: string): Promise<void> {
-    if (!(await deleteWebhook(this.em, workspaceId, id))) throw this.notFound(id);
+    const deleted = await this.em.transactional((em) => deleteWebhook(em, workspaceId, id));
+    if (!deleted) throw this.notFound(id);
   }
 
   /** A new signing secret, effective for every attempt from now on; the old one stops at once. */

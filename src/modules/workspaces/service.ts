@@ -7,6 +7,7 @@ import { generateApiKey, hashApiKey } from '../../adapters/crypto.ts';
 import type { Deps } from '../../services.ts';
 import { WorkspaceSchema, ApiKeySchema, InstanceSettingSchema, type Workspace, type Role } from './entities.ts';
 import { SdrSchema } from '../sdrs/entities.ts';
+import { deleteDeliveriesOf } from '../webhooks/repository.ts';
 
 const KEY_CHECK = 'secret_key_check';
 const KEY_CHECK_PLAINTEXT = 'mailgate secret key check';
@@ -46,10 +47,19 @@ export class WorkspaceService {
     return ws;
   }
 
-  /** Deletes the workspace and all its data; its keys stay behind and answer 404. */
+  /**
+   * Deletes the workspace and all its data (foreign keys cascade from the workspace); its keys
+   * stay behind and answer 404. Webhook deliveries have no foreign keys (0009): the workspace's
+   * webhooks are locked first, which waits for a fan-out writing deliveries for them, and their
+   * deliveries are deleted in the same transaction.
+   */
   async delete(idOrName: string): Promise<{ id: string }> {
     const ws = await this.resolve(idOrName);
-    await this.em.nativeDelete(WorkspaceSchema, { id: ws.id });
+    await this.em.transactional(async (em) => {
+      const hooks = await sql<{ id: string }>(em, `select id from webhooks where workspace_id = ? for update`, [ws.id]);
+      await em.nativeDelete(WorkspaceSchema, { id: ws.id });
+      await deleteDeliveriesOf(em, hooks.map((h) => h.id));
+    });
     return { id: ws.id };
   }
 
