@@ -279,8 +279,10 @@ export class WebhookDispatcher {
       // Outcomes not yet written hold their leases: do not run far ahead of the database.
       while (writes.size > 8 * conc) await Promise.race(writes);
       const room = capacity - inflight.size - waiting.length - reserved;
-      // Work comes in batches of at least half the slots, except when idle.
-      const enough = inflight.size + waiting.length + reserved ? Math.max(1, conc >> 1) : 1;
+      // Work comes in batches of at least half the queue, except when idle: a fan-out's cost is
+      // mostly per statement (bench/webhooks.ts: batches of 8 cost twice as much per delivery
+      // as batches of 64), and half a queue still waits behind the slots meanwhile.
+      const enough = inflight.size + waiting.length + reserved ? Math.max(1, (capacity - conc) >> 1) : 1;
       if (fetching < 2 && room >= enough) {
         if (claimFull || performance.now() - claimedAt >= pollMs) {
           claimedAt = performance.now();
