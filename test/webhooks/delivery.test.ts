@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import pg from 'pg';
-import { claimDue, fanOut, viaOrm } from '../../src/modules/webhooks/repository.ts';
+import { claimDue, fanOut, recordOutcomes, viaOrm } from '../../src/modules/webhooks/repository.ts';
 import { PreparedStatements } from '../../src/db/statements.ts';
 import { checkWebhookHost, type Resolver } from '../../src/adapters/http-client.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
@@ -114,6 +114,37 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
       [503, 503, 200],
     );
     assert.equal(w.receiver.received.filter((r) => r.json.id === eventId).length, 3);
+  });
+
+  it('an attempt whose lease ran out is logged but moves nothing; the worker holding the delivery now records its own', async () => {
+    const { key, hook } = await oneHookOneEvent();
+    const db2 = viaOrm(w.app.deps.orm.em.fork());
+    const t0 = w.clock.now();
+    const [first] = (await fanOut(db2, t0, 10, () => new Date(t0.getTime() + 1_000))).claims;
+    // The first worker stalls past its lease; a second one claims the delivery.
+    const t1 = new Date(t0.getTime() + 2_000);
+    const [second] = await claimDue(db2, t1, new Date(t1.getTime() + 60_000), 10);
+    assert.equal(second.id, first.id);
+    const outcome = (lease: Date, at: Date, statusCode: number) => ({
+      deliveryId: first.id,
+      leaseUntil: lease,
+      attemptCount: 0,
+      attempt: { at, statusCode, error: null, durationMs: 5 },
+      state: 'delivered' as const,
+      nextAttemptAt: null,
+    });
+    const late = await recordOutcomes(db2, [outcome(first.leaseUntil, new Date(t0.getTime() + 1_500), 200)], t1);
+    assert.equal(late.size, 0, 'the late attempt moved nothing');
+    let d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'pending');
+    assert.deepEqual(d.attempts.map((a: { statusCode: number }) => a.statusCode), [200]);
+    const { rows } = await db.query('select lease_until, attempt_count from webhook_deliveries where id = $1', [first.id]);
+    assert.deepEqual(rows[0], { lease_until: second.leaseUntil, attempt_count: 0 }, 'still leased to the second worker');
+    const moved = await recordOutcomes(db2, [outcome(second.leaseUntil, new Date(t1.getTime() + 10), 204)], t1);
+    assert.deepEqual([...moved], [first.id]);
+    d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'delivered');
+    assert.deepEqual(d.attempts.map((a: { statusCode: number }) => a.statusCode), [200, 204]);
   });
 
   it('a keep-alive connection closed under a request: the request goes once more on a fresh one; one attempt recorded', async () => {

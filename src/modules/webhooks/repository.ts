@@ -377,12 +377,23 @@ export interface AttemptOutcome {
  * delivery of a webhook disabled meanwhile is held. Returns the ids whose delivery was moved on.
  */
 export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[], now: Date): Promise<Set<string>> {
+  // The batch goes as one JSON document: one native JSON.stringify here and one parse in
+  // PostgreSQL, instead of nine arrays escaped element by element by the pg client.
+  const batch = JSON.stringify(
+    outcomes.map((o) => ({
+      id: o.deliveryId,
+      lease_until: o.leaseUntil,
+      attempt_count: o.attemptCount,
+      state: o.state,
+      next_attempt_at: o.nextAttemptAt,
+      attempt: { at: o.attempt.at, statusCode: o.attempt.statusCode, error: o.attempt.error, durationMs: o.attempt.durationMs },
+    })),
+  );
   const rows = await db.run<{ id: string }>(
     'webhooks.outcomes',
     `with o as (
-       select o.*, jsonb_build_array(jsonb_build_object('at', o.at, 'statusCode', o.status_code, 'error', o.error, 'durationMs', o.duration_ms)) as logged
-         from unnest(?::text[], ?::timestamptz[], ?::int[], ?::text[], ?::timestamptz[], ?::timestamptz[], ?::int[], ?::text[], ?::int[])
-           as o(id, lease_until, attempt_count, state, next_attempt_at, at, status_code, error, duration_ms)
+       select o.id, o.lease_until, o.attempt_count, o.state, o.next_attempt_at, jsonb_build_array(o.attempt) as logged
+         from json_to_recordset(?::json) as o(id text, lease_until timestamptz, attempt_count int, state text, next_attempt_at timestamptz, attempt jsonb)
      ), moved as (
        update webhook_deliveries d
           set attempt_count = d.attempt_count + 1, state = o.state, lease_until = null, updated_at = ?, attempts = d.attempts || o.logged,
@@ -392,24 +403,14 @@ export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[],
         where d.id = o.id and d.lease_until = o.lease_until and d.attempt_count = o.attempt_count and d.state = 'pending'
        returning d.id
      ), late as (
+       -- Attempts whose claim had run out: logged, nothing else. Usually none, and then the
+       -- filter on o leaves nothing to look up.
        update webhook_deliveries d set attempts = d.attempts || o.logged
          from o
-        where d.id = o.id and not (d.lease_until is not distinct from o.lease_until and d.attempt_count = o.attempt_count and d.state = 'pending')
+        where d.id = o.id and o.id not in (select id from moved)
      )
      select id from moved`,
-    [
-      // Times as ISO strings: the same instants, but no per-element formatting in the pg client.
-      outcomes.map((o) => o.deliveryId),
-      outcomes.map((o) => o.leaseUntil.toISOString()),
-      outcomes.map((o) => o.attemptCount),
-      outcomes.map((o) => o.state),
-      outcomes.map((o) => (o.nextAttemptAt === null ? null : o.nextAttemptAt.toISOString())),
-      outcomes.map((o) => o.attempt.at.toISOString()),
-      outcomes.map((o) => o.attempt.statusCode),
-      outcomes.map((o) => o.attempt.error),
-      outcomes.map((o) => o.attempt.durationMs),
-      now,
-    ],
+    [batch, now],
   );
   return new Set(rows.map((r) => r.id));
 }
