@@ -101,6 +101,70 @@ interface Target {
   refusal: string | null;
 }
 
+interface OnceResult {
+  statusCode: number | null;
+  error: string | null;
+  /** The connection closed under the request before any answer (worth one more try). */
+  closed?: boolean;
+}
+
+/**
+ * One request's handler (undici's dispatch API: no response stream, the body is read and
+ * dropped). One timer covers the whole attempt; a body still arriving at the deadline is cut
+ * off (the answer is known by then, but the connection is not worth keeping). A class, not
+ * closures, because it runs for every delivery.
+ */
+class AttemptHandler implements Dispatcher.DispatchHandler {
+  private settled = false;
+  private controller: Dispatcher.DispatchController | null = null;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly resolve: (r: OnceResult) => void,
+    private readonly timeoutError: string,
+    ms: number,
+  ) {
+    this.timer = setTimeout(() => this.onTimeout(), ms);
+  }
+
+  private settle(r: OnceResult): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolve(r);
+  }
+
+  private onTimeout(): void {
+    this.settle({ statusCode: null, error: this.timeoutError });
+    this.controller?.abort(new Error(this.timeoutError));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.settled) controller.abort(new Error(this.timeoutError));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    // 1xx answers are interim; the body that follows a final one is read and dropped.
+    if (statusCode >= 200) this.settle({ statusCode, error: null });
+  }
+
+  onResponseData(): void {}
+
+  onResponseEnd(): void {
+    clearTimeout(this.timer);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string; cause?: unknown }): void {
+    clearTimeout(this.timer);
+    if (this.settled) return;
+    const cause = err.cause instanceof Error ? (err.cause as Error & { code?: string }) : null;
+    const refusal = err instanceof SsrfRefusal ? err : cause instanceof SsrfRefusal ? cause : null;
+    const code = err.code ?? cause?.code;
+    const message = refusal ? `refused: ${refusal.message}` : `${code ? `${code}: ` : ''}${err.message}`;
+    this.settle({ statusCode: null, error: message.slice(0, 500), closed: code !== undefined && CLOSED_UNDER_US.has(code) });
+  }
+}
+
 /** Errors of a connection that closed under a request before any answer: worth one more try. */
 const CLOSED_UNDER_US = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
@@ -184,46 +248,10 @@ export class WebhookHttpClient {
     }
   }
 
-  private once(target: Target, body: Buffer, headers: Record<string, string>, deadline: number) {
-    return new Promise<{ statusCode: number | null; error: string | null; closed?: boolean }>((resolve) => {
-      let settled = false;
-      let controller: Dispatcher.DispatchController | null = null;
-      const timeoutError = `timeout: no answer within ${this.opts.timeoutMs} ms`;
-      const settle = (v: { statusCode: number | null; error: string | null; closed?: boolean }) => {
-        if (settled) return;
-        settled = true;
-        resolve(v);
-      };
-      // One timer covers the whole attempt; a body still arriving at the deadline is cut off
-      // (the answer is already known then, but the connection is not worth keeping).
-      const timer = setTimeout(() => {
-        settle({ statusCode: null, error: timeoutError });
-        controller?.abort(new Error(timeoutError));
-      }, Math.max(0, deadline - performance.now()));
-      const handler: Dispatcher.DispatchHandler = {
-        onRequestStart(c) {
-          controller = c;
-          if (settled) c.abort(new Error(timeoutError));
-        },
-        onResponseStart(_c, statusCode) {
-          // 1xx answers are interim; the body that follows a final one is read and dropped.
-          if (statusCode >= 200) settle({ statusCode, error: null });
-        },
-        onResponseData() {},
-        onResponseEnd() {
-          clearTimeout(timer);
-        },
-        onResponseError(_c, err: Error & { code?: string; cause?: unknown }) {
-          clearTimeout(timer);
-          if (settled) return;
-          const cause = err.cause instanceof Error ? (err.cause as Error & { code?: string }) : null;
-          const refusal = err instanceof SsrfRefusal ? err : cause instanceof SsrfRefusal ? cause : null;
-          const code = err.code ?? cause?.code;
-          const message = refusal ? `refused: ${refusal.message}` : `${code ? `${code}: ` : ''}${err.message}`;
-          settle({ statusCode: null, error: message.slice(0, 500), closed: code !== undefined && CLOSED_UNDER_US.has(code) });
-        },
-      };
-      this.agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers: { ...headers, 'content-length': String(body.length) }, body }, handler);
+  private once(target: Target, body: Buffer, headers: Record<string, string>, deadline: number): Promise<OnceResult> {
+    return new Promise<OnceResult>((resolve) => {
+      const attempt = new AttemptHandler(resolve, `timeout: no answer within ${this.opts.timeoutMs} ms`, Math.max(0, deadline - performance.now()));
+      this.agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, attempt);
     });
   }
 
