@@ -15,12 +15,12 @@ export interface WebhookDispatchOptions {
   /** Host name resolution (tests); default the system resolver. */
   resolve?: Resolver;
   /**
-   * Deliveries a round keeps leased beyond its slots, waiting for one (default 2 x
-   * concurrency). Fan-out and claims take work in batches up to this; a longer queue means
-   * larger batches but longer leases on fresh deliveries (see leaseFor).
+   * Deliveries a round keeps leased beyond its slots, waiting for one (default 6 x
+   * concurrency). Fan-out and claims take work in batches of half of it to all of it; a longer
+   * queue means larger batches but longer leases on fresh deliveries (see leaseFor).
    */
   queue?: number;
-  /** How long an attempt's outcome may wait to be written with others (default 10 ms). */
+  /** How long an attempt's outcome may wait to be written with others (default 20 ms). */
   outcomeWaitMs?: number;
   /** A round stops claiming after this long (default 25 s); what it holds finishes. */
   maxRoundMs?: number;
@@ -217,7 +217,7 @@ export class WebhookDispatcher {
     const result: WebhookRoundResult = { fannedOut: 0, claimed: 0, delivered: 0, retrying: 0, failed: 0 };
     const conc = this.concurrency;
     const pollMs = this.opts.pollMs ?? 100;
-    const capacity = conc + (this.opts.queue ?? 3 * conc);
+    const capacity = conc + (this.opts.queue ?? 6 * conc);
     const started = performance.now();
     const waker = new Waker();
     const waiting: ClaimedDelivery[] = [];
