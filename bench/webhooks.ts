@@ -7,6 +7,8 @@
 //    real `serve --role worker` process (Agenda job, fan-out, claims, leases, signed POSTs,
 //    recorded attempts) trusting the receiver's CA through NODE_EXTRA_CA_CERTS;
 //  - paced: 2,000 events committed at 200/s, to show the commit-to-receipt lag at steady load.
+// For reference it also runs the bare loop over undici (the daemon's HTTP client), which costs
+// less per request than node:https; the issue's ratio is against the node:https loop.
 // Prints deliveries per second for both, the ratio (target >= 0.5) and p50/p95 lag from each
 // event's commit to its receipt.
 import https from 'node:https';
@@ -125,6 +127,28 @@ async function main() {
   agent.destroy();
   await ask('reset');
 
+  // --- for reference, the same bare loop over undici (the client the daemon uses), which costs
+  // less per request than node:https. The ratio above is the issue's (a plain node:https loop).
+  const { Pool } = await import('undici');
+  const pool = new Pool(`https://127.0.0.1:${port}`, { connections: CONCURRENCY, connect: { ca: certs.ca } });
+  next = 0;
+  t = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < COUNT) {
+        const i = next++;
+        const headers = deliveryHeaders({ secret: signingSecret, body: bodies[i], eventId: `evt_bare${i}`, at: new Date(), attempt: 1 });
+        const res = await pool.request({ path: '/hook', method: 'POST', headers, body: bodies[i] });
+        await res.body.dump();
+        if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+      }
+    }),
+  );
+  await waitForCount(COUNT);
+  const undiciMs = performance.now() - t;
+  await pool.close();
+  await ask('reset');
+
   // --- mailgate: a worker process delivers what the outbox holds.
   // BENCH_WORKER_NODE_ARGS: extra node flags for the worker (e.g. --cpu-prof), for profiling.
   const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -235,6 +259,7 @@ async function main() {
       `(events committed in ${(committedMs / 1000).toFixed(2)} s); lag commit -> receipt ${fmt(backlogLag)}`,
   );
   console.log(`CPU: bare loop ${(bareCpuMs / 1000).toFixed(2)} s, worker ${(workerCpuMs / 1000).toFixed(2)} s (per delivery ${((bareCpuMs * 1000) / COUNT).toFixed(0)} us vs ${((workerCpuMs * 1000) / COUNT).toFixed(0)} us); PostgreSQL ${(pgCpuMs / 1000).toFixed(2)} s`);
+  console.log(`for reference, the same bare loop over undici: ${COUNT} in ${(undiciMs / 1000).toFixed(2)} s = ${(COUNT / (undiciMs / 1000)).toFixed(0)} deliveries/s (mailgate / it: ${(mgRate / (COUNT / (undiciMs / 1000))).toFixed(2)})`);
   console.log(`TLS connections opened: bare loop ${bareConnections}, mailgate ${mailgateConnections}`);
   console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.5)`);
   console.log(`paced ${PACED} events at ${PACED_RATE}/s: lag commit -> receipt ${fmt(pacedLag)}`);
