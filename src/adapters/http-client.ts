@@ -101,7 +101,7 @@ interface Target {
   refusal: string | null;
 }
 
-interface OnceResult {
+export interface OnceResult {
   statusCode: number | null;
   error: string | null;
   /** The connection closed under the request before any answer (worth one more try). */
@@ -157,12 +157,21 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string; cause?: unknown }): void {
     clearTimeout(this.timer);
     if (this.settled) return;
-    const cause = err.cause instanceof Error ? (err.cause as Error & { code?: string }) : null;
-    const refusal = err instanceof SsrfRefusal ? err : cause instanceof SsrfRefusal ? cause : null;
-    const code = err.code ?? cause?.code;
-    const message = refusal ? `refused: ${refusal.message}` : `${code ? `${code}: ` : ''}${err.message}`;
-    this.settle({ statusCode: null, error: message.slice(0, 500), closed: code !== undefined && CLOSED_UNDER_US.has(code) });
+    this.settle(describeRequestError(err));
   }
+}
+
+/**
+ * A failed request as an attempt's `error`: "CODE: message" (a refusal of the SSRF guard as
+ * "refused: ..."), at most 500 characters, control characters replaced by spaces (the error is
+ * stored, and PostgreSQL refuses a NUL in text and jsonb).
+ */
+export function describeRequestError(err: Error & { code?: string; cause?: unknown }): OnceResult {
+  const cause = err.cause instanceof Error ? (err.cause as Error & { code?: string }) : null;
+  const refusal = err instanceof SsrfRefusal ? err : cause instanceof SsrfRefusal ? cause : null;
+  const code = err.code ?? cause?.code;
+  const message = refusal ? `refused: ${refusal.message}` : `${code ? `${code}: ` : ''}${err.message}`;
+  return { statusCode: null, error: message.replace(/[\u0000-\u001f\u007f]/g, ' ').slice(0, 500), closed: code !== undefined && CLOSED_UNDER_US.has(code) };
 }
 
 /** Errors of a connection that closed under a request before any answer: worth one more try. */

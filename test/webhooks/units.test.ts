@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { nonPublicReason, v6Bytes } from '../../src/adapters/http-address.ts';
-import { parseWebhookUrl, checkWebhookHost } from '../../src/adapters/http-client.ts';
+import { parseWebhookUrl, checkWebhookHost, describeRequestError, SsrfRefusal } from '../../src/adapters/http-client.ts';
 import { envelope, signature, deliveryHeaders } from '../../src/modules/webhooks/payload.ts';
 import { loadConfig, ConfigError } from '../../src/config/index.ts';
 
@@ -93,6 +93,24 @@ describe('webhook units: address rules, URL checks, payload, settings', () => {
         checkWebhookHost(url, { allowPrivate: false, resolve: async () => Promise.reject(Object.assign(new Error('x'), { code: 'ENOTFOUND' })) }),
         /does not resolve \(ENOTFOUND\)/,
       );
+    });
+  });
+
+  describe('request errors', () => {
+    it('an attempt error names the code, keeps SSRF refusals apart, drops control characters, and tells a closed connection', () => {
+      const withCode = (message: string, code?: string, cause?: unknown) => Object.assign(new Error(message), { code, cause });
+      assert.deepEqual(describeRequestError(withCode('connect ECONNREFUSED 127.0.0.1:9', 'ECONNREFUSED')), {
+        statusCode: null,
+        error: 'ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9',
+        closed: false,
+      });
+      assert.equal(describeRequestError(withCode('other side closed', 'UND_ERR_SOCKET')).closed, true);
+      assert.equal(describeRequestError(withCode('fetch failed', undefined, withCode('read ECONNRESET', 'ECONNRESET'))).closed, true);
+      const refused = new SsrfRefusal('h.example resolves to 10.0.0.1, a private address (SSRF guard)');
+      assert.equal(describeRequestError(withCode('x', undefined, refused)).error, 'refused: h.example resolves to 10.0.0.1, a private address (SSRF guard)');
+      const odd = describeRequestError(withCode('bad\u0000header\r\nvalue\u007f', 'E_X')).error!;
+      assert.equal(odd, 'E_X: bad header  value ');
+      assert.equal(describeRequestError(withCode('y'.repeat(2000))).error!.length, 500);
     });
   });
 
