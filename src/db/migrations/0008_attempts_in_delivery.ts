@@ -7,7 +7,9 @@ import { Migration } from '@mikro-orm/migrations';
  * foreign-key check that locked the delivery row); it is now the delivery's update alone, which
  * was written anyway. A delivery has at most 6 automatic attempts plus the manual retries, so
  * the row stays small; reading the log no longer joins. Existing attempts are copied over in
- * their order, then the table goes.
+ * their order, then the table goes. On a large log this rewrites each delivery that has attempts
+ * once, inside the migration's transaction, at the first start of this version (the retention
+ * job keeps the log to MAILGATE_EVENT_RETENTION, 30 days by default).
  */
 export class Migration0008AttemptsInDelivery extends Migration {
   override async up(): Promise<void> {
