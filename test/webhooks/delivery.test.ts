@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import pg from 'pg';
-import { claimDue, fanOut, recordOutcomes, viaOrm } from '../../src/modules/webhooks/repository.ts';
+import { claimDue, fanOut, recordOutcomes, viaOrm, OUTCOMES_SQL, outcomesBatch } from '../../src/modules/webhooks/repository.ts';
 import { PreparedStatements } from '../../src/db/statements.ts';
 import { checkWebhookHost, type Resolver } from '../../src/adapters/http-client.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
@@ -422,6 +422,43 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
         [],
       );
       assert.match(plan.map((p) => p['QUERY PLAN']).join('\n'), /Index Scan using webhook_deliveries_due_idx/);
+    } finally {
+      await statements.close();
+    }
+  });
+
+  it('recording outcomes probes each delivery by primary key, however many are pending and however stale the statistics', async () => {
+    const { workspaceId } = await w.workspace();
+    const hook = await w.register((await w.workspace()).key, ['message.sent']);
+    // Statistics taken while the table held next to nothing, then 3,000 pending deliveries (a
+    // receiver down for a while, or a burst on a young table): the partial due index looks tiny.
+    await db.query('analyze webhook_deliveries');
+    await db.query(
+      `insert into events (id, workspace_id, type, data, created_at, fanned_out_at)
+       select 'evt_pl' || i, $1, 'message.sent', '{}', now(), now() from generate_series(1, 3000) i`,
+      [workspaceId],
+    );
+    await db.query(
+      `insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, lease_until, created_at, updated_at)
+       select 'dlv_pl' || i, $1, $2, 'evt_pl' || i, 'pending', now() + interval '1 hour', now() + interval '1 hour', now(), now() from generate_series(1, 3000) i`,
+      [workspaceId, hook.id],
+    );
+    const statements = new PreparedStatements(w.app.databaseUrl, 1, { asyncCommit: true, indexPathsOnly: true });
+    try {
+      const lease = new Date(Date.now() + 3_600_000);
+      const outcomes = Array.from({ length: 64 }, (_, i) => ({
+        deliveryId: `dlv_pl${i + 1}`,
+        leaseUntil: lease,
+        attemptCount: 0,
+        attempt: { at: new Date(), statusCode: 200, error: null, durationMs: 3 },
+        state: 'delivered' as const,
+        nextAttemptAt: null,
+      }));
+      const rows = await statements.run<{ 'QUERY PLAN': string }>('test.explain.outcomes', `explain ${OUTCOMES_SQL}`, [outcomesBatch(outcomes), new Date()]);
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      const moved = plan.slice(plan.indexOf('CTE moved'), plan.indexOf('CTE late'));
+      assert.match(moved, /Index Scan using webhook_deliveries_pkey on webhook_deliveries d\s[^\n]*\n\s+Index Cond: \(id = o_1\.id\)/, plan);
+      assert.doesNotMatch(moved, /webhook_deliveries_due_idx|Materialize/, plan);
     } finally {
       await statements.close();
     }

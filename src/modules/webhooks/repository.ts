@@ -379,10 +379,17 @@ export interface AttemptOutcome {
  * delivery of a webhook disabled meanwhile is held. Returns the ids whose delivery was moved on.
  */
 export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[], now: Date): Promise<Set<string>> {
-  // The batch goes as one JSON document: one native JSON.stringify here and one parse in
-  // PostgreSQL, instead of nine arrays escaped element by element by the pg client.
-  // Times as ISO strings up front (JSON.stringify calling Date#toJSON per value is slower).
-  const batch = JSON.stringify(
+  const rows = await db.run<{ id: string }>('webhooks.outcomes', OUTCOMES_SQL, [outcomesBatch(outcomes), now]);
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * The batch as one JSON document: one native JSON.stringify here and one parse in PostgreSQL,
+ * instead of nine arrays escaped element by element by the pg client. Times as ISO strings up
+ * front (JSON.stringify calling Date#toJSON per value is slower).
+ */
+export function outcomesBatch(outcomes: AttemptOutcome[]): string {
+  return JSON.stringify(
     outcomes.map((o) => ({
       id: o.deliveryId,
       lease_until: o.leaseUntil.toISOString(),
@@ -392,10 +399,11 @@ export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[],
       attempt: { at: o.attempt.at.toISOString(), statusCode: o.attempt.statusCode, error: o.attempt.error, durationMs: o.attempt.durationMs },
     })),
   );
-  const rows = await db.run<{ id: string }>(
-    'webhooks.outcomes',
-    `with o as (
-       select o.id, o.lease_until, o.attempt_count, o.state, o.next_attempt_at, jsonb_build_array(o.attempt) as logged
+}
+
+/** recordOutcomes' statement: parameters (outcomesBatch, now). */
+export const OUTCOMES_SQL = `with o as (
+       select o.id, o.lease_until, o.attempt_count, o.state, o.next_attempt_at, jsonb_build_array(o.attempt) as logged, 'pending'::text as was
          from json_to_recordset(?::json) as o(id text, lease_until timestamptz, attempt_count int, state text, next_attempt_at timestamptz, attempt jsonb)
      ), moved as (
        update webhook_deliveries d
@@ -403,7 +411,12 @@ export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[],
               next_attempt_at = case when o.state = 'pending' and exists (select 1 from webhooks w where w.id = d.webhook_id and w.status = 'active')
                                      then o.next_attempt_at end
          from o
-        where d.id = o.id and d.lease_until = o.lease_until and d.attempt_count = o.attempt_count and d.state = 'pending'
+        -- Every condition on d is a join condition (d.state = o.was, not = 'pending'), so the
+        -- planner never thinks d filtered is small enough to scan once and match in memory:
+        -- with statistics behind (a young table; a partial index created empty) it did, and
+        -- scanned every pending delivery for every outcome. The plan is a primary-key probe
+        -- per outcome (a test checks it).
+        where d.id = o.id and d.lease_until = o.lease_until and d.attempt_count = o.attempt_count and d.state = o.was
        returning d.id
      ), late as (
        -- Attempts whose claim had run out: logged, nothing else. Usually none, and then the
@@ -412,8 +425,4 @@ export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[],
          from o
         where d.id = o.id and o.id not in (select id from moved)
      )
-     select id from moved`,
-    [batch, now],
-  );
-  return new Set(rows.map((r) => r.id));
-}
+     select id from moved`;
