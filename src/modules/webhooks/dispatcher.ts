@@ -116,12 +116,12 @@ class OutcomeWriter {
         const batch = this.queue.splice(0, 500);
         try {
           const moved = await recordOutcomes(this.db, batch.map((b) => b.outcome), this.deps.clock.now());
-          for (const b of batch) b.done(moved.has(b.outcome.deliveryId));
+          batch.forEach((b, i) => b.done(moved[i]));
         } catch {
           for (const b of batch) {
             try {
-              const moved = await recordOutcomes(this.db, [b.outcome], this.deps.clock.now());
-              b.done(moved.has(b.outcome.deliveryId));
+              const [moved] = await recordOutcomes(this.db, [b.outcome], this.deps.clock.now());
+              b.done(moved);
             } catch (err) {
               b.fail(err);
             }

@@ -376,21 +376,25 @@ export interface AttemptOutcome {
  * batch: each attempt is appended to its delivery's `attempts`. The move is fenced by the
  * claim's lease and attempt count: a worker whose lease ran out (and whose delivery another
  * worker may have claimed since) changes nothing but still logs its attempt. A pending
- * delivery of a webhook disabled meanwhile is held. Returns the ids whose delivery was moved on.
+ * delivery of a webhook disabled meanwhile is held. Returns, per outcome, whether it moved its
+ * delivery on.
  */
-export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[], now: Date): Promise<Set<string>> {
-  const rows = await db.run<{ id: string }>('webhooks.outcomes', OUTCOMES_SQL, [outcomesBatch(outcomes), now]);
-  return new Set(rows.map((r) => r.id));
+export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[], now: Date): Promise<boolean[]> {
+  const rows = await db.run<{ n: number }>('webhooks.outcomes', OUTCOMES_SQL, [outcomesBatch(outcomes), now]);
+  const moved = outcomes.map(() => false);
+  for (const r of rows) moved[Number(r.n)] = true;
+  return moved;
 }
 
 /**
  * The batch as one JSON document: one native JSON.stringify here and one parse in PostgreSQL,
  * instead of nine arrays escaped element by element by the pg client. Times as ISO strings up
- * front (JSON.stringify calling Date#toJSON per value is slower).
+ * front (JSON.stringify calling Date#toJSON per value is slower). `n` is the outcome's position.
  */
 export function outcomesBatch(outcomes: AttemptOutcome[]): string {
   return JSON.stringify(
-    outcomes.map((o) => ({
+    outcomes.map((o, n) => ({
+      n,
       id: o.deliveryId,
       lease_until: o.leaseUntil.toISOString(),
       attempt_count: o.attemptCount,
@@ -401,10 +405,19 @@ export function outcomesBatch(outcomes: AttemptOutcome[]): string {
   );
 }
 
-/** recordOutcomes' statement: parameters (outcomesBatch, now). */
+/**
+ * recordOutcomes' statement: parameters (outcomesBatch, now); returns the positions of the
+ * outcomes that moved their delivery. A delivery can have several outcomes in one batch (an
+ * attempt whose lease ran out while it waited to be written, and the next worker's): all of
+ * them are appended in one update of the row, by the outcome that moves it or, if none does,
+ * by `late`. (One statement cannot update a row twice; an update joined to two rows of the
+ * same delivery would apply only one.)
+ */
 export const OUTCOMES_SQL = `with o as (
-       select o.id, o.lease_until, o.attempt_count, o.state, o.next_attempt_at, jsonb_build_array(o.attempt) as logged, 'pending'::text as was
-         from json_to_recordset(?::json) as o(id text, lease_until timestamptz, attempt_count int, state text, next_attempt_at timestamptz, attempt jsonb)
+       -- Each outcome carries every attempt of its delivery in this batch (in the order made).
+       select o.n, o.id, o.lease_until, o.attempt_count, o.state, o.next_attempt_at, 'pending'::text as was,
+              jsonb_agg(o.attempt) over (partition by o.id order by o.attempt->>'at' rows between unbounded preceding and unbounded following) as logged
+         from json_to_recordset(?::json) as o(n int, id text, lease_until timestamptz, attempt_count int, state text, next_attempt_at timestamptz, attempt jsonb)
      ), moved as (
        update webhook_deliveries d
           set attempt_count = d.attempt_count + 1, state = o.state, lease_until = null, updated_at = ?, attempts = d.attempts || o.logged,
@@ -417,12 +430,12 @@ export const OUTCOMES_SQL = `with o as (
         -- scanned every pending delivery for every outcome. The plan is a primary-key probe
         -- per outcome (a test checks it).
         where d.id = o.id and d.lease_until = o.lease_until and d.attempt_count = o.attempt_count and d.state = o.was
-       returning d.id
+       returning o.n, o.id
      ), late as (
-       -- Attempts whose claim had run out: logged, nothing else. Usually none, and then the
-       -- filter on o leaves nothing to look up.
-       update webhook_deliveries d set attempts = d.attempts || o.logged
-         from o
-        where d.id = o.id and o.id not in (select id from moved)
+       -- Deliveries none of whose outcomes moved them (their claims had run out): the attempts
+       -- are logged, nothing else. Usually none, and then the filter leaves nothing to look up.
+       update webhook_deliveries d set attempts = d.attempts || l.logged
+         from (select distinct on (o.id) o.id, o.logged from o order by o.id) l
+        where d.id = l.id and l.id not in (select id from moved)
      )
-     select id from moved`;
+     select n from moved`;
