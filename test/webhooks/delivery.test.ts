@@ -423,6 +423,36 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
     assert.equal(await countOther(), 0);
   });
 
+  it('deleting a workspace while a fan-out holds its events: no deadlock, and the deliveries written go too', async () => {
+    const { workspaceId, hook, eventId } = await oneHookOneEvent();
+    // The fan-out's lock order, one step at a time: its events (FOR UPDATE), then the webhooks
+    // it writes for (FOR KEY SHARE), then the delivery.
+    const fan = new pg.Client({ connectionString: w.app.databaseUrl });
+    await fan.connect();
+    try {
+      await fan.query('begin');
+      await fan.query(`select id from events where fanned_out_at is null and workspace_id = $1 for update skip locked`, [workspaceId]);
+      const deleting = w.app.services().workspaces.delete(workspaceId);
+      await new Promise((res) => setTimeout(res, 300));
+      // With the deletion holding the webhooks first, this waited for it while it waited for
+      // the events: a deadlock, one side aborted after deadlock_timeout.
+      await fan.query(`select id from webhooks where workspace_id = $1 and status = 'active' for key share`, [workspaceId]);
+      await fan.query(
+        `insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, created_at, updated_at)
+         values ('dlv_race', $1, $2, $3, 'pending', now(), now(), now())`,
+        [workspaceId, hook.id, eventId],
+      );
+      await fan.query(`update events set fanned_out_at = now() where id = $1`, [eventId]);
+      await fan.query('commit');
+      await deleting;
+    } finally {
+      await fan.end();
+    }
+    const left = await db.query(`select count(*)::int as n from webhook_deliveries where workspace_id = $1`, [workspaceId]);
+    assert.equal(left.rows[0].n, 0);
+    assert.equal((await db.query(`select count(*)::int as n from workspaces where id = $1`, [workspaceId])).rows[0].n, 0);
+  });
+
   it('a webhook deleted while a fan-out writes its deliveries: the deletion waits and takes them along', async () => {
     const { key, hook } = await oneHookOneEvent();
     // A fan-out in an open transaction (as the dispatcher's statement is until it commits).
