@@ -163,15 +163,19 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
 /**
  * A failed request as an attempt's `error`: "CODE: message" (a refusal of the SSRF guard as
- * "refused: ..."), at most 500 characters, control characters replaced by spaces (the error is
- * stored, and PostgreSQL refuses a NUL in text and jsonb).
+ * "refused: ..."), at most 500 characters, control characters replaced by spaces and broken
+ * surrogates by U+FFFD (the error is stored, and PostgreSQL refuses a NUL or invalid Unicode).
  */
 export function describeRequestError(err: Error & { code?: string; cause?: unknown }): OnceResult {
   const cause = err.cause instanceof Error ? (err.cause as Error & { code?: string }) : null;
   const refusal = err instanceof SsrfRefusal ? err : cause instanceof SsrfRefusal ? cause : null;
   const code = err.code ?? cause?.code;
   const message = refusal ? `refused: ${refusal.message}` : `${code ? `${code}: ` : ''}${err.message}`;
-  return { statusCode: null, error: message.replace(/[\u0000-\u001f\u007f]/g, ' ').slice(0, 500), closed: code !== undefined && CLOSED_UNDER_US.has(code) };
+  let text = message.replace(/[\u0000-\u001f\u007f]/g, ' ').slice(0, 500);
+  // A cut through a surrogate pair, or a lone surrogate in the message, would be invalid
+  // Unicode in the stored JSON (PostgreSQL refuses it, and the whole outcome batch with it).
+  text = text.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+  return { statusCode: null, error: text, closed: code !== undefined && CLOSED_UNDER_US.has(code) };
 }
 
 /** Errors of a connection that closed under a request before any answer: worth one more try. */

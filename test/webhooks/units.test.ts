@@ -111,6 +111,10 @@ describe('webhook units: address rules, URL checks, payload, settings', () => {
       const odd = describeRequestError(withCode('bad\u0000header\r\nvalue\u007f', 'E_X')).error!;
       assert.equal(odd, 'E_X: bad header  value ');
       assert.equal(describeRequestError(withCode('y'.repeat(2000))).error!.length, 500);
+      // Cut through an emoji at 500, and a lone surrogate: both become U+FFFD, valid for jsonb.
+      const cut = describeRequestError(withCode('z'.repeat(499) + '\u{1F600}tail')).error!;
+      assert.equal(cut, 'z'.repeat(499) + '\ufffd');
+      assert.equal(describeRequestError(withCode('a\ud800b', 'E_Y')).error, 'E_Y: a\ufffdb');
     });
   });
 
