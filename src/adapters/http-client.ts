@@ -210,7 +210,8 @@ export class WebhookHttpClient {
     this.agent = new Agent({
       connections: opts.maxSockets ?? 64,
       pipelining: 1,
-      // Idle connections close after 4 s, or sooner when the receiver's Keep-Alive header asks.
+      // Idle connections close after 4 s; a receiver's Keep-Alive header sets it instead (its
+      // timeout less 2 s, at most 60 s).
       keepAliveTimeout: 4_000,
       keepAliveMaxTimeout: 60_000,
       headersTimeout: opts.timeoutMs,
@@ -252,8 +253,11 @@ export class WebhookHttpClient {
     const target = this.target(rawUrl);
     if (target.refusal) return done(null, target.refusal);
     const deadline = started + this.opts.timeoutMs;
-    // A keep-alive connection the receiver closed while idle fails before any answer; that is
-    // not the receiver's answer, so the request goes once more (over a fresh connection).
+    // A connection closed under the request before any answer (typically a keep-alive
+    // connection the receiver closed while idle) is not the receiver's answer, so the request
+    // goes once more, on whatever connection the pool gives next. undici does not say whether a
+    // connection was reused, so this also retries a receiver that reads the request and then
+    // resets: it sees the POST twice (same event id), which receivers dedupe anyway.
     for (let tries = 0; ; tries++) {
       const r = await this.once(target, body, headers, deadline);
       if (r.closed && tries === 0 && performance.now() < deadline) continue;
