@@ -43,6 +43,28 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
 
   const attemptsOf = async (key: string, hookId: string) => (await w.deliveries(key, hookId))[0];
 
+  /**
+   * One delivery fanned out to a first worker with a 1 s lease that runs out, then claimed by a
+   * second worker; `outcome` builds an outcome of it for either worker's lease.
+   */
+  async function staleClaim() {
+    const { key, hook } = await oneHookOneEvent();
+    const db2 = viaOrm(w.app.deps.orm.em.fork());
+    const t0 = w.clock.now();
+    const [first] = (await fanOut(db2, t0, 10, () => new Date(t0.getTime() + 1_000))).claims;
+    const t1 = new Date(t0.getTime() + 2_000);
+    const [second] = await claimDue(db2, t1, new Date(t1.getTime() + 60_000), 10);
+    const outcome = (lease: Date, at: Date, statusCode: number, state: 'delivered' | 'pending' = 'delivered') => ({
+      deliveryId: first.id,
+      leaseUntil: lease,
+      attemptCount: 0,
+      attempt: { at, statusCode, error: statusCode >= 300 ? `receiver answered ${statusCode}` : null, durationMs: 5 },
+      state,
+      nextAttemptAt: state === 'pending' ? new Date(t1.getTime() + 1_000) : null,
+    });
+    return { key, hook, db2, t0, t1, first, second, outcome };
+  }
+
   it('a failing receiver gets exactly 6 attempts on the configured schedule, then nothing; the delivery is failed', async () => {
     w.receiver.respond = () => 500;
     const { key, hook, eventId } = await oneHookOneEvent();
@@ -117,22 +139,9 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
   });
 
   it('an attempt whose lease ran out is logged but moves nothing; the worker holding the delivery now records its own', async () => {
-    const { key, hook } = await oneHookOneEvent();
-    const db2 = viaOrm(w.app.deps.orm.em.fork());
-    const t0 = w.clock.now();
-    const [first] = (await fanOut(db2, t0, 10, () => new Date(t0.getTime() + 1_000))).claims;
     // The first worker stalls past its lease; a second one claims the delivery.
-    const t1 = new Date(t0.getTime() + 2_000);
-    const [second] = await claimDue(db2, t1, new Date(t1.getTime() + 60_000), 10);
+    const { key, hook, db2, t0, t1, first, second, outcome } = await staleClaim();
     assert.equal(second.id, first.id);
-    const outcome = (lease: Date, at: Date, statusCode: number) => ({
-      deliveryId: first.id,
-      leaseUntil: lease,
-      attemptCount: 0,
-      attempt: { at, statusCode, error: null, durationMs: 5 },
-      state: 'delivered' as const,
-      nextAttemptAt: null,
-    });
     const late = await recordOutcomes(db2, [outcome(first.leaseUntil, new Date(t0.getTime() + 1_500), 200)], t1);
     assert.deepEqual(late, [false], 'the late attempt moved nothing');
     let d = await attemptsOf(key, hook.id);
@@ -148,20 +157,7 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
   });
 
   it('one batch with two outcomes for one delivery (a late one and the current one): both logged, the current one moves it', async () => {
-    const { key, hook } = await oneHookOneEvent();
-    const db2 = viaOrm(w.app.deps.orm.em.fork());
-    const t0 = w.clock.now();
-    const [first] = (await fanOut(db2, t0, 10, () => new Date(t0.getTime() + 1_000))).claims;
-    const t1 = new Date(t0.getTime() + 2_000);
-    const [second] = await claimDue(db2, t1, new Date(t1.getTime() + 60_000), 10);
-    const outcome = (lease: Date, at: Date, statusCode: number, state: 'delivered' | 'pending') => ({
-      deliveryId: first.id,
-      leaseUntil: lease,
-      attemptCount: 0,
-      attempt: { at, statusCode, error: statusCode >= 300 ? `receiver answered ${statusCode}` : null, durationMs: 5 },
-      state,
-      nextAttemptAt: state === 'pending' ? new Date(t1.getTime() + 1_000) : null,
-    });
+    const { key, hook, db2, t0, t1, first, second, outcome } = await staleClaim();
     // The late outcome (a 500) and the current claim's (a 204), written together.
     const moved = await recordOutcomes(
       db2,

@@ -100,6 +100,23 @@ export async function deleteWebhook(em: EntityManager, workspaceId: string, id: 
   return true;
 }
 
+/**
+ * The first steps of deleting a workspace (call it in that transaction, before the delete):
+ * takes locks in the fan-out's order, so the two cannot deadlock, and returns the workspace's
+ * webhooks, whose deliveries the caller deletes after the workspace (deleteDeliveriesOf):
+ * 1. the workspace row: no new event or webhook of it can be written from here on (their
+ *    foreign keys need it);
+ * 2. its events not fanned out yet (waiting for a fan-out that holds some of them, which then
+ *    writes its deliveries and commits; later fan-outs skip them);
+ * 3. its webhooks, whose ids are then complete.
+ */
+export async function lockWorkspaceWebhooks(em: EntityManager, workspaceId: string): Promise<string[]> {
+  await sql(em, `select id from workspaces where id = ? for update`, [workspaceId]);
+  await sql(em, `select id from events where workspace_id = ? and fanned_out_at is null for update`, [workspaceId]);
+  const hooks = await sql<{ id: string }>(em, `select id from webhooks where workspace_id = ? for update`, [workspaceId]);
+  return hooks.map((h) => h.id);
+}
+
 /** The deliveries of these webhooks (webhook_deliveries_webhook_idx), attempts and all. */
 export async function deleteDeliveriesOf(em: EntityManager, webhookIds: string[]): Promise<void> {
   if (webhookIds.length) await sql(em, `delete from webhook_deliveries where webhook_id = any(?::text[])`, [webhookIds]);

@@ -7,7 +7,7 @@ import { generateApiKey, hashApiKey } from '../../adapters/crypto.ts';
 import type { Deps } from '../../services.ts';
 import { WorkspaceSchema, ApiKeySchema, InstanceSettingSchema, type Workspace, type Role } from './entities.ts';
 import { SdrSchema } from '../sdrs/entities.ts';
-import { deleteDeliveriesOf } from '../webhooks/repository.ts';
+import { deleteDeliveriesOf, lockWorkspaceWebhooks } from '../webhooks/repository.ts';
 
 const KEY_CHECK = 'secret_key_check';
 const KEY_CHECK_PLAINTEXT = 'mailgate secret key check';
@@ -49,24 +49,16 @@ export class WorkspaceService {
 
   /**
    * Deletes the workspace and all its data (foreign keys cascade from the workspace); its keys
-   * stay behind and answer 404. Webhook deliveries have no foreign keys (0009), so they are
-   * deleted here, in the same transaction, with locks taken in the webhook fan-out's order so
-   * the two cannot deadlock:
-   * 1. the workspace row: no new event or webhook of it can be written from here on (their
-   *    foreign keys need it);
-   * 2. its events not fanned out yet (waiting for a fan-out that holds some of them, which
-   *    then writes its deliveries and commits; later fan-outs skip them);
-   * 3. its webhooks, whose ids are then complete;
-   * then the workspace goes (cascading to webhooks and events) and those webhooks' deliveries.
+   * stay behind and answer 404. Webhook deliveries have no foreign keys (0009): they are deleted
+   * in the same transaction, after locks taken in the webhook fan-out's order
+   * (lockWorkspaceWebhooks).
    */
   async delete(idOrName: string): Promise<{ id: string }> {
     const ws = await this.resolve(idOrName);
     await this.em.transactional(async (em) => {
-      await sql(em, `select id from workspaces where id = ? for update`, [ws.id]);
-      await sql(em, `select id from events where workspace_id = ? and fanned_out_at is null for update`, [ws.id]);
-      const hooks = await sql<{ id: string }>(em, `select id from webhooks where workspace_id = ? for update`, [ws.id]);
+      const hooks = await lockWorkspaceWebhooks(em, ws.id);
       await em.nativeDelete(WorkspaceSchema, { id: ws.id });
-      await deleteDeliveriesOf(em, hooks.map((h) => h.id));
+      await deleteDeliveriesOf(em, hooks);
     });
     return { id: ws.id };
   }
