@@ -1,10 +1,5 @@
 import pg from 'pg';
-
-/** `?` placeholders (our convention, as in db/sql.ts) to PostgreSQL's `$1`, `$2`, ... */
-function native(text: string): string {
-  let n = 0;
-  return text.replace(/\?/g, () => `$${++n}`);
-}
+import { nativePlaceholders as native } from './sql.ts';
 
 /**
  * A small pg pool for the per-message statements of the sending hot path: each statement is a

@@ -51,6 +51,8 @@ export function authorizer(clock: Clock) {
          from api_keys k left join sdrs s on s.id = k.sdr_id and s.workspace_id = k.workspace_id
         where k.key_hash = ?`,
       [hashApiKey(m[1])],
+      // Once per connection: a unique-index lookup, the same plan for every key.
+      { name: 'mailgate_auth_key_v1' },
     );
     if (!key || key.revoked_at) throw new ApiError(401, 'authentication_failed', key ? 'API key has been revoked' : 'invalid API key');
     if (!key.workspace_id) throw new ApiError(404, 'workspace_not_found', 'the workspace of this API key no longer exists');
