@@ -4,7 +4,7 @@
 import { IsolationLevel, type EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { isoOrNull, toDate } from '../../shared/time.ts';
+import { isoOrNull, toDate, toIso } from '../../shared/time.ts';
 import type { Deps } from '../../services.ts';
 import { allowedTransitions, canTransition, type ThreadStatus } from './threads-state.ts';
 import { priorityScore, type ThreadCategory } from './priority.ts';
@@ -53,8 +53,8 @@ export function threadView(r: ThreadRow) {
     status: r.status,
     category: r.category,
     priorityScore: Number(r.priority_score),
-    lastMessageAt: toDate(r.last_message_at).toISOString(),
-    createdAt: toDate(r.created_at).toISOString(),
+    lastMessageAt: toIso(r.last_message_at),
+    createdAt: toIso(r.created_at),
     snoozedUntil: isoOrNull(r.snoozed_until),
   };
 }
