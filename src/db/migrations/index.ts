@@ -7,6 +7,7 @@ import { Migration0006FollowupScan } from './0006_followup_scan.ts';
 import { Migration0007Retention } from './0007_retention.ts';
 import { Migration0008AttemptsInDelivery } from './0008_attempts_in_delivery.ts';
 import { Migration0009WebhookDeliveryFks } from './0009_webhook_delivery_fks.ts';
+import { Migration0010SearchBySdr } from './0010_search_by_sdr.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -19,4 +20,5 @@ export const migrations = [
   { name: '0007_retention', class: Migration0007Retention },
   { name: '0008_attempts_in_delivery', class: Migration0008AttemptsInDelivery },
   { name: '0009_webhook_delivery_fks', class: Migration0009WebhookDeliveryFks },
+  { name: '0010_search_by_sdr', class: Migration0010SearchBySdr },
 ];
