@@ -5,7 +5,8 @@
 // none|common|rare x snoozed none|true|false x orderBy priority|lastMessage|created x offset
 // 0|500), twice, against the bare statement ThreadService.inbox runs (the text of
 // inboxStatement: page and exact total in one statement) through pg. Prints p50/p95 of both,
-// the ratio, and the slowest combinations with the plan of their bare statement.
+// the ratio, and the slowest combinations with the plan of their bare statement. Then a scale
+// check: the searches again once 20 more SDRs hold 400,000 threads.
 import { performance } from 'node:perf_hooks';
 import { benchEnvironment, percentile, ms } from './support.ts';
 import { inboxStatement } from '../src/modules/sdrs/threads.ts';
@@ -216,5 +217,44 @@ for (const [c] of ranked.slice(0, 4)) {
   const q = bareSql(c);
   const { rows } = await env.pool.query(`explain (analyze, costs off, timing off, summary on) ${q.text}`, q.params);
   console.log(`--- plan of ${label(c)}\n${rows.map((r: Record<string, string>) => '    ' + r['QUERY PLAN']).join('\n')}`);
+}
+
+// Scale check: the same searches for SDR A once the installation holds 400,000 more threads of
+// 20 other SDRs (same texts, so each has its own `acme` threads). A search's cost should follow
+// the SDR's threads, not the installation's (migration 0010: the trigram index is scoped by
+// sdr_id). The same check as above: totals and pages against the plain statements.
+{
+  const searches = combos.filter((c) => c.search !== undefined);
+  const before = searches.flatMap((c) => per.get(c)!.api);
+  t = performance.now();
+  for (let j = 0; j < 20; j++) {
+    const other = await svc.sdrs.add(env.workspaceId, `Bench Extra ${j}`, `extra${j}@bench.example`);
+    await seed(other.id, `thr_bx${j}_`, 20_000);
+  }
+  await env.pool.query('vacuum analyze prospect_threads');
+  console.log(`scale check: seeded 400,000 threads of 20 more SDRs in ${ms(performance.now() - t)}`);
+  const after: number[] = [];
+  const afterBare: number[] = [];
+  for (let r = 0; r < ROUNDS; r++)
+    for (const c of searches) {
+      let t0 = performance.now();
+      const a = await apiCall(c);
+      after.push(performance.now() - t0);
+      t0 = performance.now();
+      const b = await bareCall(c);
+      afterBare.push(performance.now() - t0);
+      if (r === 0) {
+        const ref = await referenceCall(c);
+        if (a.total !== ref.total || a.threads.map((x) => x.id).join() !== ref.ids.join() || b.total !== ref.total) throw new Error(`scale check: API, bare and reference disagree on ${label(c)}`);
+      }
+    }
+  console.log(
+    `scale check, the ${searches.length} search combinations x ${ROUNDS} for SDR A: API p50 ${ms(p(before, 50))} / p95 ${ms(p(before, 95))} with 20,000 other threads, ` +
+      `p50 ${ms(p(after, 50))} / p95 ${ms(p(after, 95))} with 420,000 (bare p50 ${ms(p(afterBare, 50))} / p95 ${ms(p(afterBare, 95))})`,
+  );
+  const c = searches.find((x) => x.search === 'acme' && !x.status && !x.category && x.snoozed === undefined && x.orderBy === 'priority' && x.offset === 500)!;
+  const q = bareSql(c);
+  const { rows } = await env.pool.query(`explain (analyze, costs off, timing off, summary on) ${q.text}`, q.params);
+  console.log(`--- plan of ${label(c)} with 420,000 other threads\n${rows.map((r: Record<string, string>) => '    ' + r['QUERY PLAN']).join('\n')}`);
 }
 await env.close();
