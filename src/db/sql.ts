@@ -19,10 +19,11 @@ export function nativePlaceholders(text: string): string {
  * Hand-written SQL for set-based paths, run with native bind parameters ($1.. — arrays go to
  * PostgreSQL as arrays, for unnest()) inside the EntityManager's current transaction, if any.
  * Placeholders are written `?` (no `?` may appear otherwise: no jsonb `?` operators, no `?` in
- * literals).
+ * literals; the direct path below refuses a text whose `?`s and values differ in number).
  *
  * Outside a transaction the statement goes straight to a pg connection of the ORM's pool,
- * without knex's query builder: ~0.2 ms less per statement (docs/benchmarks.md, SDR inbox).
+ * without knex's raw query path: 0.2-0.4 ms less per statement here (docs/benchmarks.md, SDR
+ * inbox, session 5).
  * `name` makes it a named prepared statement, parsed and planned once per connection; only for
  * fixed texts whose plan does not depend on the values (the API key lookup), never for texts
  * built per call.
@@ -33,14 +34,31 @@ export async function sql<T = Record<string, unknown>>(em: EntityManager, text: 
     const q = em.getKnex().raw(text, params as never[]).transacting(trx);
     return ((await q) as { rows: T[] }).rows;
   }
-  const undefinedAt = params.indexOf(undefined);
-  if (undefinedAt >= 0) throw new Error(`undefined binding at position ${undefinedAt + 1} of: ${text}`);
+  checkBindings(text, params);
   const client = em.getKnex().client as unknown as PooledClient;
   const conn = await client.acquireConnection();
   try {
     const res = await conn.query({ text: nativePlaceholders(text), values: params, ...(opts.name ? { name: opts.name } : {}) });
     return res.rows as T[];
+  } catch (err) {
+    // The statement (not its values) for the logs, as knex's message carried it.
+    if (err instanceof Error) Object.assign(err, { sql: text });
+    throw err;
   } finally {
     await client.releaseConnection(conn);
   }
+}
+
+/**
+ * What knex checked before binding, so both paths of sql() refuse the same mistakes: one value
+ * per `?` (a stray `?`, e.g. a jsonb operator, would shift every placeholder after it), and no
+ * `undefined`, at the top level or inside an array (pg would quietly bind it as NULL).
+ */
+function checkBindings(text: string, params: unknown[]): void {
+  let marks = 0;
+  for (let i = text.indexOf('?'); i >= 0; i = text.indexOf('?', i + 1)) marks++;
+  if (marks !== params.length) throw new Error(`${marks} placeholders but ${params.length} values for: ${text}`);
+  params.forEach((p, i) => {
+    if (p === undefined || (Array.isArray(p) && p.includes(undefined))) throw new Error(`undefined binding at position ${i + 1} of: ${text}`);
+  });
 }
