@@ -40,8 +40,12 @@ export function ormOptions(clientUrl: string, poolMax = 10): Options {
     allowGlobalContext: false,
     pool: { min: 0, max: poolMax },
     debug: false,
-    // Timestamps come back as Date objects in UTC.
+    // Dates the ORM writes are formatted in UTC.
     forceUtcTimezone: true,
+    // Every session of the pool runs in UTC, whatever the server's TimeZone: timestamps come back
+    // as "2026-04-01 08:00:00.123+00" (the text toIso rewrites without parsing). No statement of
+    // ours depends on the session's time zone (no ::date, date_trunc or AT TIME ZONE).
+    driverOptions: { connection: { options: '-c TimeZone=UTC' } },
   };
 }
 

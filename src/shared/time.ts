@@ -11,7 +11,8 @@ export function toDate(value: Date | string): Date {
   return d;
 }
 
-// PostgreSQL's text of a timestamptz in a UTC session: "2026-04-01 08:00:00.123456+00".
+// PostgreSQL's text of a timestamptz in a UTC session (every session of the ORM's pool is one,
+// db/orm.ts): "2026-04-01 08:00:00.123456+00".
 const PG_UTC = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?\+00$/;
 
 /**

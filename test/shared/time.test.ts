@@ -29,7 +29,7 @@ describe('toIso: timestamps to ISO 8601 UTC with milliseconds', () => {
     const db = new pg.Client({ connectionString: process.env.MAILGATE_TEST_ADMIN_URL });
     await db.connect();
     try {
-      // Text as a UTC session prints it (the ORM's sessions are UTC), and the instant as epoch ms.
+      // Text as a UTC session prints it (the ORM's sessions are UTC: test/db/sql.test.ts), and the instant as epoch ms.
       await db.query(`set timezone = 'UTC'`);
       const { rows } = await db.query(
         `select t::text as text, floor(extract(epoch from t) * 1000)::bigint::text as ms
