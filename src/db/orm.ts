@@ -38,14 +38,20 @@ export function ormOptions(clientUrl: string, poolMax = 10): Options {
     },
     discovery: { warnWhenNoEntities: false },
     allowGlobalContext: false,
-    pool: { min: 0, max: poolMax },
+    pool: {
+      min: 0,
+      max: poolMax,
+      // Every session of the pool runs in UTC, whatever the server's TimeZone: timestamps come
+      // back as "2026-04-01 08:00:00.123+00" (the text toIso rewrites without parsing). No
+      // statement of ours depends on the session's time zone (no ::date, date_trunc or AT TIME
+      // ZONE), so a pooler that drops the setting costs speed, not correctness. A SET once per
+      // new connection rather than a startup option: PgBouncer refuses unknown startup options.
+      afterCreate: (conn: { query(text: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) =>
+        conn.query(`set time zone 'UTC'`, (err) => done(err, conn)),
+    },
     debug: false,
     // Dates the ORM writes are formatted in UTC.
     forceUtcTimezone: true,
-    // Every session of the pool runs in UTC, whatever the server's TimeZone: timestamps come back
-    // as "2026-04-01 08:00:00.123+00" (the text toIso rewrites without parsing). No statement of
-    // ours depends on the session's time zone (no ::date, date_trunc or AT TIME ZONE).
-    driverOptions: { connection: { options: '-c TimeZone=UTC' } },
   };
 }
 
