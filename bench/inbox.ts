@@ -10,6 +10,7 @@
 import { performance } from 'node:perf_hooks';
 import { benchEnvironment, percentile, ms } from './support.ts';
 import { inboxStatement } from '../src/modules/sdrs/threads.ts';
+import { nativePlaceholders } from '../src/db/sql.ts';
 
 const env = await benchEnvironment();
 const svc = env.services();
@@ -100,8 +101,7 @@ function bareSql(c: Combo) {
     { status: c.status as never, category: c.category as never, search: c.search, snoozed: c.snoozed, limit: LIMIT, offset: c.offset, orderBy: c.orderBy },
     new Date(),
   );
-  let i = 0;
-  return { text: st.text.replace(/\?/g, () => `$${++i}`), params: st.params };
+  return { text: nativePlaceholders(st.text), params: st.params };
 }
 
 async function apiCall(c: Combo) {

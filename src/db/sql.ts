@@ -34,11 +34,11 @@ export async function sql<T = Record<string, unknown>>(em: EntityManager, text: 
     const q = em.getKnex().raw(text, params as never[]).transacting(trx);
     return ((await q) as { rows: T[] }).rows;
   }
-  checkBindings(text, params);
+  const native = checkedNative(text, params);
   const client = em.getKnex().client as unknown as PooledClient;
   const conn = await client.acquireConnection();
   try {
-    const res = await conn.query({ text: nativePlaceholders(text), values: params, ...(opts.name ? { name: opts.name } : {}) });
+    const res = await conn.query({ text: native, values: params, ...(opts.name ? { name: opts.name } : {}) });
     return res.rows as T[];
   } catch (err) {
     // The statement (not its values) for the logs, as knex's message carried it.
@@ -50,15 +50,17 @@ export async function sql<T = Record<string, unknown>>(em: EntityManager, text: 
 }
 
 /**
- * What knex checked before binding, so both paths of sql() refuse the same mistakes: one value
- * per `?` (a stray `?`, e.g. a jsonb operator, would shift every placeholder after it), and no
- * `undefined`, at the top level or inside an array (pg would quietly bind it as NULL).
+ * The statement in PostgreSQL's placeholders, refusing what knex refused before binding, so
+ * both paths of sql() refuse the same mistakes: one value per `?` (a stray `?`, e.g. a jsonb
+ * operator, would shift every placeholder after it), and no `undefined`, at the top level or
+ * inside an array (pg would quietly bind it as NULL).
  */
-function checkBindings(text: string, params: unknown[]): void {
+function checkedNative(text: string, params: unknown[]): string {
   let marks = 0;
-  for (let i = text.indexOf('?'); i >= 0; i = text.indexOf('?', i + 1)) marks++;
+  const native = text.replace(/\?/g, () => `$${++marks}`);
   if (marks !== params.length) throw new Error(`${marks} placeholders but ${params.length} values for: ${text}`);
   params.forEach((p, i) => {
     if (p === undefined || (Array.isArray(p) && p.includes(undefined))) throw new Error(`undefined binding at position ${i + 1} of: ${text}`);
   });
+  return native;
 }

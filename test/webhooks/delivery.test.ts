@@ -3,6 +3,7 @@ import net from 'node:net';
 import pg from 'pg';
 import { claimDue, fanOut, recordOutcomes, viaOrm, OUTCOMES_SQL, outcomesBatch } from '../../src/modules/webhooks/repository.ts';
 import { PreparedStatements } from '../../src/db/statements.ts';
+import { nativePlaceholders } from '../../src/db/sql.ts';
 import { checkWebhookHost, type Resolver } from '../../src/adapters/http-client.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import type { Deps } from '../../src/services.ts';
@@ -456,7 +457,7 @@ describe('webhook delivery: retries, timeouts, restarts, workers, guards', funct
     await fan.connect();
     try {
       await fan.query('begin');
-      const r = await fanOut({ run: async (_n, text, params) => (await fan.query(text.replace(/\?/g, ((i) => () => `$${++i}`)(0)), params)).rows }, w.clock.now(), 10);
+      const r = await fanOut({ run: async (_n, text, params) => (await fan.query(nativePlaceholders(text), params)).rows }, w.clock.now(), 10);
       assert.equal(r.deliveries, 1);
       const deleting = w.app.request('DELETE', `/v1/webhooks/${hook.id}`, { key });
       await new Promise((res) => setTimeout(res, 300));

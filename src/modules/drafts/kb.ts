@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { toDate } from '../../shared/time.ts';
+import { toIso } from '../../shared/time.ts';
 import type { Deps } from '../../services.ts';
 import { domainOf, findLinks, linkProblems } from './links.ts';
 
@@ -39,7 +39,7 @@ interface KbRow {
 }
 
 function view(r: KbRow): KbEntry {
-  return { id: r.id, workspaceId: r.workspace_id, title: r.title, body: r.body, createdAt: toDate(r.created_at).toISOString() };
+  return { id: r.id, workspaceId: r.workspace_id, title: r.title, body: r.body, createdAt: toIso(r.created_at) };
 }
 
 /**

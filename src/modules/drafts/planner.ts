@@ -9,7 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { simpleParser } from 'mailparser';
 import { sql } from '../../db/sql.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { toDate } from '../../shared/time.ts';
+import { toIso } from '../../shared/time.ts';
 import { normalizeEmail } from '../../shared/email.ts';
 import type { Deps } from '../../services.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
@@ -163,7 +163,7 @@ export class DraftPlanner {
       const text = sanitizeForPrompt(texts[i], Math.min(CAPS.message, budget));
       budget -= text.length;
       const m = messages[i];
-      history.unshift({ direction: m.direction, from: m.from_email, at: toDate(m.at).toISOString(), subject: sanitizeText(m.subject), text });
+      history.unshift({ direction: m.direction, from: m.from_email, at: toIso(m.at), subject: sanitizeText(m.subject), text });
     }
     const lastInbound = [...history].reverse().find((h) => h.direction === 'inbound');
     const lastProspectMessage = lastInbound?.text ?? '';

@@ -7,7 +7,7 @@ import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import { LlmError, type LlmProvider } from '../../adapters/llm.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { toDate } from '../../shared/time.ts';
+import { toIso } from '../../shared/time.ts';
 import { normalizeEmail } from '../../shared/email.ts';
 import type { Deps } from '../../services.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
@@ -68,8 +68,8 @@ export function draftView(d: DraftRow) {
     latencyMs: d.latency_ms,
     sentMessageId: d.sent_message_id,
     supersededBy: d.superseded_by,
-    createdAt: toDate(d.created_at).toISOString(),
-    updatedAt: toDate(d.updated_at).toISOString(),
+    createdAt: toIso(d.created_at),
+    updatedAt: toIso(d.updated_at),
   };
 }
 

@@ -10,7 +10,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { toDate } from '../../shared/time.ts';
+import { toDate, toIso } from '../../shared/time.ts';
 import type { Deps } from '../../services.ts';
 import { ThreadService, type ThreadScope } from './threads.ts';
 
@@ -35,10 +35,10 @@ export function followupView(r: TaskRow) {
     threadId: r.thread_id,
     sdrId: r.sdr_id,
     status: r.status,
-    dueAt: toDate(r.due_at).toISOString(),
+    dueAt: toIso(r.due_at),
     ruleId: r.rule_id,
     attempt: Number(r.attempt),
-    createdAt: toDate(r.created_at).toISOString(),
+    createdAt: toIso(r.created_at),
   };
 }
 export type FollowupView = ReturnType<typeof followupView>;

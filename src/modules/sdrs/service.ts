@@ -8,7 +8,7 @@ import type { Deps } from '../../services.ts';
 import { SdrSchema, SdrMailboxSchema, type Sdr, type SdrMailbox, type MailHealth } from './entities.ts';
 import type { ProbeOutcome } from '../../adapters/mailprobe.ts';
 import { sql } from '../../db/sql.ts';
-import { isoOrNull, toDate } from '../../shared/time.ts';
+import { isoOrNull, toIso } from '../../shared/time.ts';
 import type { IcpCriteria } from './icp.ts';
 
 export interface ProfileInput {
@@ -45,7 +45,7 @@ export function followupRuleView(r: FollowupRuleRow) {
     businessDays: r.business_days,
     categories: r.categories,
     maxAttempts: r.max_attempts,
-    createdAt: toDate(r.created_at).toISOString(),
+    createdAt: toIso(r.created_at),
   };
 }
 

@@ -188,7 +188,7 @@ export class ThreadService {
         subject: m.subject,
         bodyText: m.body_text,
         bodyHtml: m.body_html,
-        at: toDate(m.at).toISOString(),
+        at: toIso(m.at),
       })),
       handoff: handoff
         ? {
@@ -202,7 +202,7 @@ export class ThreadService {
             seniority: handoff.seniority,
             employeeCount: handoff.employee_count,
             snapshot: handoff.snapshot,
-            createdAt: toDate(handoff.created_at).toISOString(),
+            createdAt: toIso(handoff.created_at),
           }
         : null,
       drafts: drafts.map((d) => ({
@@ -211,8 +211,8 @@ export class ThreadService {
         subject: d.subject,
         bodyText: d.body_text,
         bodyHtml: d.body_html,
-        createdAt: toDate(d.created_at).toISOString(),
-        updatedAt: toDate(d.updated_at).toISOString(),
+        createdAt: toIso(d.created_at),
+        updatedAt: toIso(d.updated_at),
       })),
     };
   }
