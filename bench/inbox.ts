@@ -5,8 +5,9 @@
 // none|common|rare x snoozed none|true|false x orderBy priority|lastMessage|created x offset
 // 0|500), twice, against the bare statement ThreadService.inbox runs (the text of
 // inboxStatement: page and exact total in one statement) through pg. Prints p50/p95 of both,
-// the ratio, and the slowest combinations with the plan of their bare statement. Then a scale
-// check: the searches again once 20 more SDRs hold 400,000 threads.
+// the ratio, and the slowest combinations with the plan of their bare statement. Then a churn
+// check (the searches again after 2,000 writes with no vacuum) and a scale check (the searches
+// again once 20 more SDRs hold 400,000 threads).
 import { performance } from 'node:perf_hooks';
 import { benchEnvironment, percentile, ms } from './support.ts';
 import { inboxStatement } from '../src/modules/sdrs/threads.ts';
@@ -217,6 +218,45 @@ for (const [c] of ranked.slice(0, 4)) {
   const q = bareSql(c);
   const { rows } = await env.pool.query(`explain (analyze, costs off, timing off, summary on) ${q.text}`, q.params);
   console.log(`--- plan of ${label(c)}\n${rows.map((r: Record<string, string>) => '    ' + r['QUERY PLAN']).join('\n')}`);
+}
+
+// Churn check: the searches again after a stretch of ordinary writes with no vacuum in between
+// (1,000 new threads for SDR A and 1,000 status changes, one statement each, as replies and
+// SDRs make them). A GIN index with fastupdate=on would hold their entries in a pending list
+// that every search reads (migration 0011 turns it off).
+{
+  const searches = combos.filter((c) => c.search !== undefined);
+  const before = searches.flatMap((c) => per.get(c)!.api);
+  t = performance.now();
+  for (let i = 0; i < 1000; i++)
+    await env.pool.query(
+      `insert into prospect_threads (id, workspace_id, sdr_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, updated_at)
+       values ($3, $1, $2, $4, 'New Prospect', 'Re: quick question', 'new', 'B', $5, now(), now(), now())`,
+      [env.workspaceId, sdrA.id, `thr_churn${i}`, `new.prospect${i}@${i % 20 === 0 ? 'acme' : 'company' + (i % 997)}.example`, (i % 100) / 1.0],
+    );
+  const { rows: moved } = await env.pool.query(`select id from prospect_threads where sdr_id = $1 and status = 'new' order by id limit 1000`, [sdrA.id]);
+  for (const r of moved) await env.pool.query(`update prospect_threads set status = 'awaiting_reply', updated_at = now() where id = $1`, [r.id]);
+  const writes = performance.now() - t;
+  const pending = await env.pool
+    .query(`create extension if not exists pgstattuple`)
+    .then(() => env.pool.query(`select pending_tuples::int as n from pgstatginindex('prospect_threads_sdr_search_idx')`))
+    .then((r) => String(r.rows[0].n))
+    .catch(() => 'unknown (pgstattuple not available)');
+  const after: number[] = [];
+  for (let r = 0; r < ROUNDS; r++)
+    for (const c of searches) {
+      const t0 = performance.now();
+      const a = await apiCall(c);
+      after.push(performance.now() - t0);
+      if (r === 0) {
+        const ref = await referenceCall(c);
+        if (a.total !== ref.total || a.threads.map((x) => x.id).join() !== ref.ids.join()) throw new Error(`churn check: API and reference disagree on ${label(c)}`);
+      }
+    }
+  console.log(
+    `churn check: 1,000 inserts + 1,000 updates one by one in ${ms(writes)} (${(writes / 2000).toFixed(2)} ms each), search index pending entries: ${pending}; ` +
+      `the ${searches.length} search combinations x ${ROUNDS}: API p50 ${ms(p(before, 50))} / p95 ${ms(p(before, 95))} before, p50 ${ms(p(after, 50))} / p95 ${ms(p(after, 95))} after`,
+  );
 }
 
 // Scale check: the same searches for SDR A once the installation holds 400,000 more threads of

@@ -215,6 +215,26 @@ describe('SDR inbox: per-SDR thread counters and exact totals', () => {
     }
   });
 
+  it('the search index keeps no pending list: new entries go straight into the index (migration 0011)', async () => {
+    // With GIN's default fastupdate=on, new threads' entries wait in a pending list that every
+    // search reads in full until a vacuum merges it (docs/benchmarks.md, session 6).
+    const { rows } = await db.query(`select reloptions from pg_class where relname = 'prospect_threads_sdr_search_idx'`);
+    assert.deepEqual(rows[0].reloptions, ['fastupdate=off']);
+    // And a thread written after the migration is found by the search (its entries went into
+    // the index itself, not into a list the search would also have read).
+    const id = 'thr_pending_' + randomBytes(4).toString('hex');
+    await db.query(
+      `insert into prospect_threads (id, workspace_id, sdr_id, contact_email, status, category, last_message_at, created_at, updated_at)
+       values ($1, $2, $3, 'pending@list.example', 'new', 'B', now(), now(), now())`,
+      [id, wsId, sdrA.id],
+    );
+    const res = await app.request<{ data: { threads: { id: string }[]; total: number } }>('GET', '/v1/sdr/inbox?search=pending@list', { key: keyA });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.data.threads.map((t) => t.id), [id]);
+    assert.equal(res.body.data.total, 1);
+    await db.query('delete from prospect_threads where id = $1', [id]);
+  });
+
   describe('GET /v1/sdr/inbox against plain count(*) and page statements', () => {
     type Combo = { status?: ThreadStatus[]; category?: 'A'; search?: string; snoozed?: boolean; orderBy: 'priority' | 'lastMessage' | 'created'; offset: number };
     const ORDER = { priority: 'priority_score desc, id asc', lastMessage: 'last_message_at desc, id asc', created: 'created_at desc, id asc' };

@@ -8,6 +8,7 @@ import { Migration0007Retention } from './0007_retention.ts';
 import { Migration0008AttemptsInDelivery } from './0008_attempts_in_delivery.ts';
 import { Migration0009WebhookDeliveryFks } from './0009_webhook_delivery_fks.ts';
 import { Migration0010SearchBySdr } from './0010_search_by_sdr.ts';
+import { Migration0011SearchIndexNoPendingList } from './0011_search_index_no_pending_list.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -21,4 +22,5 @@ export const migrations = [
   { name: '0008_attempts_in_delivery', class: Migration0008AttemptsInDelivery },
   { name: '0009_webhook_delivery_fks', class: Migration0009WebhookDeliveryFks },
   { name: '0010_search_by_sdr', class: Migration0010SearchBySdr },
+  { name: '0011_search_index_no_pending_list', class: Migration0011SearchIndexNoPendingList },
 ];
