@@ -220,19 +220,40 @@ for (const [c] of ranked.slice(0, 4)) {
   console.log(`--- plan of ${label(c)}\n${rows.map((r: Record<string, string>) => '    ' + r['QUERY PLAN']).join('\n')}`);
 }
 
+// The search combinations again (after churn, after scale), API and bare, each checked once
+// against the plain statements.
+const searches = combos.filter((c) => c.search !== undefined);
+const searchesBefore = searches.flatMap((c) => per.get(c)!.api);
+async function searchAgain(check: string) {
+  const api: number[] = [];
+  const bare: number[] = [];
+  for (let r = 0; r < ROUNDS; r++)
+    for (const c of searches) {
+      let t0 = performance.now();
+      const a = await apiCall(c);
+      api.push(performance.now() - t0);
+      t0 = performance.now();
+      const b = await bareCall(c);
+      bare.push(performance.now() - t0);
+      if (r === 0) {
+        const ref = await referenceCall(c);
+        if (a.total !== ref.total || a.threads.map((x) => x.id).join() !== ref.ids.join() || b.total !== ref.total) throw new Error(`${check}: API, bare and reference disagree on ${label(c)}`);
+      }
+    }
+  return { api, bare };
+}
+
 // Churn check: the searches again after a stretch of ordinary writes with no vacuum in between
 // (1,000 new threads for SDR A and 1,000 status changes, one statement each, as replies and
 // SDRs make them). A GIN index with fastupdate=on would hold their entries in a pending list
 // that every search reads (migration 0011 turns it off).
 {
-  const searches = combos.filter((c) => c.search !== undefined);
-  const before = searches.flatMap((c) => per.get(c)!.api);
   t = performance.now();
   for (let i = 0; i < 1000; i++)
     await env.pool.query(
       `insert into prospect_threads (id, workspace_id, sdr_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, updated_at)
        values ($3, $1, $2, $4, 'New Prospect', 'Re: quick question', 'new', 'B', $5, now(), now(), now())`,
-      [env.workspaceId, sdrA.id, `thr_churn${i}`, `new.prospect${i}@${i % 20 === 0 ? 'acme' : 'company' + (i % 997)}.example`, (i % 100) / 1.0],
+      [env.workspaceId, sdrA.id, `thr_churn${i}`, `new.prospect${i}@${i % 20 === 0 ? 'acme' : 'company' + (i % 997)}.example`, i % 100],
     );
   const { rows: moved } = await env.pool.query(`select id from prospect_threads where sdr_id = $1 and status = 'new' order by id limit 1000`, [sdrA.id]);
   for (const r of moved) await env.pool.query(`update prospect_threads set status = 'awaiting_reply', updated_at = now() where id = $1`, [r.id]);
@@ -242,20 +263,10 @@ for (const [c] of ranked.slice(0, 4)) {
     .then(() => env.pool.query(`select pending_tuples::int as n from pgstatginindex('prospect_threads_sdr_search_idx')`))
     .then((r) => String(r.rows[0].n))
     .catch(() => 'unknown (pgstattuple not available)');
-  const after: number[] = [];
-  for (let r = 0; r < ROUNDS; r++)
-    for (const c of searches) {
-      const t0 = performance.now();
-      const a = await apiCall(c);
-      after.push(performance.now() - t0);
-      if (r === 0) {
-        const ref = await referenceCall(c);
-        if (a.total !== ref.total || a.threads.map((x) => x.id).join() !== ref.ids.join()) throw new Error(`churn check: API and reference disagree on ${label(c)}`);
-      }
-    }
+  const after = await searchAgain('churn check');
   console.log(
     `churn check: 1,000 inserts + 1,000 updates one by one in ${ms(writes)} (${(writes / 2000).toFixed(2)} ms each), search index pending entries: ${pending}; ` +
-      `the ${searches.length} search combinations x ${ROUNDS}: API p50 ${ms(p(before, 50))} / p95 ${ms(p(before, 95))} before, p50 ${ms(p(after, 50))} / p95 ${ms(p(after, 95))} after`,
+      `the ${searches.length} search combinations x ${ROUNDS}: API p50 ${ms(p(searchesBefore, 50))} / p95 ${ms(p(searchesBefore, 95))} before, p50 ${ms(p(after.api, 50))} / p95 ${ms(p(after.api, 95))} after (bare p50 ${ms(p(after.bare, 50))} / p95 ${ms(p(after.bare, 95))})`,
   );
 }
 
@@ -264,8 +275,6 @@ for (const [c] of ranked.slice(0, 4)) {
 // the SDR's threads, not the installation's (migration 0010: the trigram index is scoped by
 // sdr_id). The same check as above: totals and pages against the plain statements.
 {
-  const searches = combos.filter((c) => c.search !== undefined);
-  const before = searches.flatMap((c) => per.get(c)!.api);
   t = performance.now();
   for (let j = 0; j < 20; j++) {
     const other = await svc.sdrs.add(env.workspaceId, `Bench Extra ${j}`, `extra${j}@bench.example`);
@@ -273,24 +282,10 @@ for (const [c] of ranked.slice(0, 4)) {
   }
   await env.pool.query('vacuum analyze prospect_threads');
   console.log(`scale check: seeded 400,000 threads of 20 more SDRs in ${ms(performance.now() - t)}`);
-  const after: number[] = [];
-  const afterBare: number[] = [];
-  for (let r = 0; r < ROUNDS; r++)
-    for (const c of searches) {
-      let t0 = performance.now();
-      const a = await apiCall(c);
-      after.push(performance.now() - t0);
-      t0 = performance.now();
-      const b = await bareCall(c);
-      afterBare.push(performance.now() - t0);
-      if (r === 0) {
-        const ref = await referenceCall(c);
-        if (a.total !== ref.total || a.threads.map((x) => x.id).join() !== ref.ids.join() || b.total !== ref.total) throw new Error(`scale check: API, bare and reference disagree on ${label(c)}`);
-      }
-    }
+  const after = await searchAgain('scale check');
   console.log(
-    `scale check, the ${searches.length} search combinations x ${ROUNDS} for SDR A: API p50 ${ms(p(before, 50))} / p95 ${ms(p(before, 95))} with 20,000 other threads, ` +
-      `p50 ${ms(p(after, 50))} / p95 ${ms(p(after, 95))} with 420,000 (bare p50 ${ms(p(afterBare, 50))} / p95 ${ms(p(afterBare, 95))})`,
+    `scale check, the ${searches.length} search combinations x ${ROUNDS} for SDR A: API p50 ${ms(p(searchesBefore, 50))} / p95 ${ms(p(searchesBefore, 95))} with 20,000 other threads, ` +
+      `p50 ${ms(p(after.api, 50))} / p95 ${ms(p(after.api, 95))} with 420,000 (bare p50 ${ms(p(after.bare, 50))} / p95 ${ms(p(after.bare, 95))})`,
   );
   const c = searches.find((x) => x.search === 'acme' && !x.status && !x.category && x.snoozed === undefined && x.orderBy === 'priority' && x.offset === 500)!;
   const q = bareSql(c);
