@@ -29,7 +29,10 @@ export interface MailAccount {
   smtpUrl: string;
 }
 
-/** Pushes mail through an account's SMTP server (listmonk's "messenger"). */
+/**
+ * Pushes mail through an account's SMTP server (listmonk's "messenger"). Every transport failure
+ * is an outcome; `send` throws only for a failure of the mail itself (it cannot be composed).
+ */
 export interface Messenger {
   send(account: MailAccount, mail: OutgoingMail): Promise<SendOutcome>;
   close(): Promise<void>;
@@ -137,13 +140,14 @@ export class SmtpMessenger implements Messenger {
   }
 
   async send(account: MailAccount, mail: OutgoingMail): Promise<SendOutcome> {
+    // A campaign message goes as the finished bytes (adapters/mime.ts: what the composer would
+    // write, without its per-node streams); anything else through the composer. Composing is
+    // not transport: what it throws is the message's own failure, thrown, never retried.
+    const raw = rawMessage(mail);
     const pooled = this.transportFor(account);
     pooled.lastUsed = Date.now();
     pooled.inFlight++;
     try {
-      // A campaign message goes as the finished bytes (adapters/mime.ts: what the composer
-      // would write, without its per-node streams); anything else through the composer.
-      const raw = rawMessage(mail);
       const info = raw ? await sendRaw(pooled.transport, raw, mail.messageId) : await pooled.transport.sendMail(messageOptions(mail));
       return { kind: 'accepted', response: String(info.response ?? '250 OK') };
     } catch (err) {

@@ -197,6 +197,13 @@ describe('drafts: visibleTextFromHtml (hostile HTML)', () => {
   it('keeps paragraphs and line breaks, skips images', () => {
     assert.equal(visibleTextFromHtml('<p>One<br>two</p><p>Three <img src="https://t.example/p.gif" alt="pixel"></p>'), 'One\ntwo\n\nThree');
   });
+
+  it('a colour or font size named like an Object.prototype member is an unknown value, not a crash', () => {
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf']) {
+      const html = `<p style="color: ${name}">a</p><font color="${name}">b</font><p style="background-color: ${name}">c</p><p style="font-size: ${name}">d</p>`;
+      assert.equal(visibleTextFromHtml(html), 'a\n\nb\n\nc\n\nd', name);
+    }
+  });
 });
 
 describe('drafts: stripQuoted', () => {

@@ -238,7 +238,7 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     assert.equal(res.body.total, 3);
     assert.equal(res.body.hasMore, true);
     assert.deepEqual(Object.keys(res.body.data[0]).sort(), [
-      'company', 'currentStep', 'customFields', 'email', 'enrolledAt', 'enrollmentId', 'firstName', 'id', 'jobTitle', 'lastEvent', 'lastEventAt', 'lastName', 'nextSendAt', 'status',
+      'company', 'currentStep', 'customFields', 'email', 'enrolledAt', 'enrollmentId', 'failureReason', 'firstName', 'id', 'jobTitle', 'lastEvent', 'lastEventAt', 'lastName', 'nextSendAt', 'status',
     ]);
     assert.equal(res.body.data[0].email, 'v1@example.com');
     assert.deepEqual(res.body.data[0].customFields, { tier: 'gold' });

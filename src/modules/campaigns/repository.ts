@@ -194,6 +194,7 @@ export interface EnrollmentRow extends LeadColumns {
   current_step: number | null;
   last_event: string | null;
   last_event_at: Date | string | null;
+  failure_reason: string | null;
   created_at: Date | string;
   lead_id: string;
   next_send_at: Date | string | null;
@@ -209,7 +210,11 @@ export async function listEnrollments(em: EntityManager, campaignId: string, opt
             l.id as lead_id, l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom,
             (select max(m.step_index) from outbound_messages m where m.enrollment_id = e.id and m.kind = 'campaign') as current_step,
             (select min(m.due_at) from outbound_messages m
-              where m.enrollment_id = e.id and m.state in ('queued', 'scheduled', 'sending')) as next_send_at
+              where m.enrollment_id = e.id and m.state in ('queued', 'scheduled', 'sending')) as next_send_at,
+            case when e.last_event = 'failed' then
+              (select m.last_error from outbound_messages m
+                where m.enrollment_id = e.id and m.kind = 'campaign' and m.state = 'failed' order by m.step_index desc limit 1)
+            end as failure_reason
        from enrollments e join leads l on l.id = e.lead_id
       where e.campaign_id = ? ${filter}
       order by e.seq

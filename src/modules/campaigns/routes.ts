@@ -26,6 +26,7 @@ const enrollmentView = z.object({
   nextSendAt: z.string().nullable(),
   lastEvent: z.string().nullable(),
   lastEventAt: z.string().nullable(),
+  failureReason: z.string().nullable().describe('why the lead\'s last message failed (lastEvent `failed`: rendering or composing it threw), else null'),
   enrolledAt: z.string(),
 });
 

@@ -49,6 +49,7 @@ function enrollmentView(r: EnrollmentRow) {
     nextSendAt: iso(r.next_send_at),
     lastEvent: r.last_event,
     lastEventAt: iso(r.last_event_at),
+    failureReason: r.failure_reason,
     enrolledAt: iso(r.created_at)!,
   };
 }

@@ -1,6 +1,7 @@
 import { convert } from 'html-to-text';
 import { DomUtils, parseDocument } from 'htmlparser2';
 import { cutQuotedHistory } from '../inbound/strip.ts';
+import { own } from '../../shared/own.ts';
 
 // Email content is data, never instructions (contract §9). Everything a prospect wrote reaches
 // the LLM only through these functions: what a human reader would not see (invisible
@@ -386,7 +387,8 @@ const FONT_KEYWORDS: Record<string, number> = { 'xx-small': 9, 'x-small': 10, sm
 
 function fontSizePx(value: string | undefined, parentPx: number): number {
   if (value === undefined) return parentPx;
-  if (value in FONT_KEYWORDS) return FONT_KEYWORDS[value];
+  const keyword = own(FONT_KEYWORDS, value);
+  if (keyword !== undefined) return keyword;
   if (value === 'smaller') return parentPx / 1.2;
   if (value === 'larger') return parentPx * 1.2;
   const m = FONT_SIZE.exec(value);
@@ -440,7 +442,7 @@ function parseColor(value: string, current: Rgba): Rgba | null {
   if (v === 'transparent') return { ...BLACK, a: 0 };
   if (v === 'currentcolor') return current;
   // "#fff", "#ffffff80", a name, or six bare hex digits as legacy attributes allow (bgcolor="ffffff").
-  const hex = NAMED[v] ?? /^#([0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/.exec(v)?.[1] ?? /^[0-9a-f]{6}$/.exec(v)?.[0];
+  const hex = own(NAMED, v) ?? /^#([0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/.exec(v)?.[1] ?? /^[0-9a-f]{6}$/.exec(v)?.[0];
   if (hex !== undefined) {
     const full = hex.length <= 4 ? [...hex].map((c) => c + c).join('') : hex;
     const n = (i: number) => parseInt(full.slice(i, i + 2), 16);

@@ -1,6 +1,8 @@
 // priorityScore of a prospect thread (contract §8; formula documented in docs/sdr-desk.md).
 // Pure: the caller passes `now` from the injected clock.
 
+import { own } from '../../shared/own.ts';
+
 export type ThreadCategory = 'A' | 'B' | 'C';
 
 export interface PriorityInput {
@@ -41,7 +43,7 @@ export const OVERDUE_CAP = 3;
  */
 export function priorityScore(input: PriorityInput): number {
   const category = CATEGORY_WEIGHT[input.category] ?? CATEGORY_WEIGHT.B;
-  const cls = input.classification != null && input.classification in CLASSIFICATION_WEIGHT ? CLASSIFICATION_WEIGHT[input.classification] : UNKNOWN_CLASSIFICATION_WEIGHT;
+  const cls = (input.classification != null ? own(CLASSIFICATION_WEIGHT, input.classification) : undefined) ?? UNKNOWN_CLASSIFICATION_WEIGHT;
   const ageHours = Math.max(0, (input.now.getTime() - input.lastMessageAt.getTime()) / 3_600_000);
   const recency = RECENCY_MAX * Math.pow(0.5, ageHours / RECENCY_HALF_LIFE_HOURS);
   const overdue = OVERDUE_WEIGHT * Math.min(OVERDUE_CAP, Math.max(0, Math.floor(input.overdueFollowups)));

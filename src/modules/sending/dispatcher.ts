@@ -6,7 +6,7 @@ import { bumpCounters } from '../campaigns/repository.ts';
 import { endEnrollments } from './lifecycle.ts';
 import { inWindow } from './schedule.ts';
 import { renderHtml, renderSubject, renderText, withOpenPixel, replySubject, type LeadValues } from './render.ts';
-import { OutcomeRecorder, type SentMessage } from './outcomes.ts';
+import { OutcomeRecorder, type ClaimedMessage, type SentMessage } from './outcomes.ts';
 import {
   runningCampaigns,
   promoteDue,
@@ -269,7 +269,13 @@ export class Dispatcher {
         this.held.delete(row.id);
         continue;
       }
-      prepared.push(this.render(row));
+      // The account's credentials are not this message's: a failure to read them is not caught here.
+      const smtpUrl = this.deps.crypto.decrypt(row.smtp_url_enc);
+      try {
+        prepared.push(this.render(row, smtpUrl));
+      } catch (err) {
+        await this.failMessage(claimedOf(row), 'rendering', err);
+      }
     }
     return prepared;
   }
@@ -298,7 +304,7 @@ export class Dispatcher {
     return null;
   }
 
-  private render(row: PreparedRow): Prepared {
+  private render(row: PreparedRow, smtpUrl: string): Prepared {
     const lead: LeadValues = { email: row.email, firstName: row.first_name, lastName: row.last_name, company: row.company, jobTitle: row.job_title, custom: row.custom ?? {} };
     const base = publicUrl(this.deps.config);
     const unsubscribeUrl = `${base}/u/${this.deps.crypto.sign(`u.${row.id}`)}`;
@@ -329,21 +335,14 @@ export class Dispatcher {
     };
     return {
       message: {
-        id: row.id,
-        workspaceId: row.workspace_id,
-        campaignId: row.campaign_id,
-        enrollmentId: row.enrollment_id,
-        leadId: row.lead_id,
-        stepIndex: row.step_index,
-        toEmail: row.to_email,
+        ...claimedOf(row),
         messageIdHeader,
-        senderAccountId: row.sender_account_id,
         subject,
         inReplyTo: last?.mid ?? null,
         references: references.length ? references.join(' ') : null,
       },
       mail,
-      smtpUrl: this.deps.crypto.decrypt(row.smtp_url_enc),
+      smtpUrl,
     };
   }
 
@@ -395,7 +394,7 @@ export class Dispatcher {
   private async sendGuarded(p: Prepared, result: RoundResult, healthy: Set<string>): Promise<void> {
     const sem = this.semaphore(p.message.senderAccountId);
     await sem.acquire();
-    let outcome: SendOutcome;
+    let outcome: SendOutcome | { kind: 'threw'; err: unknown };
     try {
       if (this.stopping) {
         await release(this.em(), p.message.id, this.workerId, this.deps.clock.now());
@@ -405,12 +404,18 @@ export class Dispatcher {
         await this.notSent(p, this.deps.clock.now());
         return;
       }
-      outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail);
+      // The messenger answers every transport failure with an outcome (retried or a bounce);
+      // what it throws is this message's own failure (it could not be composed).
+      outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail).catch((err: unknown) => ({ kind: 'threw' as const, err }));
     } catch (err) {
       this.deps.log.error({ err, messageId: p.message.id }, 'sending a message failed unexpectedly; it stays claimed until its lease expires');
       return;
     } finally {
       sem.release();
+    }
+    if (outcome.kind === 'threw') {
+      await this.failMessage(p.message, 'sending', outcome.err);
+      return;
     }
     try {
       const recorded = await this.outcomes.record(() => this.em(), p.message, outcome, this.workerId);
@@ -421,6 +426,23 @@ export class Dispatcher {
       if (outcome.kind === 'auth_failed') this.deps.log.warn({ senderAccountId: p.message.senderAccountId, response: outcome.response }, 'SMTP authentication failed; account marked unhealthy');
     } catch (err) {
       this.deps.log.error({ err, messageId: p.message.id }, 'recording an SMTP outcome failed; the message stays claimed until its lease expires');
+    }
+  }
+
+  /**
+   * Rendering or sending this message threw for a reason of its own: it ends `failed` with the
+   * reason and the lead's sequence ends (OutcomeRecorder.failed); the rest of the batch goes on.
+   */
+  private async failMessage(m: ClaimedMessage, what: 'rendering' | 'sending', err: unknown): Promise<void> {
+    const reason = `${what} the message failed: ${err instanceof Error ? err.message : String(err)}`;
+    const log = { err, messageId: m.id, campaignId: m.campaignId, enrollmentId: m.enrollmentId };
+    try {
+      const recorded = await this.outcomes.failed(() => this.em(), m, reason, this.workerId);
+      this.deps.log.error(log, recorded ? `${what} a message failed: it is failed and its lead's sequence ends` : `${what} a message failed; it was no longer this worker's`);
+    } catch (e) {
+      this.deps.log.error({ ...log, recordErr: e }, `${what} a message failed and recording it failed too; it stays claimed until its lease expires`);
+    } finally {
+      this.held.delete(m.id);
     }
   }
 
@@ -440,4 +462,17 @@ export class Dispatcher {
       // Otherwise the campaign was paused: the message is back in the queue as it was.
     });
   }
+}
+
+function claimedOf(row: PreparedRow): ClaimedMessage {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    campaignId: row.campaign_id,
+    enrollmentId: row.enrollment_id,
+    leadId: row.lead_id,
+    stepIndex: row.step_index,
+    toEmail: row.to_email,
+    senderAccountId: row.sender_account_id,
+  };
 }

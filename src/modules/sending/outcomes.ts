@@ -9,7 +9,8 @@ import type { Deps } from '../../services.ts';
 import type { PreparedStatements } from '../../db/statements.ts';
 import { endEnrollments } from './lifecycle.ts';
 
-export interface SentMessage {
+/** A claimed message as the queue knows it, before it is rendered. */
+export interface ClaimedMessage {
   id: string;
   workspaceId: string;
   campaignId: string;
@@ -17,8 +18,11 @@ export interface SentMessage {
   leadId: string;
   stepIndex: number;
   toEmail: string;
-  messageIdHeader: string;
   senderAccountId: string;
+}
+
+export interface SentMessage extends ClaimedMessage {
+  messageIdHeader: string;
   /** The rendered headers, recorded with the outcome. */
   subject: string;
   inReplyTo: string | null;
@@ -106,6 +110,29 @@ export class OutcomeRecorder {
           return 'auth_failed';
         }
       }
+    });
+  }
+
+  /**
+   * A message that failed for a reason of its own (rendering or composing it threw): no SMTP
+   * transaction happened, so it is neither sent nor bounced and the address is not suppressed.
+   * Like a permanent rejection it is final: the message is `failed` with the reason, it leaves
+   * `queued`, and the lead's sequence ends (`completed`, last event `failed`), in one transaction.
+   * No event: the webhook catalogue has none for it (the log and the leads view show it).
+   */
+  async failed(em: () => EntityManager, m: ClaimedMessage, reason: string, workerId: string): Promise<boolean> {
+    const now = this.deps.clock.now();
+    return em().transactional(async (tx) => {
+      const done = await sql(
+        tx,
+        `update outbound_messages set state = 'failed', last_error = ?, lease_until = null, updated_at = ?
+          where id = ? and state = 'sending' and claimed_by = ? returning id`,
+        [reason.slice(0, 1000), now, m.id, workerId],
+      );
+      if (!done.length) return false;
+      await bumpCounters(tx, m.campaignId, { queued: -1 });
+      await endEnrollments(tx, [m.enrollmentId], 'completed', 'failed', now);
+      return true;
     });
   }
 

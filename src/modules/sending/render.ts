@@ -1,4 +1,5 @@
 import { convert } from 'html-to-text';
+import { own } from '../../shared/own.ts';
 
 // Personalization (contract §4): {{firstName}}, {{company}}, {{jobTitle}}, {{email}},
 // {{lastName}}, any custom field, {{unsubscribeUrl}}; {{name|fallback}} gives a fallback.
@@ -20,31 +21,36 @@ export interface LeadValues {
   custom: Record<string, unknown>;
 }
 
+/**
+ * A token's value: the lead's own field (own properties only: a token such as {{constructor}}
+ * names no field and is missing), a string or a number; any other value counts as missing.
+ */
 function valueOf(name: string, lead: LeadValues, extra: Record<string, string>): string | undefined {
-  if (name in extra) return extra[name];
   let v: unknown;
-  switch (name) {
-    case 'email':
-      v = lead.email;
-      break;
-    case 'firstName':
-      v = lead.firstName;
-      break;
-    case 'lastName':
-      v = lead.lastName;
-      break;
-    case 'company':
-      v = lead.company;
-      break;
-    case 'jobTitle':
-      v = lead.jobTitle;
-      break;
-    default:
-      v = lead.custom[name];
+  if (Object.hasOwn(extra, name)) v = extra[name];
+  else {
+    switch (name) {
+      case 'email':
+        v = lead.email;
+        break;
+      case 'firstName':
+        v = lead.firstName;
+        break;
+      case 'lastName':
+        v = lead.lastName;
+        break;
+      case 'company':
+        v = lead.company;
+        break;
+      case 'jobTitle':
+        v = lead.jobTitle;
+        break;
+      default:
+        v = lead.custom !== null && typeof lead.custom === 'object' ? own(lead.custom, name) : undefined;
+    }
   }
-  if (v === null || v === undefined) return undefined;
-  const s = typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
-  return s.trim() === '' ? undefined : s;
+  const s = typeof v === 'string' ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
+  return s === undefined || s.trim() === '' ? undefined : s;
 }
 
 /** Replaces tokens once; `escape` is applied to every inserted value (and fallback). */
