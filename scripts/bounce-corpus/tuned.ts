@@ -1,0 +1,2 @@
+import type { Family } from './holdout.ts';
+export const TUNED: Family[] = [];
