@@ -89,3 +89,15 @@ export function formatBounceCorpus(r: BounceCorpusReport): string {
   if (r.misses.length) lines.push('bounce corpus misses:', ...r.misses, '');
   return lines.join('\n');
 }
+
+/** Targets on the tuned families (the held-out ones are reported, not targeted), and safety on both. */
+export function bounceCorpusTargets(r: BounceCorpusReport): Array<{ name: string; value: number; target: number; met: boolean }> {
+  const t = (name: string, value: number, target: number) => ({ name, value, target, met: value >= target });
+  const { tuned, holdout } = r.sets;
+  return [
+    t('corpus detection (tuned families)', tuned.total ? tuned.detected / tuned.total : 1, 0.97),
+    t('corpus hard/soft agreement (tuned families)', tuned.typeChecked ? tuned.typeAgreed / tuned.typeChecked : 1, 0.97),
+    t('corpus original found (tuned families)', tuned.typeChecked ? tuned.matched / tuned.typeChecked : 1, 0.97),
+    t('no bounce shown as a human reply (both sets)', tuned.asHuman + holdout.asHuman === 0 ? 1 : 0, 1),
+  ];
+}

@@ -25,7 +25,7 @@ const NODOMAIN = D(null, null, 'Host or domain name not found. Name service erro
 const tx = (c: Case, xs: Transfer[]) => pick(c.r, xs);
 const auto = 'Auto-Submitted: auto-replied';
 
-function head(c: Case, from: string, subject: string, ct: string, extra: string[] = []): string[] {
+export function head(c: Case, from: string, subject: string, ct: string, extra: string[] = []): string[] {
   return [
     'Return-Path: <>',
     `Received: from ${c.mx} (${c.mx} [${c.ip}]) by mail.${c.senderDomain} with ESMTP; ${c.date}`,
@@ -40,7 +40,7 @@ function head(c: Case, from: string, subject: string, ct: string, extra: string[
   ];
 }
 
-function report(c: Case, from: string, subject: string, human: string, reportingMta: string, opts: { headersOnly?: boolean; charset?: string; extra?: string[]; noDsn?: boolean } = {}): Sample {
+export function report(c: Case, from: string, subject: string, human: string, reportingMta: string, opts: { headersOnly?: boolean; charset?: string; extra?: string[]; noDsn?: boolean } = {}): Sample {
   const b = boundary(c, 'H');
   const parts = [leaf({ type: 'text/plain', charset: opts.charset ?? 'us-ascii', transfer: tx(c, ['7bit', 'quoted-printable']), body: human })];
   if (!opts.noDsn) parts.push(leaf({ type: 'message/delivery-status', body: dsnFields(c, reportingMta) }));
@@ -49,7 +49,7 @@ function report(c: Case, from: string, subject: string, human: string, reporting
   return { raw: message(head(c, from, subject, ct, opts.extra ?? [auto]), multipart(b, parts, 'This is a MIME-encapsulated message.'), c.eol), carriesMessageId: true };
 }
 
-function plain(c: Case, from: string, subject: string, body: string, opts: { charset?: string; transfer?: Transfer; extra?: string[] } = {}): Sample {
+export function plain(c: Case, from: string, subject: string, body: string, opts: { charset?: string; transfer?: Transfer; extra?: string[] } = {}): Sample {
   const cs = opts.charset ?? 'us-ascii';
   const t = opts.transfer ?? '7bit';
   const headers = head(c, from, subject, `text/plain; charset="${cs}"`, opts.extra ?? []);
