@@ -37,7 +37,7 @@ describe('mailgate classify', () => {
     assert.equal(bounce.bounceStatus, '5.1.1');
     assert.match(bounce.bounceReason, /^550 5\.1\.1 <[^>]+>: Recipient address rejected: User unknown/);
     assert.match(bounce.originalMessageId, /^<msg_[a-z2-7]{26}\.[0-9a-f]{12}@northwind\.example>$/);
-    assert.equal(bounce.decidedBy, 'dsn:rfc3464');
+    assert.equal(bounce.decidedBy, 'dsn:rfc3464;type:status-class');
     assert.deepEqual(Object.keys(reply).sort(), ['classification', 'confidence', 'decidedBy', 'file', 'kind', 'snippet']);
     assert.deepEqual([reply.kind, reply.classification, reply.decidedBy], ['reply', 'unsubscribe', 'lexicon:unsubscribe:fr']);
     assert.equal(reply.snippet, 'Merci de me retirer de votre liste de diffusion.');
