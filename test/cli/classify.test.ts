@@ -50,7 +50,7 @@ describe('mailgate classify', () => {
     const r = await cli('classify', fx('ooo/fr/exchange.eml'), fx('bounces/qmail/no-mailbox.eml'));
     assert.equal(r.code, 0, r.err);
     assert.match(r.out, /ooo\/fr\/exchange\.eml: reply out_of_office \(header:auto-submitted, confidence 0\.98\)\n  snippet: Bonjour, Je suis actuellement absent du bureau.*\n  back: 2026-11-30\n/);
-    assert.match(r.out, /qmail\/no-mailbox\.eml: bounce hard 5\.1\.1 \(bounce-text:mailer-daemon, confidence 0\.95\)\n  original: <msg_\S+>\n  reason: Sorry, no mailbox here by that name\. \(#5\.1\.1\)\n$/);
+    assert.match(r.out, /qmail\/no-mailbox\.eml: bounce hard 5\.1\.1 \(bounce-text:mailer-daemon;type:status-class, confidence 0\.95\)\n  original: <msg_\S+>\n  reason: Sorry, no mailbox here by that name\. \(#5\.1\.1\)\n$/);
   });
 
   it('a missing file or a file that is not mail is one line on stderr, a non-zero exit and nothing on stdout', async () => {
