@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { analyzeMessage, type InboundAnalysis } from '../src/modules/inbound/analyze.ts';
+import { bounceCorpusTargets, evaluateBounceCorpus, formatBounceCorpus } from './eval-bounces.ts';
 
 export const CLASSES = ['interested', 'not_interested', 'unsubscribe', 'out_of_office', 'bounce', 'ignored'] as const;
 export type EvalClass = (typeof CLASSES)[number];
@@ -152,7 +153,14 @@ export function formatReport(r: EvalReport): string {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const report = await evaluate(process.argv[2] ? path.resolve(process.argv[2]) : FIXTURES_DIR);
+  const dir = process.argv[2] ? path.resolve(process.argv[2]) : FIXTURES_DIR;
+  const report = await evaluate(dir);
   process.stdout.write(formatReport(report) + '\n');
-  process.exitCode = report.targets.every((t) => t.met) ? 0 : 1;
+  const corpus = await evaluateBounceCorpus(dir);
+  const corpusTargets = corpus ? bounceCorpusTargets(corpus) : [];
+  if (corpus) {
+    process.stdout.write('\n' + formatBounceCorpus(corpus) + 'bounce corpus targets:\n');
+    for (const t of corpusTargets) process.stdout.write(`  ${t.met ? 'ok  ' : 'MISS'} ${t.name}: ${pct(t.value)} (target ${pct(t.target)})\n`);
+  }
+  process.exitCode = [...report.targets, ...corpusTargets].every((t) => t.met) ? 0 : 1;
 }

@@ -6,9 +6,13 @@ import { jsonOption, type CliContext } from './program.ts';
 /** One line of `mailgate classify` (contract §2). */
 export interface ClassifyRecord {
   file: string;
-  /** "ignored": delayed-delivery and success DSNs, read receipts: mail the daemon drops. */
-  kind: 'bounce' | 'reply' | 'ignored';
-  /** null for ignored mail: it is neither a reply nor a bounce. */
+  /**
+   * "ignored": delayed-delivery and success DSNs, read receipts: mail the daemon drops.
+   * "complaint": a feedback-loop report (classification unsubscribe). "unclassified": automatic
+   * mail that is neither, recorded without effects (docs/classification.md).
+   */
+  kind: InboundAnalysis['kind'];
+  /** null for ignored and unclassified mail: neither a reply nor a bounce. */
   classification: InboundAnalysis['classification'] | null;
   bounceType?: 'hard' | 'soft';
   bounceStatus?: string | null;
@@ -20,7 +24,7 @@ export interface ClassifyRecord {
 }
 
 export function toRecord(file: string, a: InboundAnalysis): ClassifyRecord {
-  const record: ClassifyRecord = { file, kind: a.kind, classification: a.kind === 'ignored' ? null : a.classification, decidedBy: a.decidedBy, confidence: a.confidence, snippet: a.snippet };
+  const record: ClassifyRecord = { file, kind: a.kind, classification: a.kind === 'ignored' || a.kind === 'unclassified' ? null : a.classification, decidedBy: a.decidedBy, confidence: a.confidence, snippet: a.snippet };
   if (a.bounce) {
     record.bounceType = a.bounce.type;
     record.bounceStatus = a.bounce.status;
@@ -31,12 +35,12 @@ export function toRecord(file: string, a: InboundAnalysis): ClassifyRecord {
 }
 
 function human(r: ClassifyRecord, a: InboundAnalysis): string {
-  const head = r.kind === 'bounce' ? `bounce ${r.bounceType}${r.bounceStatus ? ` ${r.bounceStatus}` : ''}` : r.kind === 'ignored' ? 'ignored' : `reply ${r.classification}`;
+  const head = r.kind === 'bounce' ? `bounce ${r.bounceType}${r.bounceStatus ? ` ${r.bounceStatus}` : ''}` : r.kind === 'ignored' || r.kind === 'unclassified' ? r.kind : r.kind === 'complaint' ? 'complaint (unsubscribe)' : `reply ${r.classification}`;
   const lines = [`${r.file}: ${head} (${r.decidedBy}, confidence ${r.confidence})`];
   if (r.kind === 'bounce') {
     lines.push(`  original: ${r.originalMessageId ?? '(not found)'}`, `  reason: ${r.bounceReason}`);
   } else {
-    lines.push(`  ${r.kind === 'ignored' ? 'why' : 'snippet'}: ${r.snippet}`);
+    lines.push(`  ${r.kind === 'reply' ? 'snippet' : 'why'}: ${r.snippet}`);
     if (a.oooReturnDate) lines.push(`  back: ${a.oooReturnDate.toISOString().slice(0, 10)}`);
   }
   return lines.join('\n');

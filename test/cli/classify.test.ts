@@ -37,7 +37,7 @@ describe('mailgate classify', () => {
     assert.equal(bounce.bounceStatus, '5.1.1');
     assert.match(bounce.bounceReason, /^550 5\.1\.1 <[^>]+>: Recipient address rejected: User unknown/);
     assert.match(bounce.originalMessageId, /^<msg_[a-z2-7]{26}\.[0-9a-f]{12}@northwind\.example>$/);
-    assert.equal(bounce.decidedBy, 'dsn:rfc3464');
+    assert.equal(bounce.decidedBy, 'dsn:rfc3464;type:status-class');
     assert.deepEqual(Object.keys(reply).sort(), ['classification', 'confidence', 'decidedBy', 'file', 'kind', 'snippet']);
     assert.deepEqual([reply.kind, reply.classification, reply.decidedBy], ['reply', 'unsubscribe', 'lexicon:unsubscribe:fr']);
     assert.equal(reply.snippet, 'Merci de me retirer de votre liste de diffusion.');
@@ -50,7 +50,7 @@ describe('mailgate classify', () => {
     const r = await cli('classify', fx('ooo/fr/exchange.eml'), fx('bounces/qmail/no-mailbox.eml'));
     assert.equal(r.code, 0, r.err);
     assert.match(r.out, /ooo\/fr\/exchange\.eml: reply out_of_office \(header:auto-submitted, confidence 0\.98\)\n  snippet: Bonjour, Je suis actuellement absent du bureau.*\n  back: 2026-11-30\n/);
-    assert.match(r.out, /qmail\/no-mailbox\.eml: bounce hard 5\.1\.1 \(bounce-text:mailer-daemon, confidence 0\.95\)\n  original: <msg_\S+>\n  reason: Sorry, no mailbox here by that name\. \(#5\.1\.1\)\n$/);
+    assert.match(r.out, /qmail\/no-mailbox\.eml: bounce hard 5\.1\.1 \(bounce-text:mailer-daemon;type:status-class, confidence 0\.95\)\n  original: <msg_\S+>\n  reason: Sorry, no mailbox here by that name\. \(#5\.1\.1\)\n$/);
   });
 
   it('a missing file or a file that is not mail is one line on stderr, a non-zero exit and nothing on stdout', async () => {

@@ -37,8 +37,8 @@ describe('bounce detection: RFC 3464 delivery-status reports', () => {
     );
     assert.equal(v?.kind, 'bounce');
     if (v?.kind !== 'bounce') return;
-    assert.equal(v.decidedBy, 'dsn:rfc3464');
-    assert.deepEqual(v.bounce, { type: 'hard', status: '5.1.1', reason: '550 5.1.1 No such user here', originalMessageId: '<msg_1.abc@northwind.example>', recipient: 'bob@example.org' });
+    assert.equal(v.decidedBy, 'dsn:rfc3464;type:status-class');
+    assert.deepEqual(v.bounce, { type: 'hard', status: '5.1.1', reason: '550 5.1.1 No such user here', originalMessageId: '<msg_1.abc@northwind.example>', originalMessageIds: ['<msg_1.abc@northwind.example>'], recipient: 'bob@example.org' });
   });
 
   it('a failed 4.x.x recipient is a soft bounce; Action: delayed, delivered and relayed are ignored', () => {
@@ -89,7 +89,7 @@ describe('bounce detection: non-standard notices', () => {
     );
     assert.equal(v?.kind, 'bounce');
     if (v?.kind !== 'bounce') return;
-    assert.deepEqual(v.bounce, { type: 'hard', status: '5.1.1', reason: 'Sorry, no mailbox here by that name. (#5.1.1)', originalMessageId: '<msg_3@northwind.example>', recipient: 'bob@example.org' });
+    assert.deepEqual(v.bounce, { type: 'hard', status: '5.1.1', reason: 'Sorry, no mailbox here by that name. (#5.1.1)', originalMessageId: '<msg_3@northwind.example>', originalMessageIds: ['<msg_3@northwind.example>'], recipient: 'bob@example.org' });
   });
 
   it('Exim: X-Failed-Recipients, the SMTP error line as reason; a retry timeout without a code is soft', () => {
@@ -102,8 +102,8 @@ describe('bounce detection: non-standard notices', () => {
         }),
       );
     const hard = exim('    host mx.example.org [203.0.113.7]\n    SMTP error from remote mail server after RCPT TO:<bob@example.org>:\n    550 Unrouteable address\n');
-    assert.equal(hard?.decidedBy, 'bounce-text:x-failed-recipients');
-    assert.deepEqual(hard?.kind === 'bounce' && hard.bounce, { type: 'hard', status: null, reason: '550 Unrouteable address', originalMessageId: '<msg_4@northwind.example>', recipient: 'bob@example.org' });
+    assert.equal(hard?.decidedBy, 'bounce-text:x-failed-recipients;type:smtp-code');
+    assert.deepEqual(hard?.kind === 'bounce' && hard.bounce, { type: 'hard', status: null, reason: '550 Unrouteable address', originalMessageId: '<msg_4@northwind.example>', originalMessageIds: ['<msg_4@northwind.example>'], recipient: 'bob@example.org' });
     const soft = exim('    retry timeout exceeded\n');
     assert.equal(soft?.kind === 'bounce' && soft.bounce.type, 'soft');
     assert.equal(soft?.kind === 'bounce' && soft.bounce.reason, 'retry timeout exceeded');
@@ -163,7 +163,8 @@ describe('bounce fixtures from each MTA family', () => {
       const a = await analyzeMessage(await fixture(`bounces/${file}`));
       assert.equal(a.kind, 'bounce');
       assert.equal(a.classification, 'bounce');
-      assert.equal(a.decidedBy, decidedBy);
+      assert.equal(a.decidedBy.split(';')[0], decidedBy, 'the detector');
+      assert.match(a.decidedBy, /;type:(status-class|smtp-code|text:[a-z-]+|default-hard)$/, 'and the rule that decided hard or soft');
       assert.equal(a.bounce?.type, type);
       assert.equal(a.bounce?.status, status);
       assert.match(a.bounce?.originalMessageId ?? '', /^<msg_[a-z2-7]{26}\.[0-9a-f]{12}@northwind\.example>$/);

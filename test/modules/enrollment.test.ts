@@ -222,6 +222,7 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
       scheduled: 0,
       opened: 0,
       unsubscribed: 0,
+      complained: 0,
       openRate: 0,
       replyRate: 0,
     });

@@ -162,7 +162,7 @@ export async function bumpCounters(em: EntityManager, campaignId: string, delta:
   ]);
 }
 
-export type CounterName = 'enrolled' | 'queued' | 'scheduled' | 'sent' | 'delivered' | 'bounced' | 'replied' | 'opened' | 'unsubscribed';
+export type CounterName = 'enrolled' | 'queued' | 'scheduled' | 'sent' | 'delivered' | 'bounced' | 'replied' | 'opened' | 'unsubscribed' | 'complained';
 
 export interface Counters {
   enrolled: number;
@@ -174,13 +174,14 @@ export interface Counters {
   replied: number;
   opened: number;
   unsubscribed: number;
+  complained: number;
 }
 
 export async function readCounters(em: EntityManager, workspaceId: string, campaignId: string): Promise<Counters | null> {
   // Primary-key reads on campaigns and campaign_counters: constant time at any campaign size.
   const rows = await sql<Counters>(
     em,
-    `select k.enrolled, k.queued, k.scheduled, k.sent, k.delivered, k.bounced, k.replied, k.opened, k.unsubscribed
+    `select k.enrolled, k.queued, k.scheduled, k.sent, k.delivered, k.bounced, k.replied, k.opened, k.unsubscribed, k.complained
        from campaigns c join campaign_counters k on k.campaign_id = c.id
       where c.id = ? and c.workspace_id = ?`,
     [campaignId, workspaceId],

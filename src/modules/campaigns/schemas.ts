@@ -109,6 +109,7 @@ export const statsView = z.object({
   scheduled: z.number().int().describe('follow-up steps waiting for their time'),
   opened: z.number().int(),
   unsubscribed: z.number().int(),
+  complained: z.number().int().describe('feedback-loop spam complaints (RFC 5965) about this campaign\'s messages'),
   openRate: z.number(),
   replyRate: z.number(),
 });

@@ -218,6 +218,7 @@ export class CampaignService {
       scheduled: c.scheduled,
       opened: c.opened,
       unsubscribed: c.unsubscribed,
+      complained: c.complained,
       openRate: rate(c.opened),
       replyRate: rate(c.replied),
     };

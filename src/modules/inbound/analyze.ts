@@ -1,6 +1,7 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { convert } from 'html-to-text';
-import { detectBounce, type BounceCandidate, type BounceInfo } from './bounces.ts';
+import type { ComplaintInfo } from './arf.ts';
+import { detectBounce, isMailSystem, type BounceCandidate, type BounceInfo } from './bounces.ts';
 import { RuleClassifier, type Classification, type ReplyClassifier } from './classifier.ts';
 import { extractReturnDate } from './classifier-dates.ts';
 import { OOO_BODY, OOO_SUBJECT } from './lexicon.ts';
@@ -12,8 +13,13 @@ export type { Classification, ReplyClassifier } from './classifier.ts';
 // The IMAP watcher and `mailgate classify` both call analyzeMessage.
 
 export interface InboundAnalysis {
-  /** ignored: delayed-delivery DSNs, success DSNs, read receipts, feedback reports. */
-  kind: 'bounce' | 'reply' | 'ignored';
+  /**
+   * ignored: delayed-delivery DSNs, success DSNs, read receipts, not-spam feedback reports.
+   * complaint: an RFC 5965 feedback-loop report (classification `unsubscribe`).
+   * unclassified: automatic mail (a mail system's, null sender, Auto-Submitted, multipart/report)
+   * that is neither a recognized report nor an out-of-office answer: never a human reply.
+   */
+  kind: 'bounce' | 'reply' | 'ignored' | 'complaint' | 'unclassified';
   /** This mail's Message-ID, with angle brackets as in the header. */
   messageId: string | null;
   inReplyTo: string | null;
@@ -33,6 +39,7 @@ export interface InboundAnalysis {
   snippet: string;
   oooReturnDate: Date | null;
   bounce: BounceInfo | null;
+  complaint: ComplaintInfo | null;
 }
 
 export interface AnalyzeOptions {
@@ -52,6 +59,7 @@ const PART_TYPES = new Set([
   'text/rfc822-headers',
   'message/rfc822-headers',
   'message/global-headers',
+  'message/feedback-report',
 ]);
 
 export async function analyzeMessage(raw: Buffer | string, options: AnalyzeOptions = {}): Promise<InboundAnalysis> {
@@ -93,22 +101,46 @@ export async function analyzeMessage(raw: Buffer | string, options: AnalyzeOptio
   const verdict = detectBounce(candidate);
   if (verdict?.kind === 'bounce') {
     const { bounce } = verdict;
-    return { ...base, kind: 'bounce', classification: 'bounce', decidedBy: verdict.decidedBy, confidence: verdict.confidence, strippedText: bounce.reason, snippet: snippetOf(bounce.reason), oooReturnDate: null, bounce };
+    return { ...base, kind: 'bounce', classification: 'bounce', decidedBy: verdict.decidedBy, confidence: verdict.confidence, strippedText: bounce.reason, snippet: snippetOf(bounce.reason), oooReturnDate: null, bounce, complaint: null };
+  }
+  if (verdict?.kind === 'complaint') {
+    const why = `spam complaint (${verdict.complaint.feedbackType}${verdict.complaint.userAgent ? `, ${verdict.complaint.userAgent}` : ''})`;
+    return { ...base, kind: 'complaint', classification: 'unsubscribe', decidedBy: verdict.decidedBy, confidence: verdict.confidence, strippedText: why, snippet: snippetOf(why), oooReturnDate: null, bounce: null, complaint: verdict.complaint };
   }
   if (verdict?.kind === 'ignored') {
-    return { ...base, kind: 'ignored', classification: 'out_of_office', decidedBy: verdict.decidedBy, confidence: verdict.confidence, strippedText: verdict.reason, snippet: snippetOf(verdict.reason), oooReturnDate: null, bounce: null };
+    return { ...base, kind: 'ignored', classification: 'out_of_office', decidedBy: verdict.decidedBy, confidence: verdict.confidence, strippedText: verdict.reason, snippet: snippetOf(verdict.reason), oooReturnDate: null, bounce: null, complaint: null };
   }
 
   const strippedText = stripReply(text);
   const classifier = options.classifier ?? DEFAULT_CLASSIFIER;
   const result = await classifier.classify({ subject: base.subject, text: strippedText, headers: mail.headers });
+  // Safety (contract §5): what a mail system sends, or a report, is never a person's answer; mail
+  // with a null sender or Auto-Submitted may be an out-of-office answer, never a human reply.
+  // What is left is recorded as unclassified and reaches no one's queue.
+  const guard = automaticMail(candidate, contentType?.value?.toLowerCase() ?? '');
+  if (guard && (guard.strict || HUMAN.has(result.classification))) {
+    const why = `automatic mail (${guard.rule.replace('guard:', '')}) that is neither a recognized report nor an out-of-office answer`;
+    return { ...base, kind: 'unclassified', classification: 'out_of_office', decidedBy: `${guard.rule};${result.decidedBy}`, confidence: 0.9, strippedText, snippet: snippetOf(strippedText), oooReturnDate: null, bounce: null, complaint: null };
+  }
   let oooReturnDate: Date | null = null;
   if (result.classification === 'out_of_office') {
     const reference = base.date ?? options.now ?? null;
     const monthFirst = writtenInEnglish(`${base.subject}\n${strippedText}`);
     oooReturnDate = extractReturnDate(strippedText, reference, monthFirst) ?? extractReturnDate(text, reference, monthFirst);
   }
-  return { ...base, kind: 'reply', ...result, strippedText, snippet: snippetOf(strippedText), oooReturnDate, bounce: null };
+  return { ...base, kind: 'reply', ...result, strippedText, snippet: snippetOf(strippedText), oooReturnDate, bounce: null, complaint: null };
+}
+
+const HUMAN = new Set(['interested', 'not_interested', 'unsubscribe']);
+
+/** Why mail is automatic, if it is; strict: not even an out-of-office answer. */
+function automaticMail(c: BounceCandidate, contentType: string): { rule: string; strict: boolean } | null {
+  if (isMailSystem(c)) return { rule: 'guard:mailer-daemon', strict: true };
+  if (contentType === 'multipart/report') return { rule: 'guard:multipart-report', strict: true };
+  if (c.nullSender) return { rule: 'guard:null-sender', strict: false };
+  const auto = c.header('auto-submitted');
+  if (auto && !/^\s*no\b/i.test(auto)) return { rule: 'guard:auto-submitted', strict: false };
+  return null;
 }
 
 /** The text a person reads: the text/plain part, else the HTML part converted. */

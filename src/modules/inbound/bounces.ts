@@ -1,3 +1,5 @@
+import { detectComplaint, type ComplaintInfo } from './arf.ts';
+
 // Bounce detection (contract §5): RFC 3464 delivery-status reports first, then the
 // non-standard notices MTAs still send (Postfix without DSN, Exim, qmail, old Gmail, old
 // Exchange, Yahoo). Pure functions over an already parsed message.
@@ -12,12 +14,16 @@ export interface BounceInfo {
   type: 'hard' | 'soft';
   status: string | null;
   reason: string;
+  /** The first of originalMessageIds. */
   originalMessageId: string | null;
+  /** Every Message-ID the report names for the original, most reliable route first. */
+  originalMessageIds: string[];
   recipient: string | null;
 }
 
 export type BounceVerdict =
   | { kind: 'bounce'; bounce: BounceInfo; decidedBy: string; confidence: number }
+  | { kind: 'complaint'; complaint: ComplaintInfo; decidedBy: string; confidence: number }
   | { kind: 'ignored'; decidedBy: string; confidence: number; reason: string };
 
 /** What bounce detection needs of a parsed message. */
@@ -41,19 +47,35 @@ export interface BounceCandidate {
 const DSN_TYPES = new Set(['message/delivery-status', 'message/global-delivery-status']);
 const ORIGINAL_TYPES = new Set(['message/rfc822', 'text/rfc822-headers', 'message/global', 'message/global-headers', 'message/rfc822-headers']);
 
-const SYSTEM_LOCAL_PART = /^(mailer-daemon|mailer_daemon|mailerdaemon|mail-daemon|postmaster|mdaemon|double-bounce|bounce|bounces|nobody|microsoftexchange[0-9a-f]{32})$/i;
-const SYSTEM_NAME = /(mail delivery (subsystem|system|service)|mailer-daemon|postmaster|mail administrator|microsoft outlook|microsoft exchange|systemadministrator|e-?mail-?system)/i;
+export const SYSTEM_LOCAL_PART = /^(mailer-daemon|mailer_daemon|mailerdaemon|mail-daemon|postmaster|mdaemon|double-bounce|bounce|bounces|nobody|microsoftexchange[0-9a-f]{32})$/i;
+const SYSTEM_NAME = /(mail delivery (subsystem|system|service)|mailer-daemon|mailer daemon|postmaster|mail administrator|microsoft outlook|microsoft exchange|system ?administrator|e-?mail-?system|courier mail server|mail router|email security service|proofpoint essentials)/i;
 
 const FAILURE_SUBJECT =
-  /^\s*(undelivered mail returned to sender|undeliverable|undelivered|delivery status notification \((failure|failed)\)|mail delivery failed|returned mail|failure notice|delivery failure|delivery failed|delivery has failed|mail delivery failure|message not delivered|mail system error|nicht zustellbar|unzustellbar|non remis|non distribuable|remise impossible|no se puede entregar|no entregado|não é possível entregar|não entregue|onbestelbaar|niet bezorgd)/i;
+  /^\s*(\[bounce\]|\*\*message you sent blocked|permanent delivery failure|delivery[ _]failure|mail failure|message frozen|failure notice|notice: mail delivery status|delivery status notification: error|undeliverable|mail system error|配信エラー|配信不能|メール配信エラー|недоставленное сообщение|échec de la remise|votre message n'a pas pu être délivré|non recapitabile|undelivered mail returned to sender|undeliverable|undelivered|delivery status notification \((failure|failed)\)|mail delivery failed|returned mail|failure notice|delivery failure|delivery failed|delivery has failed|mail delivery failure|message not delivered|mail system error|nicht zustellbar|unzustellbar|non remis|non distribuable|remise impossible|no se puede entregar|no entregado|não é possível entregar|não entregue|onbestelbaar|niet bezorgd)/i;
 const DELAY_SUBJECT =
   /^\s*(delivery status notification \(delay\)|delayed mail|delivery delayed|message delayed|warning: could not send message|warning: message \S+ delayed|zustellung verzögert|übermittlung verzögert|remise différée|entrega retrasada|entrega atrasada|bezorging vertraagd)/i;
 const FAILURE_TEXT =
-  /(could not be delivered|couldn'?t be delivered|wasn'?t delivered|was not delivered|failed permanently|permanent (fatal )?errors?|delivery (has )?failed|not able to deliver|unable to deliver|wasn'?t able to deliver|did not reach|cannot be reached|could not be reached|following address(\(es\))? failed|returned to sender|no such user|user unknown|mailbox unavailable|recipient address rejected|does not exist|konnte nicht zugestellt werden|fehler bei der zustellung|n'a pas pu être remis|no se pudo entregar|não pôde ser entregue|kan niet worden bezorgd|kon niet worden bezorgd)/i;
+  /(was not delivered to|undeliverable to the following|has not been delivered|has been frozen|is frozen|an error has occurred while attempting to deliver|an error occurred while trying to deliver|had permanent fatal (delivery )?errors|had delivery problems|permanent fatal errors|error code ?:|cannot be delivered|was blocked by|delivery to these recipients or groups failed|remise (a échoué|à ces destinataires)|zustellung an folgende empfänger|error en la entrega|no se pudo entregar a estos|falha na entrega|recapito non riuscito|bezorging is mislukt|配信に失敗|配信できませんでした|届きませんでした|не может быть доставлено|не удалось доставить|could not be delivered|couldn'?t be delivered|wasn'?t delivered|was not delivered|failed permanently|permanent (fatal )?errors?|delivery (has )?failed|not able to deliver|unable to deliver|wasn'?t able to deliver|did not reach|cannot be reached|could not be reached|following address(\(es\))? failed|returned to sender|no such user|user unknown|mailbox unavailable|recipient address rejected|does not exist|konnte nicht zugestellt werden|fehler bei der zustellung|n'a pas pu être remis|no se pudo entregar|não pôde ser entregue|kan niet worden bezorgd|kon niet worden bezorgd)/i;
 const DELAY_TEXT =
-  /(delivery to the following recipients? (has been|is) delayed|has not yet been delivered|not been delivered yet|message not delivered yet|delivery incomplete|this is a warning message only|you do not need to resend|could not send message for past|will (continue to|keep) (try|retry)|will be retried|still being retried|no action is required on your part)/i;
-const GAVE_UP_TEXT = /(i've given up|giving up on|failed permanently|permanent (fatal )?error|retry timeout exceeded|cannot send message for \d+ days?)/i;
-const SOFT_WORDING = /(temporar|try again later|retry timeout|timed? ?out|mailbox (is )?full|over quota|quota exceeded|insufficient (system )?storage|too many (connections|messages))/i;
+  /(this is a warning only|delivery to the following recipients? (has been|is) delayed|has not yet been delivered|not been delivered yet|message not delivered yet|delivery incomplete|this is a warning message only|you do not need to resend|could not send message for past|will (continue to|keep) (try|retry)|will be retried|still being retried|no action is required on your part)/i;
+const GAVE_UP_TEXT = /(i've given up|giving up on|failed permanently|permanent (fatal )?(delivery )?errors?|retry timeout exceeded|cannot send message for \d+ days?|removed from the mail queue|has been frozen|is frozen)/i;
+
+// The wording rules, for a failure with neither an enhanced status code nor an SMTP reply code.
+// Temporary conditions first: "Host not found, try again" is Postfix's temporary DNS failure.
+const SOFT_RULES: Array<[string, RegExp]> = [
+  ['mailbox-full', /(mailbox (is )?full|mail ?(file|box|folder|database) is (over|full)|is full|over ?quota|quota (exceeded|exceeds)|exceeded the local limit|exceeded storage|insufficient (system )?storage)/i],
+  ['greylisting', /(grey|gray)[- ]?list/i],
+  ['timeout', /(timed? ?out|timeout|retry time|frozen)/i],
+  ['rate-limit', /(rate[- ]limit|too many (connections|messages|concurrent)|slow down|unusual rate)/i],
+  ['temporary', /(deferred|try (again )?later|try again|come back later|retry later|temporar)/i],
+  ['network', /(connection refused|could not connect|unable to connect|service (not|temporarily) available|unable to establish|resources temporarily)/i],
+];
+const HARD_RULES: Array<[string, RegExp]> = [
+  ['unknown-user', /(user unknown|unknown (user|recipient)|no such (user|mailbox|recipient)|not (found|listed)|does ?n[o']t (exist|have)|invalid (recipient|mailbox|address)|no mailbox|mailbox unavailable|address rejected|not a valid recipient|recipnotfound|recipientnotfound)/i],
+  ['mailbox-disabled', /(disabled|suspended|deactivated|inactive|discontinued|account (is )?(closed|locked))/i],
+  ['domain-not-found', /(host unknown|unknown host|domain (not found|does not exist)|host (or domain name )?not found|no such domain|nxdomain|unroutea?ble|non-existent host|no route|couldn't find any host)/i],
+  ['policy', /(blocked|reject|refused|denied|spam|policy|black ?list|block ?list|prohibit|not authorized|unauthenticated)/i],
+];
 
 const ENHANCED_STATUS = /(?<![\d.])([245])\.(\d{1,3})\.(\d{1,3})(?![\d.])/;
 const SMTP_CODE = /(?<![\d.#])([45])[0-9]{2}(?![\d.])/;
@@ -64,8 +86,8 @@ export function detectBounce(mail: BounceCandidate): BounceVerdict | null {
   if (mail.reportType === 'disposition-notification') {
     return { kind: 'ignored', decidedBy: 'report:disposition-notification', confidence: 0.99, reason: 'read receipt (RFC 8098)' };
   }
-  if (mail.reportType === 'feedback-report') {
-    return { kind: 'ignored', decidedBy: 'report:feedback-report', confidence: 0.99, reason: 'abuse feedback report (RFC 5965)' };
+  if (mail.reportType === 'feedback-report' || mail.parts.some((p) => p.contentType === 'message/feedback-report')) {
+    return detectComplaint(mail, originalMessageIds(mail), originalRecipient(mail));
   }
   const dsnPart = mail.parts.find((p) => DSN_TYPES.has(p.contentType));
   if (dsnPart) {
@@ -110,15 +132,18 @@ function fromDsn(mail: BounceCandidate, content: string): BounceVerdict | null {
     const diagnostic = failed.diagnostic ? cleanDiagnostic(failed.diagnostic) : null;
     const status = failed.status ?? statusIn(diagnostic ?? '');
     const reason = diagnostic || reasonFromText(mail.text) || describeStatus(status) || mail.subject;
+    const type = typeOf(status, diagnostic ?? reason, reportRegion(mail.text));
+    const ids = originalMessageIds(mail, content);
     return {
       kind: 'bounce',
-      decidedBy: 'dsn:rfc3464',
+      decidedBy: `dsn:rfc3464;type:${type.rule}`,
       confidence: 0.99,
       bounce: {
-        type: typeOf(status, diagnostic ?? reason),
+        type: type.type,
         status,
         reason,
-        originalMessageId: originalMessageId(mail),
+        originalMessageId: ids[0] ?? null,
+        originalMessageIds: ids,
         recipient: failed.finalRecipient ?? failed.originalRecipient ?? xFailedRecipient(mail) ?? originalRecipient(mail),
       },
     };
@@ -144,7 +169,8 @@ function fromText(mail: BounceCandidate): BounceVerdict | null {
   const failureText = FAILURE_TEXT.test(report);
   const delayText = DELAY_TEXT.test(report) && !GAVE_UP_TEXT.test(report);
 
-  if ((fromSystem || delaySubject) && (delaySubject || delayText) && !xFailed) {
+  const gaveUp = GAVE_UP_TEXT.test(report);
+  if ((fromSystem || delaySubject) && (delaySubject || (delayText && !failureSubject)) && !xFailed && !gaveUp) {
     return { kind: 'ignored', decidedBy: 'bounce-text:delayed', confidence: 0.9, reason: `delivery delayed, the MTA keeps trying: ${mail.subject}` };
   }
   const isBounce = ((fromSystem || xFailed) && (failureSubject || failureText)) || (failureSubject && failureText && mail.nullSender);
@@ -152,21 +178,25 @@ function fromText(mail: BounceCandidate): BounceVerdict | null {
 
   const reason = reasonFromText(mail.text) || firstSentenceAfterFailure(report) || mail.subject;
   const status = statusIn(reason) ?? qmailStatus(report) ?? statusIn(report);
+  const type = typeOf(status, reason, report);
+  const ids = originalMessageIds(mail);
+  const detector = xFailed ? 'bounce-text:x-failed-recipients' : fromSystem ? 'bounce-text:mailer-daemon' : 'bounce-text:subject';
   return {
     kind: 'bounce',
-    decidedBy: xFailed ? 'bounce-text:x-failed-recipients' : fromSystem ? 'bounce-text:mailer-daemon' : 'bounce-text:subject',
+    decidedBy: `${detector};type:${type.rule}`,
     confidence: fromSystem || xFailed ? 0.95 : 0.85,
     bounce: {
-      type: typeOf(status, reason),
+      type: type.type,
       status,
       reason,
-      originalMessageId: originalMessageId(mail),
-      recipient: xFailedRecipient(mail) ?? recipientFromText(report) ?? originalRecipient(mail),
+      originalMessageId: ids[0] ?? null,
+      originalMessageIds: ids,
+      recipient: xFailedRecipient(mail) ?? recipientFromText(report, mail) ?? originalRecipient(mail),
     },
   };
 }
 
-function isMailSystem(mail: BounceCandidate): boolean {
+export function isMailSystem(mail: Pick<BounceCandidate, 'fromAddress' | 'fromName'>): boolean {
   const local = mail.fromAddress?.split('@')[0] ?? '';
   if (SYSTEM_LOCAL_PART.test(local)) return true;
   // Not the null sender with Auto-Submitted alone: RFC 3834 auto-replies (out of office) carry
@@ -183,7 +213,15 @@ const ORIGINAL_COPY_MARKERS = [
   /^\s*original message headers:/im,
   /^-{2,}\s*the original message was received/im,
   /^\s*-{3,}\s*returned message\s*-{3,}/im,
-  /^\s*-{3,}\s*(original|undelivered) message (headers )?follows\s*-{3,}/im,
+  /^\s*-{3,}\s*(original|undelivered|unsent) message (headers? )?follows\s*-{3,}/im,
+  /^\s*-{3,}\s*original message header follows\s*-{3,}/im,
+  /^-{2,}\s*enclosed are the original headers/im,
+  /^-{2,}\s*the header of the original message/im,
+  /^-{3,}\s*original message headers\s*-{3,}/im,
+  /^\s*possibly truncated original message follows/im,
+  /^\s*below is a copy of the original message/im,
+  /^\s*-{3,}\s*元のメッセージのヘッダ/im,
+  /^\s*(ursprüngliche nachrichtenkopfzeilen|ursprüngliche nachrichtenheader|en-têtes (du message|de message) d'origine|encabezados del mensaje original|cabeçalhos da mensagem original|oorspronkelijke berichtkoppen|intestazioni originali del messaggio|元のメッセージ ヘッダー)\s*:/im,
 ];
 
 function reportRegion(text: string): string {
@@ -199,6 +237,17 @@ function reportRegion(text: string): string {
 // Continuation lines of a wrapped answer are indented; the first unindented line ends it.
 const REASON_PATTERNS: RegExp[] = [
   /remote server returned '([^']+)'/i, // Exchange / Office 365
+  /reported error:\s*([^\n]+)/i, // Office 365 (current)
+  /^\s*#([45]\d\d[ -][^\n]+?)\s*##/m, // Exchange 2010-2016 diagnostic line
+  /error code ?:\s*([^\n]+)/i, // Zoho
+  /^\s*(?:reason|error|raison|motivo|grund)\s*:\s*([^\n]+)/im, // Mimecast, Barracuda, Kerio, MessageLabs, Orange
+  /\breason:\s*([45]\d\d[^\n]*)/i, // GMX, Web.de
+  /error message(?: below)?:\s*\n\s*([^\n]+)/i, // Apache James
+  /non-delivered information -+\s*\n\s*([^\n]+)/i, // Biglobe
+  /^because:\s*\n\s*\n?\s*([^\n]+)/im, // Domino
+  /^\s*(?:<[^<>\s]+@[^<>\s]+>|[^\s<>]+@[^\s<>]+)\s*:\s*([45]\d\d[ -][^\n]+)/m, // OpenSMTPD, SoftBank: "addr: 550 ..."
+  /^\s*<<<\s*([45]\d\d[ -][^\n]+)/m, // Courier, Sendmail transcript
+  /^([45]\d\d[ -]<?[^\s<>]+@[^\s<>]+?>?\.\.\.[ \t]*[^\n]+)/m, // Sendmail: "550 addr... User unknown"
   /<[^<>\s]+\s+#\d\.\d{1,3}\.\d{1,3}\s+smtp;([^>]+)>/i, // Exchange 2003: <host #5.1.1 smtp;550 5.1.1 User unknown>
   /the (?:error that the other server returned was|response from the remote server was|response was):[ \t]*\n[ \t]*([^\n]+(?:\n[ \t]+\S[^\n]*)*)/i, // Gmail
   /smtp error from remote (?:mail server|server|mailer) after [^\n]*:[ \t]*\n[ \t]*([^\n]+(?:\n[ \t]+\S[^\n]*)*)/i, // Exim
@@ -206,8 +255,10 @@ const REASON_PATTERNS: RegExp[] = [
   /remote host said:\s*([^\n]+(?:\n[ \t]+\S[^\n]*)*)/i, // qmail
   /\bsaid:\s*([^\n]+(?:\n[ \t]+\S[^\n]*)*)/i, // Postfix
   /\(reason:\s*([^)]+)\)/i, // Sendmail
-  /^<<<\s*([45]\d\d[ -][^\n]+)/m, // Sendmail transcript
   /^\s*<[^<>\s]+@[^<>\s]+>:[ \t]*\n((?:[^\n]+\n?){1,3})/m, // qmail / Yahoo: the lines under "<addr>:"
+  /^\s*<?[^\s<>]+@[^\s<>]+?>?\s*\(([^)]+)\)\s*$/m, // GroupWise: "addr (reason)"
+  /^[ \t]+[^\s@]+@[^\s@]+\s*\n[ \t]+([^\n]+)/m, // Exim-style indented "addr" then the reason
+  /^[ \t]*\S*\s*([45]\d\d[ -][245]\.\d{1,3}\.\d{1,3}[^\n]*)/m, // any line with an SMTP answer
 ];
 
 function reasonFromText(text: string): string | null {
@@ -237,13 +288,23 @@ const RECIPIENT_PATTERNS: RegExp[] = [
   /following address(?:\(es\))? failed:\s*\n(?:\s*\n)*\s*([^\n]+)/i, // Exim
   /had permanent fatal errors\s*-*\s*\n\s*([^\n]+)/i, // Sendmail
   /^\s*<([^<>\s]+@[^<>\s]+)>:/m, // Postfix, qmail, Yahoo
+  /(?:recipient|your message to|failed recipient\(s\)|recipient address)\s*:?\s*\n?\s*<?([^\s<>]+@[^\s<>]+)/i, // Mimecast, Barracuda, James, Office 365
+  /could not be reached:\s*\n(?:\s*\n)*\s*([^\n]+)/i, // Kerio
+  /(?:not delivered to|undeliverable to the following):\s*\n(?:\s*\n)*\s*([^\n]+)/i, // Domino, GroupWise
+  /^\s*rcpt to:\s*<([^<>\s]+)>/im, // MDaemon transcript
 ];
 
-function recipientFromText(region: string): string | null {
+function recipientFromText(region: string, mail: BounceCandidate): string | null {
   for (const re of RECIPIENT_PATTERNS) {
     const m = re.exec(region);
     const addr = m ? EMAIL.exec(m[1]) : null;
     if (addr) return addr[0].toLowerCase();
+  }
+  // Else the first address in the notice that is neither ours (its To) nor a mail system's.
+  const own = new Set([mail.header('to'), mail.fromAddress].flatMap((v) => (v ? [...v.matchAll(new RegExp(EMAIL, 'g'))].map((m) => m[0].toLowerCase()) : [])));
+  for (const m of region.matchAll(new RegExp(EMAIL, 'g'))) {
+    const addr = m[0].toLowerCase();
+    if (!own.has(addr) && !SYSTEM_LOCAL_PART.test(addr.split('@')[0])) return addr;
   }
   return null;
 }
@@ -256,18 +317,27 @@ function xFailedRecipient(mail: BounceCandidate): string | null {
 
 // --- the original message ------------------------------------------------------------------
 
-/** The bounced message's Message-ID: from the returned message or headers, else quoted headers. */
-function originalMessageId(mail: BounceCandidate): string | null {
-  for (const part of mail.parts) {
-    if (!ORIGINAL_TYPES.has(part.contentType)) continue;
-    const id = headerIn(headerBlock(part.content), 'message-id');
-    if (id) return id;
+/**
+ * Every Message-ID the report gives for the bounced message, most reliable first: the returned
+ * message or its headers; an Original-Message-ID field (some DSNs, MDNs, feedback reports); a
+ * Message-ID line quoted in the notice (Exim's, qmail's and Sendmail's copies, Exchange's
+ * "Original message headers", Zoho's and Mimecast's summaries); the notice's In-Reply-To and
+ * References (Gmail and Exchange thread their notices). The caller tries them all.
+ */
+export function originalMessageIds(mail: BounceCandidate, dsn?: string): string[] {
+  const ids: string[] = [];
+  const add = (id: string | null | undefined) => {
+    if (id && /^<[^<>\s]+>$/.test(id) && !ids.includes(id)) ids.push(id);
+  };
+  for (const part of mail.parts) if (ORIGINAL_TYPES.has(part.contentType)) add(headerIn(headerBlock(part.content), 'message-id'));
+  for (const block of [dsn ?? '', ...mail.parts.filter((p) => !ORIGINAL_TYPES.has(p.contentType)).map((p) => p.content)]) {
+    for (const m of block.matchAll(/^(?:x-)?original-message-id:[ \t]*(?:\r?\n[ \t]+)?(<[^<>\s]+>)/gim)) add(m[1]);
   }
-  // Headers quoted in the text (Exim's copy, qmail's, Exchange's "Original message headers:").
-  const m = /^[ \t>]*message-id:[ \t]*(?:\n[ \t]+)?(<[^<>\s]+>)/im.exec(mail.text);
-  if (m) return m[1];
-  // Exchange and some others thread the notice to the original.
-  return mail.inReplyTo && /^<[^<>\s]+>$/.test(mail.inReplyTo) ? mail.inReplyTo : null;
+  add(/<[^<>\s]+>/.exec(mail.header('original-message-id') ?? mail.header('x-original-message-id') ?? '')?.[0]);
+  for (const m of mail.text.matchAll(/^[ \t>]*(?:x-)?(?:original-)?message-id:[ \t]*(?:\n[ \t]+)?(<[^<>\s]+>)/gim)) add(m[1]);
+  add(mail.inReplyTo);
+  for (const m of (mail.header('references') ?? '').matchAll(/<[^<>\s]+>/g)) add(m[0]);
+  return ids;
 }
 
 function originalRecipient(mail: BounceCandidate): string | null {
@@ -362,11 +432,19 @@ function cleanDiagnostic(value: string): string {
   return v.slice(0, 1000);
 }
 
-function typeOf(status: string | null, text: string): 'hard' | 'soft' {
-  if (status) return status.startsWith('4') ? 'soft' : 'hard';
-  const code = SMTP_CODE.exec(text);
-  if (code) return code[1] === '4' ? 'soft' : 'hard';
-  return SOFT_WORDING.test(text) ? 'soft' : 'hard';
+/**
+ * Hard or soft, and the rule that decided (for decidedBy): the enhanced status code's class,
+ * else the SMTP reply code's, else the wording of the reason, else of the whole notice, else hard.
+ */
+function typeOf(status: string | null, reason: string, region = ''): { type: 'hard' | 'soft'; rule: string } {
+  if (status) return { type: status.startsWith('4') ? 'soft' : 'hard', rule: 'status-class' };
+  const code = SMTP_CODE.exec(reason);
+  if (code) return { type: code[1] === '4' ? 'soft' : 'hard', rule: 'smtp-code' };
+  for (const text of [reason, region]) {
+    for (const [name, re] of SOFT_RULES) if (re.test(text)) return { type: 'soft', rule: `text:${name}` };
+    for (const [name, re] of HARD_RULES) if (re.test(text)) return { type: 'hard', rule: `text:${name}` };
+  }
+  return { type: 'hard', rule: 'default-hard' };
 }
 
 const STATUS_DESCRIPTIONS: Record<string, string> = {

@@ -23,7 +23,7 @@ export interface IncomingMail {
   receivedAt: Date;
 }
 
-export type IngestResult = 'reply' | 'bounce' | 'unmatched' | 'ignored' | 'duplicate' | 'lost_lease';
+export type IngestResult = 'reply' | 'bounce' | 'complaint' | 'unclassified' | 'unmatched' | 'ignored' | 'duplicate' | 'lost_lease';
 
 /** Classifications that count as a human reply (`replied`, contract §4). */
 const HUMAN = new Set(['interested', 'not_interested', 'unsubscribe']);
@@ -60,6 +60,7 @@ export class InboundService {
       if (mail.sdrId) return this.ingestForSdr(tx, mail, analysis);
       const match = await this.match(tx, mail, analysis);
       if (!match) return 'unmatched';
+      if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');
       const inboundId = newId('inb');
       await sql(
         tx,
@@ -85,13 +86,16 @@ export class InboundService {
         ],
       );
       if (analysis.kind === 'bounce') await this.bounce(tx, match, analysis, inboundId, mail.receivedAt);
-      else await this.reply(tx, match, analysis, inboundId, mail.receivedAt);
+      else if (analysis.kind === 'complaint') await this.complaint(tx, match, analysis, inboundId, mail.receivedAt);
+      else if (analysis.kind === 'reply') await this.reply(tx, match, analysis, inboundId, mail.receivedAt);
       return analysis.kind;
     });
   }
 
   private async ingestForSdr(tx: EntityManager, mail: IncomingMail, a: InboundAnalysis): Promise<IngestResult> {
-    if (a.kind !== 'reply') return 'ignored';
+    // Only a person's answer joins a prospect thread: bounces, complaints and unclassified
+    // automatic mail never reach an SDR's inbox.
+    if (a.kind !== 'reply') return a.kind === 'unclassified' ? 'unclassified' : 'ignored';
     const inboundId = newId('inb');
     // Stored first (thread_messages points at it); rolled back with everything if unmatched.
     await sql(
@@ -107,10 +111,13 @@ export class InboundService {
   }
 
   private async match(tx: EntityManager, mail: IncomingMail, a: InboundAnalysis): Promise<MatchedMessage | undefined> {
-    if (a.kind === 'bounce') {
-      const original = a.bounce?.originalMessageId ? await matchByMessageIds(tx, mail.workspaceId, [a.bounce.originalMessageId]) : undefined;
+    const report = a.bounce ?? a.complaint;
+    if (report) {
+      // Every Message-ID the report names (matchByMessageIds keeps the last it finds: reversed so
+      // the most reliable route wins), else the failed recipient among this account's messages.
+      const original = await matchByMessageIds(tx, mail.workspaceId, [...report.originalMessageIds].reverse());
       if (original) return original;
-      if (a.bounce?.recipient && mail.senderAccountId) return matchBySender(tx, mail.senderAccountId, a.bounce.recipient);
+      if (report.recipient && mail.senderAccountId) return matchBySender(tx, mail.senderAccountId, report.recipient);
       return undefined;
     }
     const chain = [...a.references, ...(a.inReplyTo ? [a.inReplyTo] : [])];
@@ -158,11 +165,31 @@ export class InboundService {
     await this.insertReply(tx, m, a, inboundId, receivedAt, { bounceType: b.type, bounceReason: b.reason });
   }
 
+  /**
+   * A feedback-loop complaint (RFC 5965) about one of our messages: the address is suppressed
+   * (`complaint`), every enrollment of the lead ends (`unsubscribed`), the campaign counts it in
+   * `complained`, and it is listed with the replies as `unsubscribe`. It is not a reply: it does
+   * not count in `replied`. Logged at warn: complaints are what gets a sending domain blocked.
+   */
+  private async complaint(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
+    const now = this.deps.clock.now();
+    const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
+    await new SuppressionService(this.deps, tx).add(m.workspace_id, [m.to_email], 'complaint', replyId, tx);
+    // enrollments_lead_idx
+    const enrollments = await sql<{ id: string }>(tx, `select id from enrollments where lead_id = ? order by id for update`, [m.lead_id]);
+    await endEnrollments(tx, enrollments.map((e) => e.id), 'unsubscribed', 'complained', now);
+    await bumpCounters(tx, m.campaign_id, { complained: 1 });
+    this.deps.log.warn(
+      { campaignId: m.campaign_id, leadId: m.lead_id, email: m.to_email, messageId: m.message_id_header, feedbackType: a.complaint?.feedbackType, userAgent: a.complaint?.userAgent },
+      'feedback-loop spam complaint: address suppressed',
+    );
+  }
+
   private async reply(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
     const now = this.deps.clock.now();
     const firstHuman =
       HUMAN.has(a.classification) &&
-      !(await sql(tx, `select 1 from replies where campaign_id = ? and lead_id = ? and classification = any(?::text[]) limit 1`, [m.campaign_id, m.lead_id, [...HUMAN]])).length;
+      !(await sql(tx, `select 1 from replies where campaign_id = ? and lead_id = ? and classification = any(?::text[]) and decided_by not like 'arf:%' limit 1`, [m.campaign_id, m.lead_id, [...HUMAN]])).length;
     const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
     if (firstHuman) await bumpCounters(tx, m.campaign_id, { replied: 1 });
     if (a.classification === 'unsubscribe') {

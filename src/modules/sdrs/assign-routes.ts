@@ -27,7 +27,7 @@ export const assignRoutes = [
     params: z.object({ replyId: z.string() }),
     body,
     response: z.object({ data: z.object({ handoffId: z.string(), threadId: z.string(), messageId: z.string(), mailThreadId: z.string() }) }),
-    errors: { 400: 'invalid_request | icp_failed', 401: 'authentication_failed', 404: 'reply_not_found', 409: 'already_forwarded', 502: 'forward_failed' },
+    errors: { 400: 'invalid_request | icp_failed', 401: 'authentication_failed', 404: 'reply_not_found', 409: 'already_forwarded | reply_not_assignable | reply_not_forwardable', 502: 'forward_failed' },
     handler: ({ params, body, auth, services }) => services.assignments.assign(auth.workspaceId, params.replyId, body),
   }),
 ];

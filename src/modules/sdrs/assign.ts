@@ -31,6 +31,7 @@ interface ReplyRow {
   lead_id: string;
   email: string;
   classification: string;
+  decided_by: string;
   thread_snippet: string;
   received_at: Date | string;
   forwarded_at: Date | string | null;
@@ -60,6 +61,9 @@ export class AssignmentService {
       [input.sdrId, workspaceId],
     );
     if (!sdr || !sdr.active) throw ApiError.invalid(`sdrId: ${input.sdrId} is not an active SDR of this workspace`);
+    // A mail system's notice is no conversation to hand off (contract §5: never a human reply).
+    if (reply.classification === 'bounce' || reply.decided_by.startsWith('arf:'))
+      throw new ApiError(409, 'reply_not_assignable', `reply ${replyId} is a ${reply.classification === 'bounce' ? 'bounce' : 'feedback-loop complaint'}, not a person's answer`);
     if (!input.skipIcpCheck) await this.icpGate(workspaceId, input);
     if (reply.forwarded_at && !input.forceForward)
       throw new ApiError(409, 'already_forwarded', `reply ${replyId} was already forwarded (${isoOrNull(reply.forwarded_at)}); set forceForward to forward it again`);
@@ -160,7 +164,7 @@ export class AssignmentService {
   private async reply(workspaceId: string, replyId: string): Promise<ReplyRow> {
     const [reply] = await sql<ReplyRow>(
       this.em,
-      `select r.id, r.workspace_id, r.campaign_id, r.lead_id, r.email, r.classification, r.thread_snippet, r.received_at, r.forwarded_at,
+      `select r.id, r.workspace_id, r.campaign_id, r.lead_id, r.email, r.classification, r.decided_by, r.thread_snippet, r.received_at, r.forwarded_at,
               i.raw, i.message_id_header, i.subject as inbound_subject,
               coalesce(w.sender_account_id, o.sender_account_id) as sender_account_id
          from replies r

@@ -184,6 +184,8 @@ export class DeskMailService {
    * Returns false when it belongs to no thread of this SDR.
    */
   async prospectAnswer(tx: EntityManager, sdrId: string, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<boolean> {
+    // A person's answer only: a bounce, a complaint or unclassified automatic mail never joins a thread.
+    if (a.kind !== 'reply') return false;
     const chain = [...a.references, ...(a.inReplyTo ? [a.inReplyTo] : [])];
     let [thread] = chain.length
       ? await sql<{ id: string }>(

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Deps } from '../../services.ts';
 import { normalizeEmail } from '../../shared/email.ts';
 
-export type SuppressionReason = 'manual' | 'hard_bounce' | 'unsubscribe' | 'reply_unsubscribe';
+export type SuppressionReason = 'manual' | 'hard_bounce' | 'unsubscribe' | 'reply_unsubscribe' | 'complaint';
 
 export class SuppressionService {
   constructor(

@@ -1,0 +1,215 @@
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { waitFor } from '../support/wait.ts';
+import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
+import { SmtpSink } from '../support/smtp.ts';
+import { ImapTestServer } from '../support/dovecot.ts';
+import { SmtpMessenger } from '../../src/adapters/smtp.ts';
+import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
+
+// Issue 19 through the real inbound pipeline: Dovecot over IMAP, the watcher, analysis,
+// matching and effects in PostgreSQL, read back through the API.
+
+const SENDER = 'alice@acme.example';
+const PW = 'imap-pw';
+
+const lines = (xs: string[]) => xs.join('\r\n') + '\r\n';
+
+/** A Domino-style notice: no delivery-status part, no Status:, no copy of our Message-ID. */
+function dominoNotice(lead: string): string {
+  return lines([
+    'Return-Path: <>',
+    'From: Postmaster <postmaster@lead.example>',
+    `To: ${SENDER}`,
+    'Subject: DELIVERY FAILURE: User not listed in Domino Directory',
+    `Date: ${new Date().toUTCString()}`,
+    '<dom-1@mail.lead.example>'.replace(/^/, 'Message-ID: '),
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=iso-8859-1',
+    'Content-Transfer-Encoding: quoted-printable',
+    '',
+    'Your message',
+    '',
+    '  Subject: Quick question',
+    '',
+    'was not delivered to:',
+    '',
+    `  ${lead}`,
+    '',
+    'because:',
+    '',
+    '  User not listed in Domino Directory',
+  ]);
+}
+
+/** A mailer-daemon's message whose words read like interest (a forwarding loop's echo). */
+function daemonEcho(original: string): string {
+  return lines([
+    'From: Mail Delivery System <MAILER-DAEMON@mx.lead.example>',
+    `To: ${SENDER}`,
+    'Subject: Re: Quick question',
+    `Date: ${new Date().toUTCString()}`,
+    'Message-ID: <echo-1@mx.lead.example>',
+    `In-Reply-To: ${original}`,
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    "Yes, very interested! Let's set up a call next week, send me your pricing.",
+  ]);
+}
+
+/** An RFC 5965 feedback report about one of our messages, as a mailbox provider's loop sends it. */
+function arfReport(original: string, lead: string): string {
+  return lines([
+    'From: Feedback Loop <fbl@feedback.mailbox-provider.example>',
+    `To: ${SENDER}`,
+    'Subject: FW: Quick question',
+    `Date: ${new Date().toUTCString()}`,
+    'Message-ID: <arf-1@feedback.mailbox-provider.example>',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/report; report-type=feedback-report; boundary="arf"',
+    '',
+    '--arf',
+    'Content-Type: text/plain; charset=us-ascii',
+    '',
+    'This is an email abuse report for an email message received from IP 198.51.100.20.',
+    '',
+    '--arf',
+    'Content-Type: message/feedback-report',
+    '',
+    'Feedback-Type: abuse',
+    'User-Agent: ProviderFBL/1.0',
+    'Version: 1',
+    `Original-Mail-From: <${SENDER}>`,
+    `Original-Rcpt-To: <${lead}>`,
+    'Source-IP: 198.51.100.20',
+    '',
+    '--arf',
+    'Content-Type: message/rfc822',
+    '',
+    `From: Alice <${SENDER}>`,
+    `To: ${lead}`,
+    'Subject: Quick question',
+    `Message-ID: ${original}`,
+    '',
+    'Hi, would you be interested in a call?',
+    '',
+    '--arf--',
+  ]);
+}
+
+describe('inbound reports: bounces without a DSN part, automatic mail, feedback-loop complaints', function () {
+  this.timeout(90_000);
+  const sink = new SmtpSink();
+  const imap = new ImapTestServer();
+  let app: TestApp;
+  let db: pg.Client;
+  let messenger: SmtpMessenger;
+  let dispatcher: Dispatcher;
+  let watcher: MailboxWatcher;
+  let key: string;
+  let workspaceId: string;
+  let campaignId: string;
+  let otherCampaignId: string;
+  const sent = new Map<string, string>();
+
+  const replies = async () => (await app.request('GET', '/v1/replies', { key })).body as Array<Record<string, string>>;
+  const stats = async (id = campaignId) => (await app.request('GET', `/v1/campaigns/${id}/stats`, { key })).body;
+  const leadStatus = async (email: string, id = campaignId) =>
+    ((await app.request('GET', `/v1/campaigns/${id}/leads`, { key })).body.data as Array<{ email: string; status: string }>).find((l) => l.email === email)!.status;
+
+  before(async () => {
+    await sink.start();
+    await imap.start();
+    imap.addUser(SENDER, PW);
+    sink.users.set(SENDER, 'smtp-pw');
+    app = await startTestApp();
+    db = new pg.Client({ connectionString: app.databaseUrl });
+    await db.connect();
+    messenger = new SmtpMessenger({ maxConnections: 2 });
+    dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    const seeded = await seedWorkspace(app);
+    key = seeded.adminKey;
+    workspaceId = seeded.workspace.id;
+    const s = app.services();
+    const account = await s.senders.add({ workspaceId, email: SENDER, name: 'Alice', smtpUrl: sink.url(SENDER, 'smtp-pw'), imapUrl: imap.url(SENDER, PW) });
+    const pool = await s.senders.createPool(workspaceId, 'p', 1000, [account.id]);
+    const steps = [{ subject: 'Quick question', bodyHtml: '<p>Hi</p>' }, { subject: '', bodyHtml: '<p>Bump</p>', delayHours: 48 }];
+    campaignId = (await app.request('POST', '/v1/campaigns', { key, body: { name: 'Reports', senderPoolId: pool.id, sequenceSteps: steps } })).body.id;
+    otherCampaignId = (await app.request('POST', '/v1/campaigns', { key, body: { name: 'Other', senderPoolId: pool.id, sequenceSteps: steps } })).body.id;
+    await app.request('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { key, body: { leads: ['nodsn', 'echo', 'complainer'].map((n) => ({ email: `${n}@lead.example` })) } });
+    // The complainer is in a second campaign too: a complaint ends every enrollment of the lead.
+    await app.request('POST', `/v1/campaigns/${otherCampaignId}/leads/bulk`, { key, body: { leads: [{ email: 'complainer@lead.example' }] } });
+    await app.request('POST', `/v1/campaigns/${campaignId}/start`, { key });
+    await dispatcher.runRound();
+    for (const r of sink.received) sent.set(r.to[0], r.parsed.messageId!);
+    assert.equal(sent.size, 3);
+    watcher = new MailboxWatcher(app.deps, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
+    await watcher.start();
+  });
+  after(async () => {
+    await watcher.stop();
+    await messenger.close();
+    await dispatcher.close();
+    await db.end();
+    await app.close();
+    await imap.stop();
+    await sink.stop();
+  });
+
+  it('a bounce without a delivery-status part or Status: is matched by recipient and account, hard from its wording; it cannot be assigned to an SDR', async () => {
+    await imap.append(SENDER, PW, dominoNotice('nodsn@lead.example'));
+    const r = await waitFor('the bounce', async () => (await replies()).find((x) => x.email === 'nodsn@lead.example'));
+    assert.equal(r.classification, 'bounce');
+    const row = (await db.query(`select decided_by, bounce_type from replies where id = $1`, [r.id])).rows[0];
+    assert.equal(row.bounce_type, 'hard');
+    assert.equal(row.decided_by, 'bounce-text:mailer-daemon;type:text:unknown-user');
+    assert.equal((await db.query(`select state from outbound_messages where message_id_header = $1`, [sent.get('nodsn@lead.example')])).rows[0].state, 'bounced');
+    assert.equal(await leadStatus('nodsn@lead.example'), 'bounced');
+    assert.equal((await db.query(`select reason from suppressions where email_key = 'nodsn@lead.example'`)).rows[0].reason, 'hard_bounce');
+
+    // The route from the replies list to an SDR's queue refuses it, and writes nothing.
+    const { sdr } = await seedSdr(app, workspaceId, 'Sam Rep', 'sam@acme.example');
+    const res = await app.request('POST', `/v1/replies/${r.id}/assign`, { key, body: { sdrId: sdr.id, skipIcpCheck: true } });
+    assert.equal(res.status, 409);
+    assert.equal(res.body.error.code, 'reply_not_assignable');
+    assert.equal((await db.query(`select count(*)::int as n from prospect_threads`)).rows[0].n, 0);
+    assert.equal(sink.received.filter((m) => m.to.includes('sam@acme.example')).length, 0, 'nothing forwarded');
+  });
+
+  it("a mailer-daemon's message that reads like interest is never a reply: recorded unclassified, no effect, nothing for an SDR", async () => {
+    await imap.append(SENDER, PW, daemonEcho(sent.get('echo@lead.example')!));
+    const stored = await waitFor('the stored message', async () => (await db.query(`select kind from inbound_messages where message_id_header = '<echo-1@mx.lead.example>'`)).rows[0]);
+    assert.equal(stored.kind, 'unclassified');
+    assert.ok(!(await replies()).some((x) => x.email === 'echo@lead.example'), 'not in the replies list');
+    assert.equal((await db.query(`select count(*)::int as n from replies where email = 'echo@lead.example'`)).rows[0].n, 0);
+    assert.equal(await leadStatus('echo@lead.example'), 'active', 'the sequence goes on');
+    assert.equal((await stats()).replied, 0);
+    assert.equal((await db.query(`select count(*)::int as n from events where type = 'reply.received' and data->>'email' = 'echo@lead.example'`)).rows[0].n, 0);
+    assert.equal((await db.query(`select count(*)::int as n from prospect_threads`)).rows[0].n, 0);
+  });
+
+  it('an ARF feedback report: suppressed as complaint, every enrollment ended, listed as unsubscribe by ARF, counted in complained, logged at warn', async () => {
+    const before = await stats();
+    await imap.append(SENDER, PW, arfReport(sent.get('complainer@lead.example')!, 'complainer@lead.example'));
+    const r = await waitFor('the complaint', async () => (await replies()).find((x) => x.email === 'complainer@lead.example'));
+    assert.equal(r.classification, 'unsubscribe');
+    assert.equal(r.campaignId, campaignId);
+    assert.equal((await db.query(`select decided_by from replies where id = $1`, [r.id])).rows[0].decided_by, 'arf:rfc5965:abuse');
+    assert.equal((await db.query(`select kind from inbound_messages where message_id_header = '<arf-1@feedback.mailbox-provider.example>'`)).rows[0].kind, 'complaint');
+    assert.equal((await db.query(`select reason from suppressions where email_key = 'complainer@lead.example'`)).rows[0].reason, 'complaint');
+    assert.equal(await leadStatus('complainer@lead.example'), 'unsubscribed');
+    assert.equal(await leadStatus('complainer@lead.example', otherCampaignId), 'unsubscribed');
+    const after = await stats();
+    assert.equal(after.complained, before.complained + 1);
+    assert.equal(after.complained, 1);
+    assert.equal(after.replied, before.replied, 'a complaint is not a reply');
+    assert.equal(after.unsubscribed, before.unsubscribed + 1);
+    assert.equal((await db.query(`select complained from campaign_counters where campaign_id = $1`, [campaignId])).rows[0].complained, 1);
+    const warn = app.logs.lines.map((l) => JSON.parse(l)).find((l) => /feedback-loop spam complaint/.test(l.msg));
+    assert.ok(warn, 'a warn line');
+    assert.equal(warn.level, 40);
+    assert.equal(warn.email, 'complainer@lead.example');
+  });
+});
