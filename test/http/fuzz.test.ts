@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
 import fc from 'fast-check';
 import pg from 'pg';
+import { Agent, fetch } from 'undici';
 import { apiRoutes } from '../../src/app.ts';
 import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
 
@@ -162,6 +163,7 @@ describe('HTTP fuzz: every route of the OpenAPI document under hostile input', f
   after(async () => {
     await db?.end();
     await app?.close();
+    await fresh.close();
   });
 
   async function checksum(): Promise<string> {
@@ -179,12 +181,15 @@ describe('HTTP fuzz: every route of the OpenAPI document under hostile input', f
   }
 
   let baseline = '';
+  // One connection per request: a reset is then the server's doing, never a keep-alive race
+  // with a socket the server closed while idle.
+  const fresh = new Agent({ pipelining: 0 });
   const stats = { requests: 0, refused: 0, accepted: 0, serverErrors: 0 };
 
   async function send(op: Operation, req: Req) {
     const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => req.params[name]);
     const qs = req.query.map(([k, v]) => `${k}=${v}`).join('&');
-    const res = await fetch(app.url + path + (qs ? `?${qs}` : ''), { method: op.method, headers: req.headers, body: req.body as BodyInit | undefined });
+    const res = await fetch(app.url + path + (qs ? `?${qs}` : ''), { method: op.method, headers: req.headers, body: req.body, dispatcher: fresh });
     const text = await res.text();
     stats.requests++;
     const label = `${op.method} ${path}${qs ? `?${qs.slice(0, 200)}` : ''} -> ${res.status} ${text.slice(0, 300)}`;
