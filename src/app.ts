@@ -1,10 +1,10 @@
 import { sql } from './db/sql.ts';
 import Koa from 'koa';
 import Router from '@koa/router';
-import { bodyParser } from '@koa/bodyparser';
 import type { Deps } from './services.ts';
 import { createServices } from './services.ts';
-import { errorMiddleware } from './http/errors.ts';
+import { errorMiddleware, installEnvelopeOnError } from './http/errors.ts';
+import { jsonBody } from './http/body.ts';
 import { authorizer } from './http/auth.ts';
 import { mount, type AnyRoute } from './http/route.ts';
 import { buildOpenApi } from './http/openapi.ts';
@@ -33,6 +33,7 @@ export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
   const app = new Koa();
   app.proxy = true;
   app.silent = true;
+  installEnvelopeOnError(app, deps.log);
   const router = new Router();
 
   router.get('/healthz', (ctx) => {
@@ -73,13 +74,7 @@ export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     deps.log.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
   });
-  app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      jsonLimit: '10mb',
-      encoding: 'utf-8',
-    }),
-  );
+  app.use(jsonBody({ limitBytes: 10 * 1024 * 1024 }));
   // One EntityManager (identity map) per request.
   app.use(async (ctx, next) => {
     const em = deps.orm.em.fork();

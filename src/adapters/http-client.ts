@@ -1,3 +1,4 @@
+import { wellFormed } from '../shared/text.ts';
 import { Agent, type Dispatcher } from 'undici';
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
@@ -171,10 +172,9 @@ export function describeRequestError(err: Error & { code?: string; cause?: unkno
   const refusal = err instanceof SsrfRefusal ? err : cause instanceof SsrfRefusal ? cause : null;
   const code = err.code ?? cause?.code;
   const message = refusal ? `refused: ${refusal.message}` : `${code ? `${code}: ` : ''}${err.message}`;
-  let text = message.replace(/[\u0000-\u001f\u007f]/g, ' ').slice(0, 500);
   // A cut through a surrogate pair, or a lone surrogate in the message, would be invalid
   // Unicode in the stored JSON (PostgreSQL refuses it, and the whole outcome batch with it).
-  text = text.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+  const text = wellFormed(message.replace(/[\u0000-\u001f\u007f]/g, ' ').slice(0, 500));
   return { statusCode: null, error: text, closed: code !== undefined && CLOSED_UNDER_US.has(code) };
 }
 

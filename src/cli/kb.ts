@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { readFile } from 'node:fs/promises';
+import { readTextFile } from './input.ts';
 import { ApiError } from '../shared/errors.ts';
 import { blockedLinks } from '../modules/drafts/kb.ts';
 import { jsonOption, type CliContext } from './program.ts';
@@ -18,11 +18,7 @@ export function registerKbCommands(program: Command, ctx: CliContext) {
     if ((opts.file === undefined) === (opts.text === undefined)) throw ApiError.invalid('give exactly one of --file or --text');
     let text = opts.text;
     if (opts.file !== undefined) {
-      try {
-        text = await readFile(opts.file, 'utf8');
-      } catch (err) {
-        throw ApiError.invalid(`--file: cannot read ${opts.file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
-      }
+      text = await readTextFile('--file', opts.file);
     }
     const e = await ctx.withServices(async (services) => {
       const ws = await services.workspaces.resolve(opts.workspace);

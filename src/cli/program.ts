@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { loadConfig, ConfigError, type Config } from '../config/index.ts';
 import { createLogger, type Logger } from '../adapters/logger.ts';
 import { ApiError } from '../shared/errors.ts';
+import { refusedArgument } from './input.ts';
 import { openRuntime } from '../runtime.ts';
 import { createServices, type Services, type Deps } from '../services.ts';
 import { registerWorkspaceCommands } from './workspace.ts';
@@ -97,6 +98,11 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
 
   for (const cmd of program.commands) cmd.exitOverride();
 
+  const refused = refusedArgument(argv);
+  if (refused) {
+    io.stderr.write(`error: ${refused}\n`);
+    return 2;
+  }
   try {
     await program.parseAsync(argv, { from: 'user' });
     return keepRunning ? null : 0;

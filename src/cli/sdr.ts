@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { jsonOption, type CliContext } from './program.ts';
-import { readFile } from 'node:fs/promises';
-import { ApiError } from '../shared/errors.ts';
+import { readTextFile } from './input.ts';
 import { sdrView, profileView } from '../modules/sdrs/service.ts';
 
 export function registerSdrCommands(program: Command, ctx: CliContext) {
@@ -55,11 +54,7 @@ export function registerSdrCommands(program: Command, ctx: CliContext) {
   ).action(async (sdrId: string, opts: { tone?: string; signatureFile?: string; calendarUrl?: string; language?: string; json?: boolean }) => {
     let signature: string | undefined;
     if (opts.signatureFile !== undefined) {
-      try {
-        signature = await readFile(opts.signatureFile, 'utf8');
-      } catch (err) {
-        throw ApiError.invalid(`--signature-file: cannot read ${opts.signatureFile} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
-      }
+      signature = await readTextFile('--signature-file', opts.signatureFile);
     }
     const s = await ctx.withServices((services) => services.sdrs.setProfile(sdrId, { tone: opts.tone, signature, calendarUrl: opts.calendarUrl, language: opts.language }));
     ctx.print(opts, profileView(s), `profile of SDR ${s.id} updated`);

@@ -5,6 +5,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import '../shared/zod-messages.ts';
 import { parseDuration, parseDurationList } from '../shared/duration.ts';
 
 const durationList = z.string().transform((v, ctx) => {

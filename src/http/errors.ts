@@ -1,19 +1,61 @@
+import type Koa from 'koa';
 import type { Context, Next } from 'koa';
 import { z } from 'zod';
-import { ApiError } from '../shared/errors.ts';
+import { ApiError, type FieldError } from '../shared/errors.ts';
+import { fieldPath } from '../shared/text.ts';
+import '../shared/zod-messages.ts';
 import type { Logger } from '../adapters/logger.ts';
 
-/** Turns a zod error into a 400 invalid_request naming every failing field. */
-export function fromZod(err: z.ZodError, where: 'body' | 'query' | 'params'): ApiError {
-  const errors = err.issues.map((i) => {
-    const field = i.path.length ? i.path.join('.') : undefined;
-    let message = i.message;
-    if (i.code === 'unrecognized_keys') message = `unknown ${where === 'body' ? 'field' : 'parameter'}(s): ${i.keys.join(', ')}`;
-    return { ...(field ? { field } : {}), message };
-  });
+type Where = 'body' | 'query' | 'params';
+const WHERE_NAME: Record<Where, string> = { body: 'body', query: 'query', params: 'path parameter' };
+
+/**
+ * Turns a zod error into a 400 invalid_request naming every failing field: one `errors` entry
+ * per field (an unknown field gets its own), and the first of them in the message.
+ */
+export function fromZod(err: z.ZodError, where: Where): ApiError {
+  const unknownWord = where === 'body' ? 'field' : 'parameter';
+  const errors: FieldError[] = [];
+  for (const i of err.issues) {
+    if (i.code === 'unrecognized_keys') {
+      for (const key of i.keys) errors.push({ field: fieldPath([...i.path, key]), message: `unknown ${unknownWord}` });
+      continue;
+    }
+    const field = fieldPath(i.path);
+    errors.push({ ...(field ? { field } : {}), message: i.message });
+  }
+  const unknown = errors.filter((e) => e.message === `unknown ${unknownWord}`).map((e) => e.field);
   const first = errors[0];
-  const message = first ? (first.field ? `${where} ${first.field}: ${first.message}` : `${where}: ${first.message}`) : `invalid ${where}`;
+  let message: string;
+  if (unknown.length && first?.message === `unknown ${unknownWord}`) {
+    message = `${WHERE_NAME[where]}: unknown ${unknownWord}${unknown.length === 1 ? '' : 's'}: ${unknown.join(', ')}`;
+  } else if (first) {
+    message = first.field ? `${WHERE_NAME[where]} ${first.field}: ${first.message}` : `${WHERE_NAME[where]}: ${first.message}`;
+  } else {
+    message = `invalid ${WHERE_NAME[where]}`;
+  }
+  const others = errors.length - (unknown.length && first?.message === `unknown ${unknownWord}` ? unknown.length : 1);
+  if (others > 0) message += ` (and ${others} more problem${others === 1 ? '' : 's'}, listed in errors)`;
   return new ApiError(400, 'invalid_request', message, { errors });
+}
+
+/** What the client sees for any error: an ApiError, or a known library error mapped to one. */
+export function toApiError(err: unknown, log: Logger, ctx: Context): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof z.ZodError) return fromZod(err, 'body');
+  const e = (err ?? {}) as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
+  const status = e.status ?? e.statusCode;
+  if (status === 413 || e.type === 'entity.too.large') return new ApiError(413, 'payload_too_large', 'request body exceeds the 10 MB limit');
+  // Errors of Koa and the router (http-errors): their message is meant for the client.
+  if (typeof status === 'number' && status >= 400 && status < 500 && e.expose)
+    return new ApiError(status, status === 404 ? 'not_found' : status === 405 ? 'method_not_allowed' : 'invalid_request', e.message || 'bad request');
+  log.error({ err, method: ctx.method, path: ctx.path }, 'unhandled error');
+  return new ApiError(500, 'internal_error', 'internal server error');
+}
+
+function render(ctx: Context, apiErr: ApiError) {
+  ctx.status = apiErr.status;
+  ctx.body = { error: { code: apiErr.code, message: apiErr.message }, ...apiErr.extras };
 }
 
 /** Renders every error as {"error": {"code", "message"}} plus the contract's extras. */
@@ -25,23 +67,28 @@ export function errorMiddleware(log: Logger) {
       if (ctx.status === 405 && ctx.body === undefined)
         throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
     } catch (err) {
-      let apiErr: ApiError;
-      if (err instanceof ApiError) apiErr = err;
-      else if (err instanceof z.ZodError) apiErr = fromZod(err, 'body');
-      else {
-        const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
-        const status = e.status ?? e.statusCode;
-        if (status === 413 || e.type === 'entity.too.large') apiErr = new ApiError(413, 'payload_too_large', 'request body exceeds the 10 MB limit');
-        else if (status === 400 || e.type === 'entity.parse.failed') apiErr = ApiError.invalid('malformed JSON body');
-        else if (status === 415) apiErr = ApiError.invalid('request body must be JSON (Content-Type: application/json)');
-        else if (status && status >= 400 && status < 500 && e.expose) apiErr = new ApiError(status, 'invalid_request', e.message ?? 'bad request');
-        else {
-          log.error({ err, method: ctx.method, path: ctx.path }, 'unhandled error');
-          apiErr = new ApiError(500, 'internal_error', 'internal server error');
-        }
-      }
-      ctx.status = apiErr.status;
-      ctx.body = { error: { code: apiErr.code, message: apiErr.message }, ...apiErr.extras };
+      render(ctx, toApiError(err, log, ctx));
     }
+  };
+}
+
+/**
+ * Koa's last resort (context.onerror) answers plain text "Internal Server Error": it runs for
+ * errors that escape the middleware chain, such as a response body that cannot be serialized
+ * in Koa's respond(). This one answers in the envelope instead.
+ */
+export function installEnvelopeOnError(app: Koa, log: Logger) {
+  app.context.onerror = function onerror(this: Context, err: Error) {
+    if (err == null) return;
+    log.error({ err, method: this.method, path: this.path }, 'error outside the middleware chain');
+    if (this.headerSent || !this.writable) return;
+    const apiErr = new ApiError(500, 'internal_error', 'internal server error');
+    const body = JSON.stringify({ error: { code: apiErr.code, message: apiErr.message } });
+    const res = this.res;
+    for (const name of res.getHeaderNames()) res.removeHeader(name);
+    res.statusCode = apiErr.status;
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('content-length', Buffer.byteLength(body));
+    res.end(body);
   };
 }

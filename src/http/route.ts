@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors.ts';
 import { fromZod } from './errors.ts';
+import { textProblem } from '../shared/text.ts';
 import type { AuthContext } from './auth.ts';
 import type { Services } from '../services.ts';
 
@@ -45,6 +46,49 @@ function queryObject(ctx: Context): Record<string, unknown> {
   return { ...ctx.query };
 }
 
+function refuse(where: 'query' | 'path parameter', field: string, message: string): ApiError {
+  return ApiError.invalid(`${where} ${field}: ${message}`, { errors: [{ field, message }] });
+}
+
+/**
+ * The text rule (shared/text.ts) for query values and path parameters, checked on the raw URL:
+ * Koa's query parser and the router turn malformed percent-encoding into U+FFFD or leave it
+ * encoded, so only the raw text tells that a value was not UTF-8.
+ */
+function checkUrlText(ctx: Context, routePath: string) {
+  for (const pair of ctx.querystring ? ctx.querystring.split('&') : []) {
+    const eq = pair.indexOf('=');
+    const [rawKey, rawValue] = eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
+    const key = strictDecode(rawKey, true);
+    if (key === null) throw refuse('query', rawKey, 'the parameter name is not valid percent-encoded UTF-8');
+    const keyProblem = textProblem(key);
+    if (keyProblem) throw refuse('query', JSON.stringify(key).slice(1, -1), `the parameter name ${keyProblem}`);
+    const value = strictDecode(rawValue, true);
+    if (value === null) throw refuse('query', key, 'must be valid percent-encoded UTF-8');
+    const problem = textProblem(value);
+    if (problem) throw refuse('query', key, problem);
+  }
+  const pattern = routePath.split('/');
+  const actual = ctx.path.split('/');
+  pattern.forEach((segment, i) => {
+    if (!segment.startsWith(':') || actual[i] === undefined) return;
+    const name = segment.slice(1);
+    const value = strictDecode(actual[i]);
+    if (value === null) throw refuse('path parameter', name, 'must be valid percent-encoded UTF-8');
+    const problem = textProblem(value);
+    if (problem) throw refuse('path parameter', name, problem);
+  });
+}
+
+/** Percent-decoding that refuses what is not UTF-8 (null); in a query, + is a space. */
+function strictDecode(raw: string, plusIsSpace = false): string | null {
+  try {
+    return decodeURIComponent(plusIsSpace ? raw.replace(/\+/g, ' ') : raw);
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Mounts a route: authorize, validate (unknown query parameters and body fields are 400),
  * call the handler, shape the response.
@@ -54,6 +98,7 @@ export function mount(router: Router, route: AnyRoute, authorize: (ctx: Context,
   const params = route.params ?? z.object({});
   router[route.method](route.path, async (ctx: Context) => {
     const auth = await authorize(ctx, route.access);
+    checkUrlText(ctx, route.path);
     const q = query.safeParse(queryObject(ctx));
     if (!q.success) throw fromZod(q.error, 'query');
     const p = params.safeParse(ctx.params);

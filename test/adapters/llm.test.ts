@@ -128,9 +128,9 @@ describe('LLM adapter (OpenAI-compatible)', () => {
     const err = await rejectsWith(provider(server).complete(request), 'invalid_output');
     assert.equal(server.requests.length, 2);
     // The feedback names the failing field by its path.
-    assert.match(lastUserMessage(server.requests[1].body), /variants\.0\.subject: Too small/);
+    assert.match(lastUserMessage(server.requests[1].body), /variants\.0\.subject: must not be empty/);
     assert.match(err.message, /draft_variants/);
-    assert.match(err.message, /variants: Too small/);
+    assert.match(err.message, /variants: must have at least/);
   });
 
   it('honours Retry-After on 429, then succeeds', async () => {

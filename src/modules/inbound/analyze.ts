@@ -1,3 +1,4 @@
+import { storableOrNull, storableText } from '../../shared/text.ts';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { convert } from 'html-to-text';
 import type { ComplaintInfo } from './arf.ts';
@@ -62,7 +63,38 @@ const PART_TYPES = new Set([
   'message/feedback-report',
 ]);
 
+/**
+ * Parses and classifies one message. Every text of the result is storable (shared/text.ts): a
+ * NUL (a quoted-printable =00, a raw byte) is dropped and a lone surrogate (a broken UTF-16
+ * part) becomes U+FFFD, so what a sender wrote can never make the message's transaction fail.
+ */
 export async function analyzeMessage(raw: Buffer | string, options: AnalyzeOptions = {}): Promise<InboundAnalysis> {
+  return storableAnalysis(await analyze(raw, options));
+}
+
+function storableAnalysis(a: InboundAnalysis): InboundAnalysis {
+  return {
+    ...a,
+    messageId: storableOrNull(a.messageId),
+    inReplyTo: storableOrNull(a.inReplyTo),
+    references: a.references.map(storableText),
+    from: storableOrNull(a.from),
+    fromName: storableOrNull(a.fromName),
+    subject: storableText(a.subject),
+    decidedBy: storableText(a.decidedBy),
+    strippedText: storableText(a.strippedText),
+    snippet: storableText(a.snippet),
+    bounce: a.bounce && {
+      ...a.bounce,
+      status: storableOrNull(a.bounce.status),
+      reason: storableText(a.bounce.reason),
+      originalMessageId: storableOrNull(a.bounce.originalMessageId),
+      recipient: storableOrNull(a.bounce.recipient),
+    },
+  };
+}
+
+async function analyze(raw: Buffer | string, options: AnalyzeOptions): Promise<InboundAnalysis> {
   const mail = await simpleParser(raw, {
     // Keep message/delivery-status as a part of its own instead of text appended to the body.
     keepDeliveryStatus: true,

@@ -1,3 +1,4 @@
+import { storableOrNull } from '../../shared/text.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import type { OutboundRef } from '../sending/repository.ts';
@@ -46,7 +47,7 @@ export async function setWatchStatus(em: EntityManager, id: string, status: 'ok'
     em,
     `update mailbox_watches set status = ?, last_error = ?, last_synced_at = case when ? = 'ok' then ? else last_synced_at end where id = ?
      returning sdr_id`,
-    [status, error, status, now, id],
+    [status, storableOrNull(error), status, now, id],
   );
   // An SDR's mailbox health comes from these real connection outcomes (contract §8).
   if (watch?.sdr_id) {
@@ -55,7 +56,7 @@ export async function setWatchStatus(em: EntityManager, id: string, status: 'ok'
       em,
       `update sdr_mailboxes set health_state = ?, last_sync_error = ?, last_synced_at = case when ? = 'ok' then ? else last_synced_at end, updated_at = ?
         where sdr_id = ?`,
-      [health, error, status, now, now, watch.sdr_id],
+      [health, storableOrNull(error), status, now, now, watch.sdr_id],
     );
   }
 }

@@ -1,3 +1,4 @@
+import { storableText } from '../../shared/text.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomBytes } from 'node:crypto';
 import { sql } from '../../db/sql.ts';
@@ -138,7 +139,7 @@ export class DeskMailService {
       if (health)
         await sql(this.deps.orm.em.fork(), `update sdr_mailboxes set health_state = ?, last_sync_error = ?, updated_at = ? where sdr_id = ?`, [
           health,
-          outcome.response,
+          storableText(outcome.response),
           this.deps.clock.now(),
           p.box.sdr_id,
         ]);

@@ -1,0 +1,89 @@
+// The one rule for text that may reach PostgreSQL. Its text and jsonb types refuse a NUL
+// character, and the driver turns a lone UTF-16 surrogate into U+FFFD in text (silently) and
+// into an invalid \ud800 escape in jsonb (refused). So: what a client sends (API bodies, query
+// values, path parameters, CLI arguments) is refused when it holds either; what arrives from
+// outside our control (inbound mail, remote error messages) is repaired with storableText.
+
+/** How deep a request body may nest (objects and arrays); deeper is 400 (README, "API input"). */
+export const MAX_JSON_DEPTH = 32;
+
+const NUL = /\u0000/g;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const LONE_SURROGATE_TEST = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why mailgate refuses this string, in words for an error message; null when it is fine. */
+export function textProblem(s: string): string | null {
+  if (s.includes('\u0000')) return 'must not contain a NUL character (\\u0000)';
+  if (LONE_SURROGATE_TEST.test(s)) return 'must be valid Unicode (it holds a lone UTF-16 surrogate)';
+  return null;
+}
+
+/** Lone surrogates become U+FFFD (a cut through a surrogate pair included). */
+export function wellFormed(s: string): string {
+  return s.replace(LONE_SURROGATE, '\ufffd');
+}
+
+/** Text from outside our control made storable: NUL removed, lone surrogates replaced. */
+export function storableText(s: string): string {
+  return wellFormed(s.replace(NUL, ''));
+}
+
+export function storableOrNull(s: string | null | undefined): string | null {
+  return s == null ? null : storableText(s);
+}
+
+/** A refused key shown in an error: NUL spelled out, lone surrogates as U+FFFD. */
+function displayable(s: string): string {
+  return wellFormed(s.replace(NUL, '\\u0000'));
+}
+
+/** A field path as the API names it: `name`, `leads[3].firstName`, `emails[0]`. */
+export function fieldPath(segments: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const s of segments) {
+    if (typeof s === 'number') out += `[${s}]`;
+    else out += out ? `.${String(s)}` : String(s);
+  }
+  return out;
+}
+
+export interface TextViolation {
+  /** The offending field's path (a key's own path when the key is the problem). */
+  field: string;
+  message: string;
+}
+
+/**
+ * The first string (value or object key) of a JSON value that breaks the text rule, or the
+ * first place it nests deeper than `maxDepth`. Walks with an explicit stack, so a body nested
+ * 10,000 levels costs a loop, not the call stack.
+ */
+export function findTextViolation(root: unknown, prefix: PropertyKey[] = [], maxDepth = MAX_JSON_DEPTH): TextViolation | null {
+  const stack: Array<{ value: unknown; path: PropertyKey[]; depth: number }> = [{ value: root, path: prefix, depth: 0 }];
+  while (stack.length) {
+    const { value, path, depth } = stack.pop()!;
+    if (typeof value === 'string') {
+      const problem = textProblem(value);
+      if (problem) return { field: fieldPath(path), message: problem };
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= maxDepth) return { field: fieldPath(path), message: `nests deeper than ${maxDepth} levels of objects and arrays` };
+    // Pushed in reverse so the first offending field in document order is the one reported.
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: [...path, i], depth: depth + 1 });
+      continue;
+    }
+    const entries = Object.entries(value as Record<string, unknown>);
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, v] = entries[i];
+      stack.push({ value: v, path: [...path, key], depth: depth + 1 });
+    }
+    // Keys are checked before their values (a lead's custom field name lands in jsonb too).
+    for (const [key] of entries) {
+      const problem = textProblem(key);
+      if (problem) return { field: displayable(fieldPath([...path, key])), message: `field name ${problem}` };
+    }
+  }
+  return null;
+}

@@ -1,0 +1,157 @@
+import assert from 'node:assert/strict';
+import zlib from 'node:zlib';
+import http from 'node:http';
+import Koa from 'koa';
+import pg from 'pg';
+import { errorMiddleware, installEnvelopeOnError } from '../../src/http/errors.ts';
+import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
+
+// The text rule, content encodings, nesting and the wording of 400s, each on a named example
+// (the fuzz test covers every route; these pin what the client reads).
+describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes nothing', () => {
+  let app: TestApp;
+  let key: string;
+  let sdrKey: string;
+  let db: pg.Client;
+  const json = { 'content-type': 'application/json' };
+
+  before(async () => {
+    app = await startTestApp();
+    const ws = await seedWorkspace(app);
+    key = ws.adminKey;
+    sdrKey = (await seedSdr(app, ws.workspace.id)).sdrKey;
+    db = new pg.Client({ connectionString: app.databaseUrl });
+    await db.connect();
+  });
+  after(async () => {
+    await db.end();
+    await app.close();
+  });
+
+  async function campaigns(): Promise<number> {
+    return Number((await db.query('select count(*) from campaigns')).rows[0].count);
+  }
+
+  function assert400(res: { status: number; body: any; text: string }, field: string | undefined, message: RegExp) {
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.error.code, 'invalid_request');
+    assert.match(res.body.error.message, message);
+    if (field !== undefined) assert.ok(res.body.errors.some((e: { field?: string }) => e.field === field), res.text);
+  }
+
+  it('a NUL or a lone surrogate in a body field, at any depth, is 400 naming the field', async () => {
+    const before = await campaigns();
+    assert400(await app.request('POST', '/v1/campaigns', { key, body: { name: 'a\u0000b' } }), 'name', /^body name: must not contain a NUL character/);
+    // JSON.stringify writes a lone surrogate as the escape \ud800, as a client library would.
+    assert400(await app.request('POST', '/v1/campaigns', { key, body: { name: 'Q2 \ud800' } }), 'name', /^body name: must be valid Unicode/);
+    assert400(
+      await app.request('POST', '/v1/campaigns', { key, body: { name: 'n', sequenceSteps: [{ subject: 's', bodyHtml: '<p>\udc00</p>' }] } }),
+      'sequenceSteps[0].bodyHtml',
+      /valid Unicode/,
+    );
+    assert.equal(await campaigns(), before);
+    const cmp = await app.request('POST', '/v1/campaigns', { key, body: { name: 'ok' } });
+    const leads = [{ email: 'a@example.com' }, { email: 'b@example.com' }, { email: 'c@example.com' }, { email: 'd@example.com', firstName: 'D\u0000' }];
+    assert400(await app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, body: { leads } }), 'leads[3].firstName', /^body leads\[3\]\.firstName: must not contain a NUL/);
+    // A custom field's name lands in jsonb as well.
+    assert400(await app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, body: { leads: [{ email: 'e@example.com', 'plan\u0000': 'x' }] } }), undefined, /field name must not contain a NUL/);
+    assert.equal(Number((await db.query('select count(*) from leads')).rows[0].count), 0);
+  });
+
+  it('a NUL, a lone surrogate or malformed percent-encoding in a path parameter or query value is 400 naming it', async () => {
+    assert400(await app.request('GET', '/v1/campaigns/%00', { key }), 'id', /^path parameter id: must not contain a NUL/);
+    assert400(await app.request('GET', '/v1/sdr/threads/thr_%ED%A0%80', { key: sdrKey }), 'id', /^path parameter id: must be valid percent-encoded UTF-8/);
+    assert400(await app.request('GET', '/v1/replies?campaignId=%00', { key }), 'campaignId', /^query campaignId: must not contain a NUL/);
+    assert400(await app.request('GET', '/v1/replies?campaignId=%FF', { key }), 'campaignId', /percent-encoded UTF-8/);
+  });
+
+  it('a body that is not UTF-8, not JSON or nested deeper than 32 levels is 400; 10,000 levels too', async () => {
+    const invalidUtf8 = await fetch(`${app.url}/v1/campaigns`, { method: 'POST', headers: { ...json, authorization: `Bearer ${key}` }, body: Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]) });
+    assert.equal(invalidUtf8.status, 400);
+    assert.match((await invalidUtf8.json()).error.message, /not valid UTF-8/);
+    const ok = `{"emails": ["x@example.com"], "a": ${'['.repeat(30)}${']'.repeat(30)}}`;
+    assert.doesNotMatch((await app.request('POST', '/v1/suppression-list', { key, raw: ok, headers: json })).text, /deeper/);
+    for (const levels of [33, 10_000]) {
+      const res = await app.request('POST', '/v1/suppression-list', { key, raw: `{"emails": ${'['.repeat(levels)}${']'.repeat(levels)}}`, headers: json });
+      assert400(res, undefined, /^body emails(\[0\])+: nests deeper than 32 levels/);
+      assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+    }
+    const wide = await app.request('POST', '/v1/suppression-list', { key, raw: `{"emails": [${Array(10_000).fill('[[]]').join(',')}]}`, headers: json });
+    assert400(wide, 'emails', /at most 1000/);
+    assert.equal(Number((await db.query('select count(*) from suppressions')).rows[0].count), 0);
+  });
+
+  it('Content-Encoding: broken gzip, deflate or br data is 400; an unsupported encoding 415; a good gzip body works', async () => {
+    const post = (encoding: string, body: Uint8Array): Promise<Response> =>
+      fetch(`${app.url}/v1/campaigns`, { method: 'POST', headers: { ...json, authorization: `Bearer ${key}`, 'content-encoding': encoding }, body: body as BodyInit });
+    const before = await campaigns();
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const res = await post(encoding, Buffer.from('{"name": "not compressed"}'));
+      assert.equal(res.status, 400, encoding);
+      const body = await res.json();
+      assert.equal(body.error.code, 'invalid_request');
+      assert.match(body.error.message, new RegExp(`not valid ${encoding} data`));
+    }
+    const truncated = zlib.gzipSync('{"name": "cut"}');
+    assert.equal((await post('gzip', truncated.subarray(0, truncated.length - 6))).status, 400);
+    for (const encoding of ['zstd', 'gzip, br']) {
+      const res = await post(encoding, Buffer.from('{}'));
+      assert.equal(res.status, 415);
+      const body = await res.json();
+      assert.equal(body.error.code, 'unsupported_media_type');
+      assert.match(body.error.message, /unsupported Content-Encoding/);
+    }
+    assert.equal(await campaigns(), before);
+    const good = await post('gzip', zlib.gzipSync('{"name": "compressed"}'));
+    assert.equal(good.status, 201);
+    const bomb = await post('gzip', zlib.gzipSync(Buffer.alloc(11 * 1024 * 1024, 0x20)));
+    assert.equal(bomb.status, 413);
+    assert.equal((await bomb.json()).error.code, 'payload_too_large');
+  });
+
+  it('400s say what is expected in our words: unknown fields one by one, enum values listed, limits', async () => {
+    const unknown = await app.request('POST', '/v1/campaigns', { key, body: { name: 'x', colour: 'red', size: 2 } });
+    assert400(unknown, 'colour', /^body: unknown fields: colour, size$/);
+    assert.deepEqual(unknown.body.errors, [
+      { field: 'colour', message: 'unknown field' },
+      { field: 'size', message: 'unknown field' },
+    ]);
+    const nested = await app.request('POST', '/v1/campaigns', { key, body: { name: 'x', sequenceSteps: [{ subject: 's', bodyHtml: 'b', extra: 1 }] } });
+    assert400(nested, 'sequenceSteps[0].extra', /unknown field: sequenceSteps\[0\]\.extra/);
+    assert400(
+      await app.request('GET', '/v1/replies?classification=happy', { key }),
+      'classification',
+      /^query classification: must be one of: interested, not_interested, out_of_office, bounce, unsubscribe \(got "happy"\)$/,
+    );
+    assert400(await app.request('GET', '/v1/replies?pageSize=501', { key }), 'pageSize', /^query pageSize: must be at most 500$/);
+    assert400(await app.request('GET', '/v1/replies?page=1.5', { key }), 'page', /^query page: must be an integer, not 1.5$/);
+    assert400(await app.request('POST', '/v1/campaigns', { key, body: { name: 5 } }), 'name', /^body name: must be a string, not the number 5$/);
+    assert400(await app.request('POST', '/v1/campaigns', { key, body: {} }), 'name', /^body name: is required$/);
+    const unknownQuery = await app.request('GET', '/v1/replies?foo=1&bar=2', { key });
+    assert400(unknownQuery, 'foo', /^query: unknown parameters: foo, bar$/);
+    for (const res of [unknown, nested, unknownQuery]) assert.doesNotMatch(res.text, /Invalid input|Too big|Too small|Unrecognized/);
+  });
+
+  it('an error outside the middleware chain (a body Koa cannot serialize) still answers in the envelope', async () => {
+    // Koa's respond() serializes the body after every middleware has returned; when that throws,
+    // Koa's context.onerror used to answer plain text "Internal Server Error" (it was what a
+    // 10,000-deep body echoed back in a 422 hit).
+    const koa = new Koa();
+    koa.silent = true;
+    installEnvelopeOnError(koa, app.deps.log);
+    koa.use(errorMiddleware(app.deps.log));
+    koa.use((ctx) => {
+      ctx.body = { big: 1n };
+    });
+    const server = http.createServer(koa.callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
+      assert.equal(res.status, 500);
+      assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+      assert.deepEqual(await res.json(), { error: { code: 'internal_error', message: 'internal server error' } });
+    } finally {
+      server.close();
+    }
+  });
+});
