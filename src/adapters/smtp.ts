@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { parseMailUrl } from './mailurl.ts';
 import { rawMessage, type RawMessage } from './mime.ts';
 import { PassThrough } from 'node:stream';
+import { storableText } from '../shared/text.ts';
 
 export interface OutgoingMail {
   from: { name: string; address: string };
@@ -41,7 +42,8 @@ export interface Messenger {
 /** Maps a nodemailer error to what the sending engine does with it. */
 export function classifySmtpError(err: unknown): Exclude<SendOutcome, { kind: 'accepted' }> {
   const e = err as { code?: string; responseCode?: number; response?: string; message?: string };
-  const response = (e.response ?? e.message ?? String(err)).slice(0, 1000);
+  // A server's answer is stored in text columns: made storable here, at the one place it enters.
+  const response = storableText((e.response ?? e.message ?? String(err)).slice(0, 1000));
   if (e.code === 'EAUTH' || e.code === 'ENOAUTH') return { kind: 'auth_failed', response };
   const code = e.responseCode;
   if (code && code >= 500 && code < 600) return { kind: 'rejected', code, response };
@@ -149,7 +151,7 @@ export class SmtpMessenger implements Messenger {
     pooled.inFlight++;
     try {
       const info = raw ? await sendRaw(pooled.transport, raw, mail.messageId) : await pooled.transport.sendMail(messageOptions(mail));
-      return { kind: 'accepted', response: String(info.response ?? '250 OK') };
+      return { kind: 'accepted', response: storableText(String(info.response ?? '250 OK')) };
     } catch (err) {
       return classifySmtpError(err);
     } finally {
@@ -183,7 +185,7 @@ export async function sendOnce(smtpUrl: string, mail: OutgoingMail, timeoutMs = 
   const transport = nodemailer.createTransport(connectionOptions(smtpUrl, timeoutMs));
   try {
     const info = await transport.sendMail(messageOptions(mail));
-    return { kind: 'accepted', response: String(info.response ?? '250 OK') };
+    return { kind: 'accepted', response: storableText(String(info.response ?? '250 OK')) };
   } catch (err) {
     return classifySmtpError(err);
   } finally {
