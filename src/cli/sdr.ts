@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import { jsonOption, type CliContext } from './program.ts';
 import { readFile } from 'node:fs/promises';
 import { ApiError } from '../shared/errors.ts';
-import { sdrView, profileView } from '../modules/sdrs/service.ts';
 
 export function registerSdrCommands(program: Command, ctx: CliContext) {
   const sdr = program.command('sdr').description('SDRs (sales reps) and their mailboxes');
@@ -30,6 +29,7 @@ export function registerSdrCommands(program: Command, ctx: CliContext) {
       .option('--email <email>', 'mailbox address (default: the SDR email)'),
   ).action(async (sdrId: string, opts: { smtp: string; imap: string; email?: string; json?: boolean }) => {
     const { sdr: s, mailbox } = await ctx.withServices((services) => services.sdrs.connectMail(sdrId, { smtpUrl: opts.smtp, imapUrl: opts.imap, email: opts.email }));
+    const { sdrView } = await import('../modules/sdrs/service.ts');
     const view = sdrView(s, mailbox);
     ctx.print(
       opts,
@@ -62,6 +62,7 @@ export function registerSdrCommands(program: Command, ctx: CliContext) {
       }
     }
     const s = await ctx.withServices((services) => services.sdrs.setProfile(sdrId, { tone: opts.tone, signature, calendarUrl: opts.calendarUrl, language: opts.language }));
+    const { profileView } = await import('../modules/sdrs/service.ts');
     ctx.print(opts, profileView(s), `profile of SDR ${s.id} updated`);
   });
 }
