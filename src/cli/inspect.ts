@@ -184,7 +184,8 @@ export function registerInspectCommands(program: Command, ctx: CliContext) {
   ).action(async (id: string, opts: { json?: boolean }) => {
     const result = await ctx.withServices(async (_services, deps) => {
       const { SenderAccountSchema } = await import('../modules/senders/entities.ts');
-      const sender = await deps.orm.em.fork().findOne(SenderAccountSchema, { id });
+      // The credentials are lazy properties: loaded only when asked for.
+      const sender = await deps.orm.em.fork().findOne(SenderAccountSchema, { id }, { populate: ['smtpUrlEnc', 'imapUrlEnc'] });
       if (!sender) throw ApiError.notFound('sender_account', `sender account ${id} not found`);
       // Both at once: each may wait for its server's timeout.
       const [smtp, imap] = await Promise.all([
