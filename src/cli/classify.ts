@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { analyzeMessage, type InboundAnalysis } from '../modules/inbound/analyze.ts';
+import type { InboundAnalysis } from '../modules/inbound/analyze.ts';
 import { jsonOption, type CliContext } from './program.ts';
 
 /** One line of `mailgate classify` (contract §2). */
@@ -66,6 +66,7 @@ export function registerClassifyCommands(program: Command, ctx: CliContext) {
       if (!/^[\x21-\x39\x3b-\x7e]+[ \t]*:/m.test(raw.subarray(0, 4096).toString('latin1').split(/\r?\n\r?\n/)[0] ?? '')) {
         throw new Error(`${file}: not an email message (no header fields)`);
       }
+      const { analyzeMessage } = await import('../modules/inbound/analyze.ts');
       const analysis = await analyzeMessage(raw);
       results.push({ record: toRecord(file, analysis), analysis });
     }

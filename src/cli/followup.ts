@@ -1,16 +1,15 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../shared/duration.ts';
-import { ApiError } from '../shared/errors.ts';
-import { intArg, jsonOption, type CliContext } from './program.ts';
+import { intArg, jsonOption, usageError, type CliContext } from './program.ts';
 
 function afterArg(value: string): number {
   let ms: number;
   try {
     ms = parseDuration(value);
   } catch (err) {
-    throw ApiError.invalid(`--after: ${(err as Error).message}`);
+    throw usageError(`--after: ${(err as Error).message}`);
   }
-  if (ms <= 0) throw ApiError.invalid('--after: must be greater than zero');
+  if (ms <= 0) throw usageError('--after: must be greater than zero');
   return ms;
 }
 

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { ApiError } from '../shared/errors.ts';
-import { parseIcpList } from '../modules/sdrs/icp.ts';
 import { jsonOption, type CliContext } from './program.ts';
 
 export function registerIcpCommands(program: Command, ctx: CliContext) {
@@ -13,6 +12,7 @@ export function registerIcpCommands(program: Command, ctx: CliContext) {
       .requiredOption('--seniority <list>', 'comma list of: unpaid, training, entry, senior, manager, director, vp, cxo, partner, owner')
       .requiredOption('--employee-count <list>', 'comma list of: 1-10, 11-50, 51-200, 201-500, 501-1000, 1001-5000, 5001-10000, 10001+'),
   ).action(async (opts: { workspace: string; seniority: string; employeeCount: string; json?: boolean }) => {
+    const { parseIcpList } = await import('../modules/sdrs/icp.ts');
     let seniority: string[] | null;
     let employeeCounts: string[] | null;
     try {

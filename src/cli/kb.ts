@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { readTextFile } from './input.ts';
 import { ApiError } from '../shared/errors.ts';
-import { blockedLinks } from '../modules/drafts/kb.ts';
 import { jsonOption, type CliContext } from './program.ts';
 
 export function registerKbCommands(program: Command, ctx: CliContext) {
@@ -25,6 +24,7 @@ export function registerKbCommands(program: Command, ctx: CliContext) {
       return services.kb.add(ws.id, opts.title, text!);
     });
     // Stored as written, but a draft quoting these links would be blocked at send: say so now.
+    const { blockedLinks } = await import('../modules/drafts/kb.ts');
     const warnings = blockedLinks(e.body).map((l) => `link ${l.url} (${l.problems.join(', ')}) would block a draft that quotes it; use a direct https link`);
     for (const w of warnings) ctx.io.stderr.write(`warning: ${w}\n`);
     ctx.print(opts, { id: e.id, workspaceId: e.workspaceId, title: e.title, chars: e.body.length, createdAt: e.createdAt, warnings }, `added knowledge-base entry ${e.title} (${e.id})`);

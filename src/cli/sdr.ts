@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { jsonOption, type CliContext } from './program.ts';
 import { readTextFile } from './input.ts';
-import { sdrView, profileView } from '../modules/sdrs/service.ts';
 
 export function registerSdrCommands(program: Command, ctx: CliContext) {
   const sdr = program.command('sdr').description('SDRs (sales reps) and their mailboxes');
@@ -29,6 +28,7 @@ export function registerSdrCommands(program: Command, ctx: CliContext) {
       .option('--email <email>', 'mailbox address (default: the SDR email)'),
   ).action(async (sdrId: string, opts: { smtp: string; imap: string; email?: string; json?: boolean }) => {
     const { sdr: s, mailbox } = await ctx.withServices((services) => services.sdrs.connectMail(sdrId, { smtpUrl: opts.smtp, imapUrl: opts.imap, email: opts.email }));
+    const { sdrView } = await import('../modules/sdrs/service.ts');
     const view = sdrView(s, mailbox);
     ctx.print(
       opts,
@@ -57,6 +57,7 @@ export function registerSdrCommands(program: Command, ctx: CliContext) {
       signature = await readTextFile('--signature-file', opts.signatureFile);
     }
     const s = await ctx.withServices((services) => services.sdrs.setProfile(sdrId, { tone: opts.tone, signature, calendarUrl: opts.calendarUrl, language: opts.language }));
+    const { profileView } = await import('../modules/sdrs/service.ts');
     ctx.print(opts, profileView(s), `profile of SDR ${s.id} updated`);
   });
 }

@@ -1,13 +1,12 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../shared/duration.ts';
-import { ApiError } from '../shared/errors.ts';
-import { intArg, jsonOption, type CliContext } from './program.ts';
+import { intArg, jsonOption, usageError, type CliContext } from './program.ts';
 
 function durationArg(value: string): number {
   try {
     return parseDuration(value);
   } catch (err) {
-    throw ApiError.invalid(`--min-interval: ${(err as Error).message}`);
+    throw usageError(`--min-interval: ${(err as Error).message}`);
   }
 }
 

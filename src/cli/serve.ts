@@ -1,10 +1,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { jsonOption, type CliContext } from './program.ts';
-import { serve, type Role } from '../main.ts';
-import { createLogger } from '../adapters/logger.ts';
-import { openDatabase } from '../db/database.ts';
-import { migrate } from '../db/orm.ts';
+import type { Role } from '../main.ts';
 
 export function registerServeCommands(program: Command, ctx: CliContext, keepRunning: () => void) {
   program
@@ -13,6 +10,8 @@ export function registerServeCommands(program: Command, ctx: CliContext, keepRun
     .addOption(new Option('--role <role>', 'api, worker, or all').choices(['all', 'api', 'worker']).default('all'))
     .action(async (opts: { role: Role }) => {
       const config = ctx.config();
+      // Imported here, not at the top: no other command pays for loading the daemon.
+      const [{ serve }, { createLogger }] = await Promise.all([import('../main.ts'), import('../adapters/logger.ts')]);
       const log = createLogger(config.logLevel, ctx.io.stdout);
       const daemon = await serve(config, log, opts.role, ctx.io.stdout);
       keepRunning();
@@ -31,6 +30,7 @@ export function registerServeCommands(program: Command, ctx: CliContext, keepRun
 
   jsonOption(program.command('migrate').description('apply pending database migrations')).action(async (opts: { json?: boolean }) => {
     const config = ctx.config();
+    const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/database.ts'), import('../db/orm.ts')]);
     const db = await openDatabase(config, ctx.logger(), { migrate: false, poolMax: 2 });
     try {
       const applied = await migrate(db.orm, db.url);

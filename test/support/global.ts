@@ -10,6 +10,11 @@ import { openOrm, migrate } from '../../src/db/orm.ts';
 
 let embedded: EmbeddedDatabase | undefined;
 
+// Processes the tests spawn (`node bin/mailgate.js ...`) run the TypeScript sources through tsx,
+// so they always run the code under test, never a dist/ built before the last edit. The one test
+// of the built output (test/cli/dist.test.ts) builds its own.
+process.env.MAILGATE_FROM_SOURCE = '1';
+
 export async function mochaGlobalSetup() {
   let adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
