@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfig, ConfigError, type Config } from '../config/index.ts';
 import { createLogger, type Logger } from '../adapters/logger.ts';
-import { ApiError } from '../shared/errors.ts';
+import { ApiError, StartupError } from '../shared/errors.ts';
 import { openRuntime } from '../runtime.ts';
 import { createServices, type Services, type Deps } from '../services.ts';
 import { registerWorkspaceCommands } from './workspace.ts';
@@ -108,12 +108,15 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
       return err.exitCode || 2;
     }
     io.stderr.write(`error: ${oneLine(err)}\n`);
+    // The stack is for developers: only when asked for with LOG_LEVEL=debug (or trace).
+    const level = config?.logLevel ?? io.env.LOG_LEVEL;
+    if ((level === 'debug' || level === 'trace') && err instanceof Error && err.stack) io.stderr.write(err.stack + '\n');
     return 1;
   }
 }
 
 function oneLine(err: unknown): string {
-  if (err instanceof ApiError || err instanceof ConfigError) return err.message;
+  if (err instanceof ApiError || err instanceof ConfigError || err instanceof StartupError) return err.message.replace(/\s*\n\s*/g, ' ');
   const e = err as Error;
   return (e?.message || String(err)).split('\n')[0];
 }

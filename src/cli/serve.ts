@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { jsonOption, type CliContext } from './program.ts';
-import { serve, type Role } from '../main.ts';
+import { serve, StartAborted, type Role, type RunningDaemon } from '../main.ts';
 import { createLogger } from '../adapters/logger.ts';
 import { openDatabase } from '../db/database.ts';
 import { migrate } from '../db/orm.ts';
@@ -14,10 +14,13 @@ export function registerServeCommands(program: Command, ctx: CliContext, keepRun
     .action(async (opts: { role: Role }) => {
       const config = ctx.config();
       const log = createLogger(config.logLevel, ctx.io.stdout);
-      const daemon = await serve(config, log, opts.role, ctx.io.stdout);
-      keepRunning();
+      // Signals are ours from the first moment: a SIGTERM while starting stops what has started
+      // (the embedded PostgreSQL runs in its own process group and would outlive a plain exit).
+      const starting = new AbortController();
+      let daemon: RunningDaemon | undefined;
       for (const signal of ['SIGTERM', 'SIGINT'] as const) {
         process.once(signal, () => {
+          if (!daemon) return starting.abort();
           daemon.shutdown(signal).then(
             () => process.exit(0),
             (err) => {
@@ -27,6 +30,13 @@ export function registerServeCommands(program: Command, ctx: CliContext, keepRun
           );
         });
       }
+      try {
+        daemon = await serve(config, log, opts.role, { stdout: ctx.io.stdout, stderr: ctx.io.stderr }, starting.signal);
+      } catch (err) {
+        if (err instanceof StartAborted) return;
+        throw err;
+      }
+      keepRunning();
     });
 
   jsonOption(program.command('migrate').description('apply pending database migrations')).action(async (opts: { json?: boolean }) => {
