@@ -14,12 +14,14 @@ export function registerServeCommands(program: Command, ctx: CliContext, keepRun
     .action(async (opts: { role: Role }) => {
       const config = ctx.config();
       const log = createLogger(config.logLevel, ctx.io.stdout);
-      // Signals are ours from the first moment: a SIGTERM while starting stops what has started
-      // (the embedded PostgreSQL runs in its own process group and would outlive a plain exit).
+      // Signals are ours from the first moment and stay ours: a SIGTERM while starting stops
+      // what has started, and a repeated one does not cut a drain short (the embedded
+      // PostgreSQL runs in its own process group and would outlive a plain exit). The drain is
+      // bounded by MAILGATE_SHUTDOWN_TIMEOUT; SIGKILL remains the way to stop at once.
       const starting = new AbortController();
       let daemon: RunningDaemon | undefined;
       for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-        process.once(signal, () => {
+        process.on(signal, () => {
           if (!daemon) return starting.abort();
           daemon.shutdown(signal).then(
             () => process.exit(0),
