@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { createTestDatabase } from './support/harness.ts';
+import { withDatabase } from './support/global.ts';
 import { createLogger } from '../src/adapters/logger.ts';
 import { loadConfig } from '../src/config/index.ts';
 import { announceAdminKey, ADMIN_KEY_FILE } from '../src/admin-key.ts';
@@ -211,6 +212,31 @@ describe('start-up fails cleanly (real processes)', function () {
       assert.ok(!existsSync(path.join(dir, ADMIN_KEY_FILE)));
     } finally {
       await db.drop();
+      await cleanUp(dir);
+    }
+  });
+
+  it('migrations failing: one line with the migration and the server\'s reason, nothing left running', async () => {
+    // An empty database holding a table the first migration creates.
+    const adminUrl = process.env.MAILGATE_TEST_ADMIN_URL!;
+    const name = `mgt_${process.pid}_startup_mig`;
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`drop database if exists ${name}`);
+    await admin.query(`create database ${name}`);
+    const url = withDatabase(adminUrl, name);
+    const dir = tempDir(0o755);
+    try {
+      const db = new pg.Client({ connectionString: url });
+      await db.connect();
+      await db.query('create table workspaces (x int)');
+      await db.end();
+      const out = await serveUntilExit({ DATABASE_URL: url, MAILGATE_DATA_DIR: dir, MAILGATE_SECRET_KEY: randomBytes(32).toString('hex') });
+      assertOneLineFailure(out, /^error: applying the database migrations failed: Migration 0001_initial \(up\) failed: relation "workspaces" already exists$/);
+      assert.deepEqual(await processesUnder(dir), []);
+    } finally {
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.end();
       await cleanUp(dir);
     }
   });

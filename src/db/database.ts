@@ -21,6 +21,20 @@ function shown(url: string): string {
 }
 
 /**
+ * The migrator's message quotes the whole failing statement before the server's reason
+ * ("Migration 0001_initial (up) failed: Original error: create table ... - relation ... already
+ * exists"): keep which migration and why, on one line.
+ */
+function migrationFailure(err: unknown): string {
+  const e = err as Error & { cause?: Error };
+  const message = e?.message || String(err);
+  const which = message.split('Original error:')[0].split('\n')[0].trim();
+  const detail = e.cause?.message ?? message;
+  const why = detail.includes(' - ') ? detail.slice(detail.lastIndexOf(' - ') + 3) : '';
+  return `${which}${why && !which.includes(why) ? ` ${why}` : ''}`.replace(/\s+/g, ' ');
+}
+
+/**
  * One connection before anything else, with a time limit: an address that refuses, a host that
  * does not exist, a port that accepts and never answers or a refused login each end the start
  * with one line naming DATABASE_URL, instead of a driver message or a wait without end.
@@ -84,7 +98,7 @@ export async function openDatabase(config: Config, log: Logger, opts: { migrate?
     } catch (err) {
       await orm.close(true);
       await embedded?.stop();
-      throw new StartupError(`applying the database migrations failed: ${((err as Error).message || String(err)).split('\n')[0]}`, { cause: err });
+      throw new StartupError(`applying the database migrations failed: ${migrationFailure(err)}`, { cause: err });
     }
   }
   return {
