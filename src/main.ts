@@ -28,7 +28,7 @@ export type ServeIO = TerminalIO;
 export class StartAborted extends Error {}
 
 /**
- * `mailgate serve`: HTTP port -> config'd database -> first-start key -> workers; drains on
+ * `mailgate serve`: HTTP port -> database -> first-start key -> workers; drains on
  * SIGTERM/SIGINT. Role `api` answers the /v1 API and links and runs no jobs; role `worker` runs
  * the jobs and answers only /healthz and /readyz; `all` (default) does both.
  *
