@@ -2,7 +2,9 @@ import http from 'node:http';
 import type { Config } from './config/index.ts';
 import type { Logger } from './adapters/logger.ts';
 import { buildApp } from './app.ts';
-import { openRuntime } from './runtime.ts';
+import { openRuntime, type Runtime } from './runtime.ts';
+import { StartupError } from './shared/errors.ts';
+import { announceAdminKey, type TerminalIO } from './admin-key.ts';
 import { createServices } from './services.ts';
 import { JobRunner } from './jobs/agenda.ts';
 import { SendWakeup } from './modules/sending/wakeup.ts';
@@ -20,57 +22,40 @@ export interface RunningDaemon {
   shutdown(reason: string): Promise<void>;
 }
 
+export type ServeIO = TerminalIO;
+
+/** A stop asked for (SIGTERM, SIGINT) while starting: what had started is stopped again. */
+export class StartAborted extends Error {}
+
 /**
- * `mailgate serve`: config -> database -> HTTP + jobs; drains on SIGTERM/SIGINT.
- * Role `api` answers the /v1 API and links and runs no jobs; role `worker` runs the jobs and
- * answers only /healthz and /readyz; `all` (default) does both.
+ * `mailgate serve`: HTTP port -> database -> first-start key -> workers; drains on
+ * SIGTERM/SIGINT. Role `api` answers the /v1 API and links and runs no jobs; role `worker` runs
+ * the jobs and answers only /healthz and /readyz; `all` (default) does both.
+ *
+ * The port is bound first, so a taken port or a bad HOST stops the start before anything else
+ * (no database started, no key created, no job run). Any later failure stops everything started
+ * so far, embedded PostgreSQL included, and rethrows: the CLI prints it as one line and exits 1.
  */
-export async function serve(config: Config, log: Logger, role: Role, out: NodeJS.WritableStream = process.stdout): Promise<RunningDaemon> {
-  const runtime = await openRuntime(config, log);
-  const { deps } = runtime;
+export async function serve(config: Config, log: Logger, role: Role, io: ServeIO = process, abort?: AbortSignal): Promise<RunningDaemon> {
+  let handler: http.RequestListener | undefined;
+  const server = http.createServer((req, res) => (handler ? handler(req, res) : answerStarting(req, res)));
+  server.keepAliveTimeout = 5_000;
+  await listen(server, config);
+  const port = (server.address() as { port: number }).port;
 
-  const key = await createServices(deps, deps.orm.em.fork()).workspaces.bootstrap();
-  if (key) {
-    out.write(
-      `\nmailgate: first start. Created workspace "default" (${key.workspaceId}) and its admin API key.\n` +
-        `mailgate: ADMIN API KEY (shown only this once; store it now): ${key.key}\n\n`,
-    );
-  }
-
+  let runtime: Runtime | undefined;
   let jobs: JobRunner | undefined;
   let messenger: SmtpMessenger | undefined;
   let dispatcher: Dispatcher | undefined;
   let webhooks: WebhookDispatcher | undefined;
   let watcher: MailboxWatcher | undefined;
   let wakeup: SendWakeup | undefined;
-  if (role !== 'api') {
-    messenger = new SmtpMessenger({ maxConnections: config.smtpMaxConnections });
-    dispatcher = new Dispatcher(deps, messenger, { maxConnections: config.smtpMaxConnections, retryDelaysMs: config.smtpRetryDelays, leaseMs: config.sendLease });
-    webhooks = new WebhookDispatcher(deps);
-    jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher, webhooks, deps }), log);
-    await jobs.start();
-    // A started campaign gets a round at once instead of at the job's next tick.
-    const d = dispatcher;
-    wakeup = new SendWakeup(runtime.db.url, () => d.wake(), log);
-    await wakeup.start();
-    watcher = new MailboxWatcher(deps, { pollIntervalMs: config.imapPollInterval });
-    await watcher.start();
-  }
 
-  const app = buildApp(deps, { api: role !== 'worker' });
-  const server = http.createServer(app.callback());
-  server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const port = (server.address() as { port: number }).port;
-  log.info({ role, host: config.host, port, embedded: !!runtime.db.embedded }, 'mailgate is up');
-
+  let up = false;
   let stopping: Promise<void> | undefined;
   const shutdown = (reason: string) => {
     stopping ??= (async () => {
-      log.info({ reason }, 'shutting down: no new work, finishing in-flight work');
+      log.info({ reason }, up ? 'shutting down: no new work, finishing in-flight work' : 'stopping what had started');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeout);
@@ -85,10 +70,80 @@ export async function serve(config: Config, log: Logger, role: Role, out: NodeJS
       await dispatcher?.close();
       await webhooks?.close();
       await closed;
-      await runtime.close();
+      await runtime?.close();
       log.info('stopped');
     })();
     return stopping;
   };
+  const step = () => {
+    if (abort?.aborted) throw new StartAborted('stopped while starting');
+  };
+
+  try {
+    step();
+    runtime = await openRuntime(config, log);
+    step();
+    const { deps } = runtime;
+    const key = await createServices(deps, deps.orm.em.fork()).workspaces.bootstrap();
+    if (key) announceAdminKey(key, config, log, io);
+
+    if (role !== 'api') {
+      messenger = new SmtpMessenger({ maxConnections: config.smtpMaxConnections });
+      dispatcher = new Dispatcher(deps, messenger, { maxConnections: config.smtpMaxConnections, retryDelaysMs: config.smtpRetryDelays, leaseMs: config.sendLease });
+      webhooks = new WebhookDispatcher(deps);
+      jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher, webhooks, deps }), log);
+      await jobs.start();
+      step();
+      // A started campaign gets a round at once instead of at the job's next tick.
+      const d = dispatcher;
+      wakeup = new SendWakeup(runtime.db.url, () => d.wake(), log);
+      await wakeup.start();
+      step();
+      watcher = new MailboxWatcher(deps, { pollIntervalMs: config.imapPollInterval });
+      await watcher.start();
+      step();
+    }
+    handler = buildApp(deps, { api: role !== 'worker' }).callback();
+  } catch (err) {
+    await shutdown(err instanceof StartAborted ? 'stop requested while starting' : 'start-up failed').catch((e) => log.error({ err: e }, 'could not stop everything after a failed start'));
+    throw err;
+  }
+  up = true;
+  log.info({ role, host: config.host, port, embedded: !!runtime.db.embedded }, 'mailgate is up');
   return { server, port, shutdown };
+}
+
+/** Binds HOST:PORT; a failure is one line naming the setting to change. */
+async function listen(server: http.Server, config: Config): Promise<void> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => {
+        server.removeListener('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const where = `${config.host}:${config.port}`;
+    const why =
+      code === 'EADDRINUSE' ? `cannot listen on ${where}: the port is already in use: stop the process using it, or set PORT to a free port`
+      : code === 'EACCES' ? `cannot listen on ${where}: this user may not bind port ${config.port}: set PORT to 1024 or above`
+      : code === 'EADDRNOTAVAIL' ? `cannot listen on ${where}: ${config.host} is not an address of this machine: set HOST to one of its addresses (0.0.0.0 for all)`
+      : code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? `cannot listen on ${where}: the host name ${config.host} does not resolve: set HOST to an address of this machine`
+      : `cannot listen on ${where}: ${(err as Error).message}: check HOST and PORT`;
+    throw new StartupError(why);
+  }
+}
+
+/** Before the app is ready: alive, not ready, and every other request a 503 in the envelope. */
+function answerStarting(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const path = (req.url ?? '/').split('?')[0];
+  const [status, body] =
+    path === '/healthz' ? [200, { status: 'starting' }]
+    : path === '/readyz' ? [503, { status: 'starting' }]
+    : [503, { error: { code: 'starting', message: 'mailgate is starting (database, migrations); retry in a few seconds' } }];
+  req.resume();
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...(status === 503 ? { 'retry-after': '5' } : {}) });
+  res.end(JSON.stringify(body));
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -13,6 +13,8 @@ interface Daemon {
   proc: ChildProcess;
   port: number;
   output(): string;
+  /** stdout alone: the JSON log stream. */
+  stdout(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
@@ -20,7 +22,8 @@ interface Daemon {
 async function startDaemon(env: NodeJS.ProcessEnv, args: string[] = []): Promise<Daemon> {
   const proc = spawn('node', ['bin/mailgate.js', 'serve', ...args], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  proc.stdout!.on('data', (c) => (out += c));
+  let stdout = '';
+  proc.stdout!.on('data', (c) => ((out += c), (stdout += c)));
   proc.stderr!.on('data', (c) => (out += c));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`daemon did not start:\n${out}`)), 60_000);
@@ -41,6 +44,7 @@ async function startDaemon(env: NodeJS.ProcessEnv, args: string[] = []): Promise
     proc,
     port,
     output: () => out,
+    stdout: () => stdout,
     stop: (signal = 'SIGTERM') =>
       new Promise((resolve) => {
         proc.removeAllListeners('exit');
@@ -55,44 +59,63 @@ async function get(port: number, p: string, key?: string) {
   return { status: res.status, body: await res.json().catch(() => undefined) };
 }
 
-function printedKey(out: string): string | undefined {
-  return /ADMIN API KEY[^:]*: (mgk_\S+)/.exec(out)?.[1];
+/**
+ * The first-start admin key. Without a terminal (as here) it goes to `dataDir/admin-api-key`
+ * (mode 0600), announced by a log line naming the file, never into the log stream itself.
+ */
+function printedKey(out: string, dataDir: string): string | undefined {
+  const announced = out.split('\n').find((l) => l.includes('its admin API key'));
+  if (!announced) return undefined;
+  const file = path.join(dataDir, 'admin-api-key');
+  assert.equal(JSON.parse(announced).file, file);
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  return /^(mgk_\S+)\n$/.exec(readFileSync(file, 'utf8'))?.[1];
+}
+
+/** stdout is the log stream: one JSON object per line, nothing else. */
+function assertJsonLines(out: string) {
+  for (const l of out.split('\n').filter(Boolean)) assert.doesNotThrow(() => JSON.parse(l), `not a JSON log line: ${l}`);
 }
 
 describe('mailgate serve (a real process)', function () {
   this.timeout(120_000);
 
-  it('first start prints the admin key once; the API answers with it; SIGTERM stops cleanly', async () => {
+  it('first start writes the admin key once, to a 0600 file (the log stream stays JSON); the API answers with it; SIGTERM stops cleanly', async () => {
     const db = await createTestDatabase();
-    const env = { DATABASE_URL: db.url, MAILGATE_SECRET_KEY: randomBytes(32).toString('hex') };
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mailgate-daemon-'));
+    const env = { DATABASE_URL: db.url, MAILGATE_SECRET_KEY: randomBytes(32).toString('hex'), MAILGATE_DATA_DIR: dataDir };
     try {
       const d1 = await startDaemon(env);
-      const key = printedKey(d1.output());
+      const key = printedKey(d1.output(), dataDir);
       assert.ok(key, d1.output());
       const res = await get(d1.port, '/v1/sender-accounts', key);
       assert.equal(res.status, 200);
       assert.deepEqual(res.body, []);
       assert.equal(await d1.stop(), 0);
       assert.match(d1.output(), /"msg":"stopped"/);
-      // The key appears in the output exactly once and never in a log line.
-      assert.equal(d1.output().split(key!).length, 2);
-      assert.ok(!d1.output().split('\n').some((l) => l.startsWith('{') && l.includes(key!)));
+      // The key is in no output at all, and the log stream stays one JSON object per line.
+      assert.ok(!d1.output().includes(key!));
+      assertJsonLines(d1.stdout());
 
+      rmSync(path.join(dataDir, 'admin-api-key'));
       const d2 = await startDaemon(env);
-      assert.equal(printedKey(d2.output()), undefined);
+      assert.equal(printedKey(d2.output(), dataDir), undefined);
+      assert.ok(!existsSync(path.join(dataDir, 'admin-api-key')), 'no second key');
       assert.equal((await get(d2.port, '/v1/sender-pools', key)).status, 200);
       assert.equal(await d2.stop('SIGINT'), 0);
     } finally {
       await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
   it('roles: api answers the API; worker only health and readiness', async () => {
     const db = await createTestDatabase();
-    const env = { DATABASE_URL: db.url, MAILGATE_SECRET_KEY: randomBytes(32).toString('hex') };
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mailgate-daemon-'));
+    const env = { DATABASE_URL: db.url, MAILGATE_SECRET_KEY: randomBytes(32).toString('hex'), MAILGATE_DATA_DIR: dataDir };
     try {
       const api = await startDaemon(env, ['--role', 'api']);
-      const key = printedKey(api.output());
+      const key = printedKey(api.output(), dataDir);
       assert.equal((await get(api.port, '/v1/sender-accounts', key)).status, 200);
       const worker = await startDaemon(env, ['--role', 'worker']);
       assert.equal((await get(worker.port, '/healthz')).status, 200);
@@ -104,6 +127,7 @@ describe('mailgate serve (a real process)', function () {
       assert.equal(await api.stop(), 0);
     } finally {
       await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
@@ -112,7 +136,7 @@ describe('mailgate serve (a real process)', function () {
     const env = { DATABASE_URL: '', MAILGATE_DATA_DIR: dataDir };
     try {
       const d = await startDaemon(env);
-      const key = printedKey(d.output());
+      const key = printedKey(d.output(), dataDir);
       assert.ok(key);
       assert.equal((await get(d.port, '/v1/sender-accounts', key)).status, 200);
       assert.ok(existsSync(path.join(dataDir, 'pg', 'postmaster.pid')));

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../adapters/logger.ts';
-import { ApiError } from '../shared/errors.ts';
+import { ApiError, StartupError } from '../shared/errors.ts';
 import { refusedArgument } from './input.ts';
 import type { Services, Deps } from '../services.ts';
 import { registerWorkspaceCommands } from './workspace.ts';
@@ -167,6 +167,9 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
       return EXIT_USAGE;
     }
     io.stderr.write(`error: ${oneLine(err, configModule?.ConfigError)}\n`);
+    // The stack is for developers: only when asked for with LOG_LEVEL=debug (or trace).
+    const level = config?.logLevel ?? io.env.LOG_LEVEL;
+    if ((level === 'debug' || level === 'trace') && err instanceof Error && err.stack) io.stderr.write(err.stack + '\n');
     return EXIT_ERROR;
   }
 }
@@ -197,7 +200,7 @@ async function queryOn<T>(url: string, fn: (query: Query) => Promise<T>): Promis
 }
 
 function oneLine(err: unknown, configError?: new (...args: never[]) => Error): string {
-  if (err instanceof ApiError || (configError && err instanceof configError)) return err.message;
+  if (err instanceof ApiError || err instanceof StartupError || (configError && err instanceof configError)) return err.message.replace(/\s*\n\s*/g, ' ');
   const e = err as Error;
   return (e?.message || String(err)).split('\n')[0];
 }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { jsonOption, type CliContext } from './program.ts';
-import type { Role } from '../main.ts';
+import type { Role, RunningDaemon } from '../main.ts';
 
 export function registerServeCommands(program: Command, ctx: CliContext, keepRunning: () => void) {
   program
@@ -11,12 +11,17 @@ export function registerServeCommands(program: Command, ctx: CliContext, keepRun
     .action(async (opts: { role: Role }) => {
       const config = ctx.config();
       // Imported here, not at the top: no other command pays for loading the daemon.
-      const [{ serve }, { createLogger }] = await Promise.all([import('../main.ts'), import('../adapters/logger.ts')]);
+      const [{ serve, StartAborted }, { createLogger }] = await Promise.all([import('../main.ts'), import('../adapters/logger.ts')]);
       const log = createLogger(config.logLevel, ctx.io.stdout);
-      const daemon = await serve(config, log, opts.role, ctx.io.stdout);
-      keepRunning();
+      // Signals are ours from the first moment and stay ours: a SIGTERM while starting stops
+      // what has started, and a repeated one does not cut a drain short (the embedded
+      // PostgreSQL runs in its own process group and would outlive a plain exit). The drain is
+      // bounded by MAILGATE_SHUTDOWN_TIMEOUT; SIGKILL remains the way to stop at once.
+      const starting = new AbortController();
+      let daemon: RunningDaemon | undefined;
       for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-        process.once(signal, () => {
+        process.on(signal, () => {
+          if (!daemon) return starting.abort();
           daemon.shutdown(signal).then(
             () => process.exit(0),
             (err) => {
@@ -26,6 +31,13 @@ export function registerServeCommands(program: Command, ctx: CliContext, keepRun
           );
         });
       }
+      try {
+        daemon = await serve(config, log, opts.role, { stdout: ctx.io.stdout, stderr: ctx.io.stderr }, starting.signal);
+      } catch (err) {
+        if (err instanceof StartAborted) return;
+        throw err;
+      }
+      keepRunning();
     });
 
   jsonOption(program.command('migrate').description('apply pending database migrations')).action(async (opts: { json?: boolean }) => {

@@ -26,9 +26,17 @@ const duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
   }
 });
 
+const PORT_RULE = 'must be a whole number from 0 to 65535 (0 picks a free port)';
+
 /** Every setting: its config-file key, env variable, type, default and meaning. */
 export const settings = {
-  port: { env: 'PORT', schema: z.coerce.number().int().min(0).max(65535), default: 8080, doc: 'HTTP listen port' },
+  port: {
+    env: 'PORT',
+    // One message in our words for every way a port can be wrong ("abc" would read "received NaN").
+    schema: z.coerce.number({ error: PORT_RULE }).int({ error: PORT_RULE }).min(0, { error: PORT_RULE }).max(65535, { error: PORT_RULE }),
+    default: 8080,
+    doc: 'HTTP listen port',
+  },
   host: { env: 'HOST', schema: z.string().min(1), default: '127.0.0.1', doc: 'HTTP listen address' },
   databaseUrl: {
     env: 'DATABASE_URL',

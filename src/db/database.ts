@@ -1,8 +1,61 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../adapters/logger.ts';
+import pg from 'pg';
 import { EmbeddedDatabase } from './embedded.ts';
 import { openOrm, migrate } from './orm.ts';
+import { StartupError } from '../shared/errors.ts';
+
+/** How long a start waits for the database to answer before it gives up with a clear line. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** The URL without its password, for messages. */
+function shown(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+/**
+ * The migrator's message quotes the whole failing statement before the server's reason
+ * ("Migration 0001_initial (up) failed: Original error: create table ... - relation ... already
+ * exists"): keep which migration and why, on one line.
+ */
+function migrationFailure(err: unknown): string {
+  const e = err as Error & { cause?: Error };
+  const message = e?.message || String(err);
+  const which = message.split('Original error:')[0].split('\n')[0].trim();
+  const detail = e.cause?.message ?? message;
+  const why = detail.includes(' - ') ? detail.slice(detail.lastIndexOf(' - ') + 3) : '';
+  return `${which}${why && !which.includes(why) ? ` ${why}` : ''}`.replace(/\s+/g, ' ');
+}
+
+/**
+ * One connection before anything else, with a time limit: an address that refuses, a host that
+ * does not exist, a port that accepts and never answers or a refused login each end the start
+ * with one line naming DATABASE_URL, instead of a driver message or a wait without end.
+ */
+async function checkReachable(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why =
+      e.code === 'ECONNREFUSED' ? 'connection refused'
+      : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' ? 'host not found'
+      : /timeout/i.test(e.message) ? `no answer within ${CONNECT_TIMEOUT_MS / 1000} s`
+      : e.message.split('\n')[0];
+    throw new StartupError(`cannot connect to DATABASE_URL ${shown(url)}: ${why}: correct DATABASE_URL, or unset it to use the embedded PostgreSQL`);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
 
 export interface Database {
   orm: MikroORM;
@@ -32,6 +85,7 @@ export async function openDatabase(config: Config, log: Logger, opts: { migrate?
   }
   let orm: MikroORM;
   try {
+    if (config.databaseUrl) await checkReachable(url);
     orm = await openOrm(url, opts.poolMax);
   } catch (err) {
     await embedded?.stop();
@@ -44,7 +98,7 @@ export async function openDatabase(config: Config, log: Logger, opts: { migrate?
     } catch (err) {
       await orm.close(true);
       await embedded?.stop();
-      throw err;
+      throw new StartupError(`applying the database migrations failed: ${migrationFailure(err)}`, { cause: err });
     }
   }
   return {

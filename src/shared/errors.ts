@@ -20,3 +20,9 @@ export class ApiError extends Error {
 }
 
 export type FieldError = { index?: number; field?: string; value?: unknown; message: string };
+
+/**
+ * A start-up failure worded for the operator: one line saying what is wrong and what to change
+ * (a directory, a command, a setting). The CLI prints its message as is.
+ */
+export class StartupError extends Error {}
