@@ -269,10 +269,14 @@ describe('a dead worker\'s work moves on within seconds (real processes, SIGKILL
     const { rows: [{ claimed_at }] } = await db.query<{ claimed_at: Date }>(`select now() as claimed_at`);
     const other = await worker(fast);
     const otherId = await workerId(other);
-    // The other worker checks for dead workers after each of its heartbeats: wait for two of
-    // them past twice the timeout (its check after the first has then finished).
+    // The other worker checks for dead workers after each of its heartbeats once it has been
+    // beating for the timeout: wait for two of its heartbeats past twice the timeout from then
+    // (its check after the first has then finished).
     const pastTimeout = await waitFor('the other worker to beat past twice the timeout', async () => {
-      const { rows } = await db.query<{ heartbeat_at: Date }>(`select heartbeat_at from workers where id = $1 and heartbeat_at > $2::timestamptz + interval '4 seconds'`, [otherId, claimed_at]);
+      const { rows } = await db.query<{ heartbeat_at: Date }>(
+        `select heartbeat_at from workers where id = $1 and heartbeat_at > greatest($2::timestamptz, started_at) + interval '4 seconds'`,
+        [otherId, claimed_at],
+      );
       return rows[0]?.heartbeat_at;
     }, 30_000);
     await waitFor('one more heartbeat of the other worker', async () => {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import type { Logger } from '../../adapters/logger.ts';
 import type { Clock } from '../../adapters/clock.ts';
@@ -66,6 +67,10 @@ export async function reclaimWork(db: pg.ClientBase, owners: string[], now: Date
  * row gone: it could not beat for `deadAfterMs`) registers again and carries on; what it held
  * was reclaimed, and the send guard, the outcome fences and the mailbox cursor's owner check
  * keep it from acting on it.
+ *
+ * A worker judges others only once it has itself beaten without a break for `deadAfterMs`
+ * (at start, and again after losing its connection): after a database outage all heartbeats
+ * are old, and the first worker back must not take the others' work while they reconnect.
  */
 export class WorkerRegistry {
   readonly id = `${os.hostname()}.${process.pid}.${randomBytes(4).toString('hex')}`;
@@ -73,6 +78,9 @@ export class WorkerRegistry {
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
   private stopped = false;
+  /** performance.now() of the first heartbeat of the current unbroken series, and of the last. */
+  private beatingSince?: number;
+  private lastBeat?: number;
 
   constructor(
     private readonly url: string,
@@ -81,14 +89,14 @@ export class WorkerRegistry {
     private readonly opts: RegistryOptions,
   ) {}
 
-  /** Registers (before this process claims anything), reclaims what dead workers left, starts the timer. */
+  /** Registers (before this process claims anything) and starts the heartbeat. */
   async start(): Promise<void> {
     const client = await this.connect();
     await client.query(
       `insert into workers (id, host, pid, role, started_at, heartbeat_at) values ($1, $2, $3, $4, now(), now())`,
       [this.id, os.hostname(), process.pid, this.opts.role],
     );
-    await this.reclaimDead();
+    this.beatingSince = this.lastBeat = performance.now();
     this.timer = setInterval(() => {
       this.ticking ??= this.tick().finally(() => (this.ticking = undefined));
     }, this.opts.heartbeatMs);
@@ -131,8 +139,16 @@ export class WorkerRegistry {
     if (this.stopped) return;
     try {
       await this.beat();
-      await this.reclaimDead();
+      const now = performance.now();
+      // Judge others only after beating without a break for a whole timeout: after an outage
+      // (of the database, or of this process's connection or event loop) every live worker's
+      // heartbeat is old until it reconnects, and none of them may be taken for dead meanwhile.
+      if (this.lastBeat === undefined || now - this.lastBeat > this.opts.deadAfterMs) this.beatingSince = now;
+      this.beatingSince ??= now;
+      this.lastBeat = now;
+      if (now - this.beatingSince >= this.opts.deadAfterMs) await this.reclaimDead();
     } catch (err) {
+      this.beatingSince = this.lastBeat = undefined;
       this.log.error({ err, workerId: this.id }, 'worker heartbeat failed');
       const c = this.client;
       this.client = undefined;
