@@ -13,6 +13,7 @@ import { SmtpMessenger } from './adapters/smtp.ts';
 import { Dispatcher } from './modules/sending/dispatcher.ts';
 import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { MailboxWatcher } from './modules/inbound/watcher.ts';
+import { WorkerRegistry } from './modules/workers/registry.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -50,6 +51,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
   let webhooks: WebhookDispatcher | undefined;
   let watcher: MailboxWatcher | undefined;
   let wakeup: SendWakeup | undefined;
+  let registry: WorkerRegistry | undefined;
 
   let up = false;
   let stopping: Promise<void> | undefined;
@@ -69,6 +71,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
       await messenger?.close();
       await dispatcher?.close();
       await webhooks?.close();
+      await registry?.stop();
       await closed;
       await runtime?.close();
       log.info('stopped');
@@ -88,9 +91,27 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
     if (key) announceAdminKey(key, config, log, io);
 
     if (role !== 'api') {
+      // Registered before anything is claimed: every lease below names this worker, and the
+      // others take it all over if its heartbeat stops (modules/workers/registry.ts).
+      registry = new WorkerRegistry(runtime.db.url, deps.clock, log, {
+        role,
+        heartbeatMs: config.workerHeartbeat,
+        deadAfterMs: config.workerDeadAfter,
+        onReclaimed: () => {
+          dispatcher?.wake();
+          watcher?.nudge();
+        },
+      });
+      await registry.start();
+      step();
       messenger = new SmtpMessenger({ maxConnections: config.smtpMaxConnections });
-      dispatcher = new Dispatcher(deps, messenger, { maxConnections: config.smtpMaxConnections, retryDelaysMs: config.smtpRetryDelays, leaseMs: config.sendLease });
-      webhooks = new WebhookDispatcher(deps);
+      dispatcher = new Dispatcher(deps, messenger, {
+        maxConnections: config.smtpMaxConnections,
+        retryDelaysMs: config.smtpRetryDelays,
+        leaseMs: config.sendLease,
+        workerId: registry.id,
+      });
+      webhooks = new WebhookDispatcher(deps, { owner: registry.id });
       jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher, webhooks, deps }), log);
       await jobs.start();
       step();
@@ -99,7 +120,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
       wakeup = new SendWakeup(runtime.db.url, () => d.wake(), log);
       await wakeup.start();
       step();
-      watcher = new MailboxWatcher(deps, { pollIntervalMs: config.imapPollInterval });
+      watcher = new MailboxWatcher(deps, { pollIntervalMs: config.imapPollInterval, owner: registry.id });
       await watcher.start();
       step();
     }

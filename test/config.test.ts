@@ -39,6 +39,15 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ MAILGATE_SHUTDOWN_TIMEOUT: 'soon' }, {}), /invalid setting MAILGATE_SHUTDOWN_TIMEOUT.*duration/);
   });
 
+  it('a worker is dead after at least two of its heartbeats', () => {
+    const c = loadConfig({});
+    assert.equal(c.workerHeartbeat, 5_000);
+    assert.equal(c.workerDeadAfter, 15_000);
+    assert.equal(loadConfig({ MAILGATE_WORKER_HEARTBEAT: '1s', MAILGATE_WORKER_DEAD_AFTER: '2s' }).workerDeadAfter, 2_000);
+    assert.throws(() => loadConfig({ MAILGATE_WORKER_HEARTBEAT: '10s' }), /invalid setting MAILGATE_WORKER_DEAD_AFTER.*twice MAILGATE_WORKER_HEARTBEAT/);
+    assert.throws(() => loadConfig({ MAILGATE_WORKER_DEAD_AFTER: '500ms' }), /invalid setting MAILGATE_WORKER_DEAD_AFTER.*at least 1s/);
+  });
+
   it('unknown keys and broken JSON in config/ stop start-up', () => {
     assert.throws(() => loadConfig({}, {}, dir({ 'default.json': { prot: 1 } })), /unknown setting in config\/: prot/);
     assert.throws(() => loadConfig({}, {}, dir({ 'default.json': '{"port": ' })), /not valid JSON/);

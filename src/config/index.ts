@@ -87,6 +87,18 @@ export const settings = {
     default: '10m',
     doc: 'how long a worker holds claimed messages; a dead worker\'s claims return to the queue after it',
   },
+  workerHeartbeat: {
+    env: 'MAILGATE_WORKER_HEARTBEAT',
+    schema: duration.refine((ms) => ms >= 100, 'must be at least 100ms'),
+    default: '5s',
+    doc: 'how often a worker process writes its heartbeat and checks for dead workers',
+  },
+  workerDeadAfter: {
+    env: 'MAILGATE_WORKER_DEAD_AFTER',
+    schema: duration.refine((ms) => ms >= 1_000, 'must be at least 1s'),
+    default: '15s',
+    doc: 'a worker whose heartbeat is older than this is dead: the others take over its claimed messages, webhook deliveries and mailboxes (at least twice MAILGATE_WORKER_HEARTBEAT)',
+  },
   logLevel: {
     env: 'LOG_LEVEL',
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -220,6 +232,9 @@ export function loadConfig(
     }
     out[key] = parsed.data;
   }
+  // A live worker must never look dead between two heartbeats (one may be late by a slow round trip).
+  if ((out.workerDeadAfter as number) < 2 * (out.workerHeartbeat as number))
+    throw new ConfigError(`invalid setting MAILGATE_WORKER_DEAD_AFTER (workerDeadAfter): must be at least twice MAILGATE_WORKER_HEARTBEAT (workerHeartbeat)`);
   out.dataDir = path.resolve(out.dataDir as string);
   return out as Config;
 }

@@ -9,6 +9,7 @@ import { Migration0008AttemptsInDelivery } from './0008_attempts_in_delivery.ts'
 import { Migration0009WebhookDeliveryFks } from './0009_webhook_delivery_fks.ts';
 import { Migration0010SearchBySdr } from './0010_search_by_sdr.ts';
 import { Migration0011SearchIndexNoPendingList } from './0011_search_index_no_pending_list.ts';
+import { Migration0012Workers } from './0012_workers.ts';
 import { Migration0013Complaints } from './0013_complaints.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
@@ -24,5 +25,6 @@ export const migrations = [
   { name: '0009_webhook_delivery_fks', class: Migration0009WebhookDeliveryFks },
   { name: '0010_search_by_sdr', class: Migration0010SearchBySdr },
   { name: '0011_search_index_no_pending_list', class: Migration0011SearchIndexNoPendingList },
+  { name: '0012_workers', class: Migration0012Workers },
   { name: '0013_complaints', class: Migration0013Complaints },
 ];

@@ -17,6 +17,8 @@ export interface WatcherOptions {
   /** How often leases are renewed and new mailboxes picked up (CLI changes show up within it). */
   tickMs?: number;
   maxMailboxes?: number;
+  /** The registered worker's id (WorkerRegistry): the owner named by this watcher's leases. */
+  owner?: string;
 }
 
 const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
@@ -34,7 +36,7 @@ class MailboxSession {
     private readonly watch: WatchRow,
     private readonly deps: Deps,
     private readonly owner: string,
-    private readonly opts: Required<Omit<WatcherOptions, 'maxMailboxes'>>,
+    private readonly opts: Required<Omit<WatcherOptions, 'maxMailboxes' | 'owner'>>,
   ) {
     this.done = this.run();
   }
@@ -194,25 +196,30 @@ class MailboxSession {
  * mailbox; another takes over when the holder dies), runs a session per leased mailbox.
  */
 export class MailboxWatcher {
-  readonly owner = `${os.hostname()}.${process.pid}.${randomBytes(3).toString('hex')}`;
+  readonly owner: string;
   private readonly sessions = new Map<string, MailboxSession>();
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
   private stopped = false;
-  private readonly opts: Required<WatcherOptions>;
+  private readonly opts: Required<Omit<WatcherOptions, 'owner'>>;
 
   constructor(
     private readonly deps: Deps,
-    opts: WatcherOptions,
+    { owner, ...opts }: WatcherOptions,
   ) {
+    this.owner = owner ?? `${os.hostname()}.${process.pid}.${randomBytes(3).toString('hex')}`;
     this.opts = { useIdle: true, leaseMs: 30_000, tickMs: 5_000, maxMailboxes: 500, ...opts };
   }
 
   async start(): Promise<void> {
     await this.tick();
-    this.timer = setInterval(() => {
-      this.ticking ??= this.tick().finally(() => (this.ticking = undefined));
-    }, this.opts.tickMs);
+    this.timer = setInterval(() => this.nudge(), this.opts.tickMs);
+  }
+
+  /** A lease round now (mailboxes were freed: a dead worker's), unless one is running. */
+  nudge(): void {
+    if (this.stopped) return;
+    this.ticking ??= this.tick().finally(() => (this.ticking = undefined));
   }
 
   /** Renews this worker's leases, takes free or expired ones, starts and stops sessions. */

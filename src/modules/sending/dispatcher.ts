@@ -71,7 +71,8 @@ export interface RoundResult {
  * guard at the moment of sending and each outcome recorded in its own transaction.
  */
 export class Dispatcher {
-  readonly workerId = `${process.pid}.${randomBytes(4).toString('hex')}`;
+  /** The owner named by this dispatcher's claims: the process's registered worker id (modules/workers). */
+  readonly workerId: string;
   private readonly outcomes: OutcomeRecorder;
   private readonly statements: PreparedStatements;
   private readonly guardStatements: PreparedStatements;
@@ -98,8 +99,11 @@ export class Dispatcher {
       statementPool?: number;
       /** Guarded messages per connection whose outcome is not yet committed (default 8). */
       unrecordedPerConnection?: number;
+      /** The registered worker's id (WorkerRegistry), so a dead process's claims are reclaimed by owner. */
+      workerId?: string;
     },
   ) {
+    this.workerId = opts.workerId ?? `${process.pid}.${randomBytes(4).toString('hex')}`;
     const url = deps.orm.config.getClientUrl();
     // Every statement here finds messages by id (index paths only: a prepared statement's
     // generic plan made while the queue was small would otherwise read whole tables).

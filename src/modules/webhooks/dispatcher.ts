@@ -28,6 +28,8 @@ export interface WebhookDispatchOptions {
   lingerMs?: number;
   /** How often a round looks for new work when nothing wakes it (default 100 ms). */
   pollMs?: number;
+  /** The registered worker's id (WorkerRegistry): the owner named by this dispatcher's leases. */
+  owner?: string;
 }
 
 export interface WebhookRoundResult {
@@ -325,7 +327,7 @@ export class WebhookDispatcher {
       if (probe && !(await hasPendingEvents(this.db))) return { events: 0, claims: [] };
       const now = this.deps.clock.now();
       const t = now.getTime();
-      const r = await fanOut(this.db, now, limit, (i) => new Date(t + this.leaseFor(Math.max(0, ahead + i))), this.perEvent);
+      const r = await fanOut(this.db, now, limit, (i) => new Date(t + this.leaseFor(Math.max(0, ahead + i))), this.perEvent, this.opts.owner ?? null);
       // Deliveries per event lately: how many ids the next batch brings along.
       if (r.events) this.perEvent = Math.max(1, Math.min(r.deliveries / r.events, 64));
       return r;
@@ -339,7 +341,7 @@ export class WebhookDispatcher {
     const now = this.deps.clock.now();
     try {
       // One lease for the batch: that of its last delivery.
-      return await claimDue(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + limit - 1))), limit);
+      return await claimDue(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + limit - 1))), limit, this.opts.owner ?? null);
     } catch (err) {
       this.deps.log.error({ err }, 'claiming webhook deliveries failed; retrying on the next poll');
       return [];

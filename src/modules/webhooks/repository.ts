@@ -268,6 +268,8 @@ export async function fanOut(
   limit: number,
   lease?: (i: number) => Date,
   perEvent = 1,
+  /** The leasing worker's registered id (lease_owner), so its deliveries are reclaimed if it dies. */
+  owner: string | null = null,
 ): Promise<{ events: number; deliveries: number; claims: ClaimedDelivery[] }> {
   let supply = Math.max(1, Math.ceil(limit * perEvent));
   for (;;) {
@@ -276,7 +278,7 @@ export async function fanOut(
     const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; n: string | null; made: boolean | null }>(
       'webhooks.fanout',
       `with arg as (
-         select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now
+         select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now, ?::text as owner
        ), ev as (
          select id, workspace_id, type, data, created_at from events
           where fanned_out_at is null order by created_at limit ? for update skip locked
@@ -294,8 +296,9 @@ export async function fanOut(
        ), fits as (
          select count(*)::int as needed, count(*) <= (select cardinality(ids) from arg) as ok from pairs
        ), ins as (
-         insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, lease_until, created_at, updated_at)
-         select arg.ids[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending', coalesce(arg.leases[p.n], arg.now), arg.leases[p.n], arg.now, arg.now
+         insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, lease_until, lease_owner, created_at, updated_at)
+         select arg.ids[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending', coalesce(arg.leases[p.n], arg.now), arg.leases[p.n],
+                case when arg.leases is not null then arg.owner end, arg.now, arg.now
            from pairs p, arg where (select ok from fits)
          on conflict (webhook_id, event_id) do nothing
          returning id
@@ -311,7 +314,7 @@ export async function fanOut(
         order by p.n`,
       // Ids (base32) and ISO times need no quoting: the array literals are written here
       // rather than escaped element by element by the pg client.
-      [`{${ids.join(',')}}`, leases && `{${leases.map((d) => d.toISOString()).join(',')}}`, now, limit],
+      [`{${ids.join(',')}}`, leases && `{${leases.map((d) => d.toISOString()).join(',')}}`, now, owner, limit],
     );
     const [{ events, needed }] = rows;
     if (needed > ids.length) {
@@ -340,7 +343,7 @@ export async function fanOut(
  * and its scan reads only what it can take. Fresh deliveries come leased from fanOut; the claim
  * takes retries, manual retries and the deliveries of workers that died.
  */
-export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
+export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limit: number, owner: string | null = null): Promise<ClaimedDelivery[]> {
   const rows = await db.run<DeliveryTargetRow & { id: string; attempt_count: number }>(
     'webhooks.claim',
     `with due as (
@@ -352,13 +355,13 @@ export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limi
         limit ?
         for update of d skip locked
      ), claimed as (
-       update webhook_deliveries d set lease_until = ?, next_attempt_at = ?, updated_at = ?
+       update webhook_deliveries d set lease_until = ?, lease_owner = ?, next_attempt_at = ?, updated_at = ?
          from due where d.id = due.id
        returning d.id, d.webhook_id, d.event_id, d.attempt_count
      )
      select c.id, c.attempt_count, w.id as webhook_id, w.url, w.signing_secret_enc, e.id as event_id, e.type, e.data, e.created_at
        from claimed c join webhooks w on w.id = c.webhook_id join events e on e.id = c.event_id`,
-    [now, now, limit, leaseUntil, leaseUntil, now],
+    [now, now, limit, leaseUntil, owner, leaseUntil, now],
   );
   return rows.map((r) => claimOf(r, r.id, r.attempt_count, leaseUntil));
 }
@@ -371,7 +374,7 @@ export async function releaseClaims(db: Statements, claims: ClaimedDelivery[], n
   if (!claims.length) return;
   await db.run(
     'webhooks.release',
-    `update webhook_deliveries d set lease_until = null, next_attempt_at = case when d.next_attempt_at is not null then ?::timestamptz end
+    `update webhook_deliveries d set lease_until = null, lease_owner = null, next_attempt_at = case when d.next_attempt_at is not null then ?::timestamptz end
        from unnest(?::text[], ?::timestamptz[]) as c(id, lease_until)
       where d.id = c.id and d.lease_until = c.lease_until`,
     [now, claims.map((c) => c.id), claims.map((c) => c.leaseUntil)],
@@ -437,7 +440,7 @@ export const OUTCOMES_SQL = `with o as (
          from json_to_recordset(?::json) as o(n int, id text, lease_until timestamptz, attempt_count int, state text, next_attempt_at timestamptz, attempt jsonb)
      ), moved as (
        update webhook_deliveries d
-          set attempt_count = d.attempt_count + 1, state = o.state, lease_until = null, updated_at = ?, attempts = d.attempts || o.logged,
+          set attempt_count = d.attempt_count + 1, state = o.state, lease_until = null, lease_owner = null, updated_at = ?, attempts = d.attempts || o.logged,
               next_attempt_at = case when o.state = 'pending' and exists (select 1 from webhooks w where w.id = d.webhook_id and w.status = 'active')
                                      then o.next_attempt_at end
          from o
