@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { analyzeMessage, type InboundAnalysis } from '../src/modules/inbound/analyze.ts';
+import { evaluateReplies, formatReplies } from './eval-replies.ts';
 
 export const CLASSES = ['interested', 'not_interested', 'unsubscribe', 'out_of_office', 'bounce', 'ignored'] as const;
 export type EvalClass = (typeof CLASSES)[number];
@@ -152,7 +153,10 @@ export function formatReport(r: EvalReport): string {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const report = await evaluate(process.argv[2] ? path.resolve(process.argv[2]) : FIXTURES_DIR);
+  const dir = process.argv[2] ? path.resolve(process.argv[2]) : FIXTURES_DIR;
+  const report = await evaluate(dir);
   process.stdout.write(formatReport(report) + '\n');
-  process.exitCode = report.targets.every((t) => t.met) ? 0 : 1;
+  const replies = await evaluateReplies(dir);
+  process.stdout.write('\n' + formatReplies(replies) + '\n');
+  process.exitCode = report.targets.every((t) => t.met) && replies.target.met ? 0 : 1;
 }
