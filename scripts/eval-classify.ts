@@ -153,10 +153,12 @@ export function formatReport(r: EvalReport): string {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const dir = process.argv[2] ? path.resolve(process.argv[2]) : FIXTURES_DIR;
+  const args = process.argv.slice(2);
+  const dirArg = args.find((a) => !a.startsWith('--'));
+  const dir = dirArg ? path.resolve(dirArg) : FIXTURES_DIR;
   const report = await evaluate(dir);
   process.stdout.write(formatReport(report) + '\n');
   const replies = await evaluateReplies(dir);
-  process.stdout.write('\n' + formatReplies(replies) + '\n');
+  process.stdout.write('\n' + formatReplies(replies, args.includes('--holdout-misses')) + '\n');
   process.exitCode = report.targets.every((t) => t.met) && replies.target.met ? 0 : 1;
 }

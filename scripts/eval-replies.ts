@@ -67,7 +67,11 @@ export async function evaluateReplies(dir: string, analyze: (raw: Buffer) => Pro
 
 const pct = (c: Cell | undefined) => (c && c.total ? `${((100 * c.correct) / c.total).toFixed(1)}%` : '-');
 
-export function formatReplies(r: ReplyReport, showMisses = true): string {
+/**
+ * Misses are listed for the tuning sets only: reading which held-out messages fail is how a
+ * held-out set turns into a tuning set. `--holdout-misses` lists them too, for a final review.
+ */
+export function formatReplies(r: ReplyReport, showHoldoutMisses = false): string {
   const lines: string[] = ['reply classes (interested / not_interested / unsubscribe / out_of_office)', ''];
   const cols = [...LANGS, ...REPLY_CLASSES.map((c) => c.replace('not_interested', 'not_int').replace('out_of_office', 'ooo').replace('unsubscribe', 'unsub').replace('interested', 'int'))];
   lines.push(`${'set'.padEnd(20)} ${'n'.padStart(4)} ${'all'.padStart(6)}  ${cols.map((c) => c.padStart(7)).join('')}`);
@@ -77,12 +81,10 @@ export function formatReplies(r: ReplyReport, showMisses = true): string {
     const counts = [...LANGS.map((l) => s.byLang[l]), ...REPLY_CLASSES.map((c) => s.byClass[c])];
     lines.push(`${''.padEnd(20)} ${''.padStart(4)} ${''.padStart(6)}  ${counts.map((c) => (c ? `${c.correct}/${c.total}` : '').padStart(7)).join('')}`);
   }
-  if (showMisses) {
-    for (const s of r.sets) {
-      if (!s.misses.length) continue;
-      lines.push('', `misses (${s.name}):`);
-      for (const m of s.misses) lines.push(`  ${m}`);
-    }
+  for (const s of r.sets) {
+    if (!s.misses.length || (s.name.startsWith('held out') && !showHoldoutMisses)) continue;
+    lines.push('', `misses (${s.name}):`);
+    for (const m of s.misses) lines.push(`  ${m}`);
   }
   lines.push('', `${r.target.met ? 'ok  ' : 'MISS'} reply classes on the ${TARGET_SET} set: ${pct({ total: 1, correct: r.target.value })} (target 95.0%)`);
   return lines.join('\n');
