@@ -78,6 +78,12 @@ export const settings = {
     default: '10m',
     doc: 'how long a worker holds claimed messages; a dead worker\'s claims return to the queue after it',
   },
+  oooDefaultDelay: {
+    env: 'MAILGATE_OOO_DEFAULT_DELAY',
+    schema: duration,
+    default: '7d',
+    doc: "how long an out-of-office answer that names no return date postpones the lead's next step (then the first sending slot); 0s keeps the schedule",
+  },
   logLevel: {
     env: 'LOG_LEVEL',
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
