@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { analyzeMessage, type InboundAnalysis } from '../src/modules/inbound/analyze.ts';
-import { evaluateReplies, formatReplies } from './eval-replies.ts';
+import { compareClassifiers, evaluateReplies, formatReplies } from './eval-replies.ts';
 
 export const CLASSES = ['interested', 'not_interested', 'unsubscribe', 'out_of_office', 'bounce', 'ignored'] as const;
 export type EvalClass = (typeof CLASSES)[number];
@@ -160,5 +160,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
   process.stdout.write(formatReport(report) + '\n');
   const replies = await evaluateReplies(dir);
   process.stdout.write('\n' + formatReplies(replies, args.includes('--holdout-misses')) + '\n');
+  process.stdout.write('\n' + (await compareClassifiers(dir)) + '\n');
   process.exitCode = report.targets.every((t) => t.met) && replies.target.met ? 0 : 1;
 }

@@ -4,6 +4,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { analyzeMessage, type InboundAnalysis } from '../src/modules/inbound/analyze.ts';
+import { HybridClassifier, RuleClassifier, type ReplyClassifier } from '../src/modules/inbound/classifier.ts';
+import { featuresOf, predict, type ReplyModel } from '../src/modules/inbound/model.ts';
+import replyModel from '../src/modules/inbound/reply-model.json' with { type: 'json' };
 
 const REPLY_CLASSES = ['interested', 'not_interested', 'unsubscribe', 'out_of_office'] as const;
 type ReplyClass = (typeof REPLY_CLASSES)[number];
@@ -87,5 +90,22 @@ export function formatReplies(r: ReplyReport, showHoldoutMisses = false): string
     for (const m of s.misses) lines.push(`  ${m}`);
   }
   lines.push('', `${r.target.met ? 'ok  ' : 'MISS'} reply classes on the ${TARGET_SET} set: ${pct({ total: 1, correct: r.target.value })} (target 95.0%)`);
+  return lines.join('\n');
+}
+
+const MODEL = replyModel as unknown as ReplyModel;
+/** The candidates docs/classification.md compares: the phrase rules, the model alone, both. */
+export const CANDIDATES: Record<string, ReplyClassifier> = {
+  rules: new RuleClassifier(),
+  model: { classify: async (input) => ({ classification: predict(MODEL, featuresOf(input)).classification, decidedBy: 'model:nb', confidence: 0.5 }) },
+  'rules+model': new HybridClassifier(MODEL),
+};
+
+export async function compareClassifiers(dir: string): Promise<string> {
+  const lines = ['classifier comparison (accuracy of the four reply classes)', '', `${'classifier'.padEnd(12)} ${['tuning, rounds 1-4', 'tuning, round 7', 'held out, round 5', TARGET_SET].map((n) => n.padStart(19)).join('')}`];
+  for (const [name, classifier] of Object.entries(CANDIDATES)) {
+    const r = await evaluateReplies(dir, (raw) => analyzeMessage(raw, { classifier }));
+    lines.push(`${name.padEnd(12)} ${r.sets.map((s) => `${pct(s)} ${`(${s.correct}/${s.total})`.padStart(9)}`.padStart(19)).join('')}`);
+  }
   return lines.join('\n');
 }
