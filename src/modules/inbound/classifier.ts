@@ -174,6 +174,8 @@ function round(n: number): number {
 
 /** What a person writes when no rule recognised the reply: the model chooses among these. */
 const HUMAN_CLASSES: ReplyClassification[] = ['interested', 'not_interested', 'unsubscribe'];
+const MODEL_MIN = 0.6;
+const MODEL_MIN_UNSUBSCRIBE = 0.9;
 
 /**
  * The rules decide whenever one of their phrases matched; a reply none of them recognised (once
@@ -183,7 +185,10 @@ const HUMAN_CLASSES: ReplyClassification[] = ['interested', 'not_interested', 'u
 export function combine(rule: ClassifierResult, model: ReplyModel, input: ClassifierInput): ClassifierResult {
   if (rule.decidedBy !== DEFAULT_DECISION) return rule;
   const p = predict(model, featuresOf(input), HUMAN_CLASSES);
-  if (p.known === 0) return rule;
+  // Unsure, or knows none of the words: the default stands and a person reads the reply. An
+  // unsubscribe suppresses the address for good, so the model needs to be surer of it
+  // ("Cheers!" and "Ok" must not unsubscribe anyone).
+  if (p.known === 0 || p.probability < MODEL_MIN || (p.classification === 'unsubscribe' && p.probability < MODEL_MIN_UNSUBSCRIBE)) return rule;
   return { classification: p.classification, decidedBy: `model:nb:${p.classification}`, confidence: round(Math.min(0.9, p.probability)) };
 }
 

@@ -78,14 +78,15 @@ export function train(examples: Example[], minCount = 2): ReplyModel {
   };
 }
 
-/** The most probable class (of `among`, default all) and its posterior probability among them. */
+/** The most probable class (of `among`, default all), its posterior among them, and how many word features the model knew. */
 export function predict(model: ReplyModel, features: string[], among: readonly ReplyClassification[] = model.classes): { classification: ReplyClassification; probability: number; known: number } {
   const scores = [...model.priors];
   let known = 0;
   for (const f of features) {
     const w = model.features[f];
     if (!w) continue;
-    known++;
+    // Only the text's own words count as knowing it: "short" or "has a ?" alone is no evidence.
+    if (f.charCodeAt(1) === 58 && 'wbc'.includes(f[0])) known++;
     for (let c = 0; c < scores.length; c++) scores[c] += w[c];
   }
   const allowed = model.classes.map((c) => among.includes(c));
