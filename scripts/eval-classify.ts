@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { analyzeMessage, type InboundAnalysis } from '../src/modules/inbound/analyze.ts';
 import { bounceCorpusTargets, evaluateBounceCorpus, formatBounceCorpus } from './eval-bounces.ts';
+import { compareClassifiers, evaluateReplies, formatReplies } from './eval-replies.ts';
 
 export const CLASSES = ['interested', 'not_interested', 'unsubscribe', 'out_of_office', 'bounce', 'ignored'] as const;
 export type EvalClass = (typeof CLASSES)[number];
@@ -153,7 +154,9 @@ export function formatReport(r: EvalReport): string {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const dir = process.argv[2] ? path.resolve(process.argv[2]) : FIXTURES_DIR;
+  const args = process.argv.slice(2);
+  const dirArg = args.find((a) => !a.startsWith('--'));
+  const dir = dirArg ? path.resolve(dirArg) : FIXTURES_DIR;
   const report = await evaluate(dir);
   process.stdout.write(formatReport(report) + '\n');
   const corpus = await evaluateBounceCorpus(dir);
@@ -162,5 +165,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
     process.stdout.write('\n' + formatBounceCorpus(corpus) + 'bounce corpus targets:\n');
     for (const t of corpusTargets) process.stdout.write(`  ${t.met ? 'ok  ' : 'MISS'} ${t.name}: ${pct(t.value)} (target ${pct(t.target)})\n`);
   }
-  process.exitCode = [...report.targets, ...corpusTargets].every((t) => t.met) ? 0 : 1;
+  const replies = await evaluateReplies(dir);
+  process.stdout.write('\n' + formatReplies(replies, args.includes('--holdout-misses')) + '\n');
+  process.stdout.write('\n' + (await compareClassifiers(dir)) + '\n');
+  process.exitCode = [...report.targets, ...corpusTargets].every((t) => t.met) && replies.target.met ? 0 : 1;
 }

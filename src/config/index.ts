@@ -99,6 +99,12 @@ export const settings = {
     default: '15s',
     doc: 'a worker whose heartbeat is older than this is dead: the others take over its claimed messages, webhook deliveries and mailboxes (at least twice MAILGATE_WORKER_HEARTBEAT)',
   },
+  oooDefaultDelay: {
+    env: 'MAILGATE_OOO_DEFAULT_DELAY',
+    schema: duration,
+    default: '7d',
+    doc: "how long an out-of-office answer that names no return date postpones the lead's next step (then the first sending slot); 0s keeps the schedule",
+  },
   logLevel: {
     env: 'LOG_LEVEL',
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),

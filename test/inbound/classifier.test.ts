@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
-import { RuleClassifier, headerValue, type ClassifierInput } from '../../src/modules/inbound/classifier.ts';
+import { HybridClassifier, RuleClassifier, headerValue, type ClassifierInput } from '../../src/modules/inbound/classifier.ts';
+import { analyzeMessage } from '../../src/modules/inbound/analyze.ts';
+import type { ReplyModel } from '../../src/modules/inbound/model.ts';
+import replyModel from '../../src/modules/inbound/reply-model.json' with { type: 'json' };
 import { extractReturnDate } from '../../src/modules/inbound/classifier-dates.ts';
 import { snippetOf, stripReply } from '../../src/modules/inbound/strip.ts';
 
@@ -193,5 +196,28 @@ describe('out-of-office return dates', () => {
     assert.equal(extractReturnDate('I am out of the office this week.', nov), null);
     assert.equal(extractReturnDate('Back on 5 January.', null), null);
     assert.equal(day(extractReturnDate('Back on 5 January 2027.', null)), '2027-01-05');
+  });
+});
+
+describe('reply classifier: rules, then the shipped model (issue 19)', () => {
+  const mail = (text: string, subject = 'Re: Quick question') =>
+    `From: a@lead.example\r\nTo: alice@acme.example\r\nSubject: ${subject}\r\nDate: Mon, 02 Nov 2026 10:00:00 +0000\r\nMessage-ID: <m1@lead.example>\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${text}\r\n`;
+
+  it('a reply no phrase recognises goes to the model instead of defaulting to interested', async () => {
+    const a = await analyzeMessage(mail('We are winding down this business line, so nothing for us here.'));
+    assert.deepEqual([a.classification, a.decidedBy], ['not_interested', 'model:nb:not_interested']);
+    assert.ok(a.confidence > 0.5 && a.confidence <= 0.9);
+  });
+
+  it('the rules still decide where they match; the model never decides out-of-office', async () => {
+    assert.equal((await analyzeMessage(mail('Please remove me from your list.'))).decidedBy, 'lexicon:unsubscribe:en');
+    const hybrid = new HybridClassifier(replyModel as unknown as ReplyModel);
+    const r = await hybrid.classify({ subject: 'Re: x', text: 'vacation vacances urlaub férias vakantie', headers: {} });
+    assert.notEqual(r.classification, 'out_of_office');
+  });
+
+  it('with no word the model knows, the old default stands: interested at 0.5, for a person to read', async () => {
+    const a = await analyzeMessage(mail('Zxqv.'));
+    assert.deepEqual([a.classification, a.decidedBy, a.confidence], ['interested', 'default:human-reply', 0.5]);
   });
 });

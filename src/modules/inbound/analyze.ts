@@ -3,7 +3,9 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import { convert } from 'html-to-text';
 import type { ComplaintInfo } from './arf.ts';
 import { detectBounce, isMailSystem, type BounceCandidate, type BounceInfo } from './bounces.ts';
-import { RuleClassifier, type Classification, type ReplyClassifier } from './classifier.ts';
+import { HybridClassifier, type Classification, type ReplyClassifier } from './classifier.ts';
+import type { ReplyModel } from './model.ts';
+import replyModel from './reply-model.json' with { type: 'json' };
 import { extractReturnDate } from './classifier-dates.ts';
 import { OOO_BODY, OOO_SUBJECT } from './lexicon.ts';
 import { snippetOf, stripReply } from './strip.ts';
@@ -44,13 +46,13 @@ export interface InboundAnalysis {
 }
 
 export interface AnalyzeOptions {
-  /** Defaults to the rule classifier. */
+  /** Defaults to the rules with the shipped model (HybridClassifier). */
   classifier?: ReplyClassifier;
   /** Reference for return dates without a year when the mail has no Date header. */
   now?: Date;
 }
 
-const DEFAULT_CLASSIFIER = new RuleClassifier();
+const DEFAULT_CLASSIFIER = new HybridClassifier(replyModel as unknown as ReplyModel);
 
 const PART_TYPES = new Set([
   'message/delivery-status',

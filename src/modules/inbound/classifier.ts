@@ -1,3 +1,4 @@
+import { featuresOf, predict, type ReplyModel } from './model.ts';
 import { BARE_NO, INTERESTED, NOT_INTERESTED, OOO_BODY, OOO_SUBJECT, POLITE_DECLINE, STOP_WORDS, UNSUBSCRIBE, type Cue, type Lang } from './lexicon.ts';
 
 export type Classification = 'interested' | 'not_interested' | 'out_of_office' | 'unsubscribe' | 'bounce';
@@ -58,6 +59,8 @@ const AUTO_REPLY_HEADERS: Array<{ name: string; decidedBy: string; matches: (v: 
 
 const REPLY_PREFIX = /^\s*((re|aw|antw|antwort|sv|vs|r|rif|res|resp|fw|fwd|wg|tr|enc|doorst)\s*(\[\d+\])?\s*:\s*)+/i;
 
+const DEFAULT_DECISION = 'default:human-reply';
+
 interface Match {
   cue: Cue;
   index: number;
@@ -103,7 +106,7 @@ export class RuleClassifier implements ReplyClassifier {
     // "not interested" must not also count as "interested": the negative phrases are blanked out first.
     const positive = score(INTERESTED, mask(text, negative.matches));
     if (negative.total === 0 && positive.total === 0) {
-      return { classification: 'interested', decidedBy: 'default:human-reply', confidence: 0.5 };
+      return { classification: 'interested', decidedBy: DEFAULT_DECISION, confidence: 0.5 };
     }
     const [winner, loser, classification] =
       positive.total > negative.total ? [positive, negative, 'interested' as const] : [negative, positive, 'not_interested' as const];
@@ -167,4 +170,33 @@ function mask(text: string, matches: Match[]): string {
 
 function round(n: number): number {
   return Math.round(n * 100) / 100;
+}
+
+/** What a person writes when no rule recognised the reply: the model chooses among these. */
+const HUMAN_CLASSES: ReplyClassification[] = ['interested', 'not_interested', 'unsubscribe'];
+const MODEL_MIN = 0.6;
+const MODEL_MIN_UNSUBSCRIBE = 0.9;
+
+/**
+ * The rules decide whenever one of their phrases matched; a reply none of them recognised (once
+ * "interested" by default) goes to the model. Out-of-office stays with the rules: the model
+ * only chooses among the human classes. Measured in docs/classification.md.
+ */
+export function combine(rule: ClassifierResult, model: ReplyModel, input: ClassifierInput): ClassifierResult {
+  if (rule.decidedBy !== DEFAULT_DECISION) return rule;
+  const p = predict(model, featuresOf(input), HUMAN_CLASSES);
+  // Unsure, or knows none of the words: the default stands and a person reads the reply. An
+  // unsubscribe suppresses the address for good, so the model needs to be surer of it
+  // ("Cheers!" and "Ok" must not unsubscribe anyone).
+  if (p.known === 0 || p.probability < MODEL_MIN || (p.classification === 'unsubscribe' && p.probability < MODEL_MIN_UNSUBSCRIBE)) return rule;
+  return { classification: p.classification, decidedBy: `model:nb:${p.classification}`, confidence: round(Math.min(0.9, p.probability)) };
+}
+
+/** The daemon's classifier: the rules, and the shipped model where they are weakest. */
+export class HybridClassifier implements ReplyClassifier {
+  private readonly rules = new RuleClassifier();
+  constructor(private readonly model: ReplyModel) {}
+  async classify(input: ClassifierInput): Promise<ClassifierResult> {
+    return combine(this.rules.classifySync(input), this.model, input);
+  }
 }

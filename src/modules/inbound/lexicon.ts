@@ -144,6 +144,9 @@ export const UNSUBSCRIBE: Cue[] = [
     'no (more|further) (e-?mails?|emails|messages|contact)',
     "(don't|do not) want (any )?(more |further )?(e-?mails?|emails|messages)",
     'delete (my|our) (data|e-?mail|address|contact|information)',
+    'harass(ment|ing)?',
+    '(this is|that is|this is just) spam',
+    'remove my (e-?mail )?address',
   ]),
   ...cues('de', 1, [
     'abmelden',
@@ -158,6 +161,11 @@ export const UNSUBSCRIBE: Cue[] = [
     '(kontaktieren|schreiben) sie mich nicht (mehr)?',
     'hören sie auf',
     'meine daten löschen',
+    'belästigung',
+    '(das ist|ist das) spam',
+    'sofort löschen',
+    'schreiben sie mir nicht (mehr)?',
+    'aus (dem|ihrem) verteiler',
     '(meine|meinen) (e-?mail-?adresse|adresse|daten|kontakt) ([^.!?]{0,30} )?(löschen|entfernen|streichen)',
   ]),
   ...cues('fr', 1, [
@@ -172,7 +180,12 @@ export const UNSUBSCRIBE: Cue[] = [
     'ne (plus )?me (contactez|écrivez|sollicitez|relancez) plus',
     'ne plus (me )?(contacter|écrire|recevoir|solliciter|relancer)',
     "(arrêtez|cessez) de (m'|me )?(envoyer|écrire|contacter|solliciter|relancer)",
-    'ne (souhaite|veux|désire) plus (recevoir|être contactée?|être sollicitée?)',
+    'ne (souhaite|veux|désire) plus (rien )?(recevoir|être contactée?|être sollicitée?)',
+    'désabonnez(-| )moi',
+    'désinscrivez(-| )moi',
+    'harcèlement',
+    "c'est du spam",
+    '(supprimez|effacez|retirez) (mon|mes) (adresse|e-?mail|coordonnées|données)',
   ]),
   ...cues('es', 1, [
     '(darme|dame|denme|deme|darnos) de baja',
@@ -184,6 +197,11 @@ export const UNSUBSCRIBE: Cue[] = [
     '(dejen|deje|deja) de (enviarme|escribirme|contactarme|mandarme)',
     'no (quiero|deseo) recibir (más|mas)',
     'cancelar (la )?suscripción',
+    'acoso',
+    '(esto|eso) es spam',
+    '(dejad|dejen|deje|deja) de (escribirme|mandarme|enviarme|contactarme|escribir)',
+    '(borrad|eliminad|quitad|borren|eliminen) (mi|mis) (dirección|datos|correo|contacto)',
+    'no quiero recibir nada',
   ]),
   ...cues('pt', 1, [
     'descadastr(ar|e|em|o)',
@@ -195,6 +213,10 @@ export const UNSUBSCRIBE: Cue[] = [
     'não (me )?(enviem|envie|contatem|contate|contactem|escrevam|mandem) mais',
     '(parem|pare) de (me )?(enviar|mandar|contatar|escrever)',
     'não (quero|desejo) (mais )?receber',
+    'assédio',
+    'isso é spam',
+    '(apaguem|apague|excluam|exclua) (o )?(meu|meus|minha) (endereço|dados|e-?mail|contato)',
+    'parem de me',
   ]),
   ...cues('nl', 1, [
     'afmelden',
@@ -205,6 +227,11 @@ export const UNSUBSCRIBE: Cue[] = [
     'geen (e-?mails|mails|berichten) meer',
     'stop (met|maar met) (mailen|e-?mailen|sturen|benaderen)',
     'niet meer (mailen|e-?mailen|benaderen|contacteren|sturen)',
+    'stalken',
+    'dit is spam',
+    'wis mijn (gegevens|adres)',
+    'stop met mailen',
+    'ik wil niets meer (ontvangen)?',
   ]),
 ];
 
@@ -248,11 +275,6 @@ export const NOT_INTERESTED: Cue[] = [
   ]),
   ...cues('en', 1, ['not sure']),
   ...cues('en', 2, ['good luck']),
-  ...cues('en', 2, [
-    '(try|reach out|ping|contact|check (back )?in|circle back|reconnect|follow up)( with)?( me| us)?( again)? (in|next|after|later)',
-    'maybe (later|next year|next quarter|in the future)',
-    '(next|in the next|in a few|in \\d+) (quarter|year|months)',
-  ]),
   ...cues('de', 3, [
     'kein(e|en)? interesse',
     'nicht interessiert',
@@ -270,8 +292,8 @@ export const NOT_INTERESTED: Cue[] = [
     'nicht (relevant|notwendig|nötig|das richtige)',
     '(arbeiten|sind) (bereits|schon) mit',
     'brauchen (wir|ich) (derzeit |aktuell |momentan )?nicht',
+    'wir verzichten',
   ]),
-  ...cues('de', 2, ['in \\d+ monaten', '(im )?nächste(n|s)? (jahr|quartal)', 'vielleicht später']),
   ...cues('fr', 3, [
     'pas (vraiment |du tout )?intéressée?s?',
     'aucun intérêt',
@@ -291,7 +313,6 @@ export const NOT_INTERESTED: Cue[] = [
     '(ne )?correspond pas',
     'pas (à|a) nos besoins',
   ]),
-  ...cues('fr', 2, ["l'année prochaine", 'le (trimestre|semestre) prochain', 'dans (quelques|\\d+) mois', 'plus tard']),
   ...cues('es', 3, [
     'no (me|nos) interesa',
     'no (estoy|estamos) interesad[oa]s?',
@@ -308,7 +329,6 @@ export const NOT_INTERESTED: Cue[] = [
     'no tiene sentido',
     '(por ahora|de momento|esta vez|por esta vez) paso',
   ]),
-  ...cues('es', 2, ['el (próximo|proximo) (año|trimestre)', 'más adelante', 'dentro de \\d+ meses']),
   ...cues('pt', 3, [
     'não (tenho|temos) interesse',
     'não (estou|estamos) interessad[oa]s?',
@@ -324,7 +344,6 @@ export const NOT_INTERESTED: Cue[] = [
     'não (precisamos|necessitamos)',
     'não faz sentido',
   ]),
-  ...cues('pt', 2, ['(no )?próximo (ano|trimestre)', 'mais para frente', 'daqui a \\d+ meses']),
   ...cues('nl', 3, [
     'geen interesse',
     'niet geïnteresseerd',
@@ -342,7 +361,6 @@ export const NOT_INTERESTED: Cue[] = [
     'niet aan de orde',
     'niet van toepassing',
   ]),
-  ...cues('nl', 2, ['volgend (jaar|kwartaal)', 'over \\d+ maanden', 'later dit jaar']),
 ];
 
 /**
@@ -362,7 +380,49 @@ export const POLITE_DECLINE: Cue[] = [
 /** A reply that is only "no" in one of the languages. */
 export const BARE_NO = /^(no|nope|nah|nein|non|não|nao|nee)[.!]*$/iu;
 
+/**
+ * A later time to talk ("try me next quarter", "melden Sie sich im Januar"). Weight 1 on the
+ * interested side: with a refusal ("not interested right now, but try again next quarter") the
+ * refusal's weight 3 wins; with a "gladly" or nothing else, it is a warm lead for later.
+ */
+const DEFERRAL: Cue[] = [
+  ...cues('en', 1, [
+    '(try|reach out|reach back out|ping|contact|check (back )?in|circle back|reconnect|follow up)( with)?( me| us)?( again)? (in|next|after|later)',
+    'maybe (later|next year|next quarter|in the future)',
+    '(next|in the next|in a few|in a|in \\d+) (quarter|year|months?)',
+    'on our (list|radar|roadmap)',
+  ]),
+  ...cues('de', 1, ['in \\d+ monaten', '(im )?nächste(n|s)? (jahr|quartal)', 'vielleicht später', 'im (januar|februar|märz|april|mai|juni|juli|august|september|oktober|november|dezember)', 'anfang (des|nächsten) (jahres|monats)']),
+  ...cues('fr', 1, ["l'année prochaine", 'le (trimestre|semestre) prochain', 'au prochain (trimestre|semestre)', 'dans (quelques|\\d+) mois', 'plus tard', 'en (janvier|février|mars|avril|mai|juin|juillet|septembre|octobre|novembre|décembre)', 'relancez(-| )moi', 'recontactez(-| )moi']),
+  ...cues('es', 1, ['el (próximo|proximo) (año|trimestre)', 'más adelante', 'dentro de \\d+ meses', 'en (enero|febrero|marzo|abril|mayo|junio|julio|septiembre|octubre|noviembre|diciembre)', 'vuelve a escribirme', 'escríbeme']),
+  ...cues('pt', 1, ['(no )?próximo (ano|trimestre)', 'mais para frente', 'daqui a \\d+ meses', 'em (janeiro|fevereiro|março|abril|maio|junho|julho|setembro|outubro|novembro|dezembro)', 'me (procure|escreve|escreva) (de novo|novamente|em)']),
+  ...cues('nl', 1, ['volgend (jaar|kwartaal)', 'over \\d+ maanden', 'later dit jaar', 'in (januari|februari|maart|april|mei|juni|juli|september|oktober|november|december)', 'mail me (dan )?(in|later|nog eens)']),
+];
+
+/** Passing the message on to the person who decides, or naming them: a lead to follow. */
+const REFERRAL: Cue[] = [
+  ...cues('en', 3, ["(i'?ve|i have|i) (forwarded|passed|sent) (this|your (note|email|message)|it) (on )?(to|along)", 'looping in', "(talk|speak|reach out) to (our|my) ", '(she|he) handles (this|that)', 'the right person (is|to (talk|speak))', '(is|would be) the (right|best) person']),
+  ...cues('de', 3, ['weitergeleitet', '(dafür|hierfür) ist [^.!?]{0,60}zuständig', '(sprechen|wenden) sie sich (besser |bitte )?(an|mit)', 'sprechen sie (besser |bitte )?mit', 'in kopie gesetzt', 'der richtige ansprechpartner', 'die richtige ansprechpartnerin', 'kümmert sich um']),
+  ...cues('fr', 3, ['transféré', 'le bon interlocuteur', 'la bonne interlocutrice', '(voyez|voir) (plutôt )?avec', "c'est (lui|elle) qui (gère|s'occupe)", '(je la|je le|les) mets? en copie', 'de ma part']),
+  ...cues('es', 3, ['(he )?reenviado', 'la persona (adecuada|indicada)', 'habla con (él|ella|nuestr[oa])', '(eso|esto) lo lleva', '(la|lo) pongo en copia', 'de mi parte']),
+  ...cues('pt', 3, ['encaminhei', 'a pessoa certa', 'fale com (ele|ela|o|a|nosso|nossa)', 'quem cuida disso', 'coloquei em cópia']),
+  ...cues('nl', 3, ['doorgestuurd', 'de juiste persoon', 'neem (contact )?op met', 'ligt bij', 'in de cc', 'mail (hem|haar) maar']),
+];
+
+/** Asking what it costs, how it works, whether it fits: interest, phrased as a question. */
+const QUESTION: Cue[] = [
+  ...cues('en', 3, ['what (are we talking|would it be) price', '(ballpark|price-?wise)', 'does (it|this) integrate', 'case stud(y|ies)', 'is there a (pilot|trial)']),
+  ...cues('de', 3, ['was kostet', 'welchen kosten', 'gibt es eine schnittstelle', 'referenz(kunden|en)']),
+  ...cues('fr', 3, ['combien', 'quel est le (tarif|prix|coût)', "(s'intègre|intégration) avec", 'des références']),
+  ...cues('es', 3, ['cuánto (cuesta|cuestan|vale|sale)', 'se integra con', '(tenéis|tienen|tienes) clientes']),
+  ...cues('pt', 3, ['quanto (custa|sai|fica)', 'integram com', '(vocês )?têm cases']),
+  ...cues('nl', 3, ['wat kost', 'wat zijn (ongeveer )?de kosten', 'koppeling met', 'hebben jullie klanten']),
+];
+
 export const INTERESTED: Cue[] = [
+  ...DEFERRAL,
+  ...REFERRAL,
+  ...QUESTION,
   ...cues('en', 3, [
     'interested',
     "let'?s (talk|chat|connect|meet|set (something|a time|it) up|schedule|do it|book|find a time|hop on)",

@@ -6,6 +6,7 @@ import { bumpCounters } from '../campaigns/repository.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { SuppressionService } from '../suppression/service.ts';
 import { endEnrollments } from '../sending/lifecycle.ts';
+import { oooResumeAt, postponeNextStep } from '../sending/postpone.ts';
 import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
 import { DeskMailService } from '../sdrs/desk-mail.ts';
 import { advanceCursor, alreadyIngested, matchByMessageIds, matchBySender, type MatchedMessage } from './repository.ts';
@@ -199,6 +200,10 @@ export class InboundService {
       await endEnrollments(tx, [m.enrollment_id], 'replied', 'replied', now);
     } else {
       await sql(tx, `update enrollments set last_event = 'out_of_office', last_event_at = ?, updated_at = ? where id = ?`, [now, now, m.enrollment_id]);
+      // The sequence goes on, but not while the lead is away (contract §5).
+      const resumeAt = await oooResumeAt(tx, m.campaign_id, a.oooReturnDate, now, this.deps.config.oooDefaultDelay);
+      const moved = await postponeNextStep(tx, m.enrollment_id, resumeAt, now);
+      if (moved) this.deps.log.info({ enrollmentId: m.enrollment_id, messageId: moved.messageId, from: moved.from, to: moved.to, returnDate: a.oooReturnDate }, 'out-of-office: next step postponed');
     }
   }
 

@@ -29,3 +29,44 @@ export function inWindow(schedule: Schedule | null, at: Date): boolean {
   }
   return false;
 }
+
+/** The UTC offset of `timeZone` at `at`, in minutes (local = UTC + offset). */
+function offsetMinutes(at: Date, timeZone: string): number {
+  const parts = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(at);
+  const get = (t: string) => Number(parts.find((p) => p.type === t)!.value);
+  const local = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
+  return Math.round((local - Math.floor(at.getTime() / 1000) * 1000) / 60_000);
+}
+
+/** The instant of a local wall time (calendar day given as a UTC date) in `timeZone`. */
+function zonedInstant(day: Date, minutes: number, timeZone: string): Date {
+  const naive = Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate()) + minutes * 60_000;
+  // Twice: the offset of the guess can differ from the offset of the answer around a DST change.
+  let t = naive - offsetMinutes(new Date(naive), timeZone) * 60_000;
+  t = naive - offsetMinutes(new Date(t), timeZone) * 60_000;
+  return new Date(t);
+}
+
+/**
+ * The start of a calendar day (a date whose UTC Y-M-D names the day, as return dates are
+ * stored) where the campaign sends: its schedule's time zone, UTC without a schedule.
+ */
+export function startOfDay(schedule: Schedule | null, day: Date): Date {
+  return schedule ? zonedInstant(day, 0, schedule.timezone) : new Date(Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate()));
+}
+
+/**
+ * The first instant at or after `from` when the campaign may send: `from` itself when it is in
+ * the window, else the next opening of the window (at most a week and a day away).
+ */
+export function firstSlot(schedule: Schedule | null, from: Date): Date {
+  if (!schedule || inWindow(schedule, from)) return from;
+  const start = toMinutes(schedule.start);
+  const localDay = new Date(from.getTime() + offsetMinutes(from, schedule.timezone) * 60_000);
+  for (let k = 0; k <= 8; k++) {
+    const opening = zonedInstant(new Date(localDay.getTime() + k * 86_400_000), start, schedule.timezone);
+    if (opening > from && inWindow(schedule, opening)) return opening;
+  }
+  // A schedule with no listed day never opens; the dispatcher would never send either.
+  return from;
+}
