@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { Config } from './config/index.ts';
 import type { Logger } from './adapters/logger.ts';
 import { buildApp } from './app.ts';
+import { createHttpServer } from './http/server.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 import { StartupError } from './shared/errors.ts';
 import { announceAdminKey, type TerminalIO } from './admin-key.ts';
@@ -39,8 +40,7 @@ export class StartAborted extends Error {}
  */
 export async function serve(config: Config, log: Logger, role: Role, io: ServeIO = process, abort?: AbortSignal): Promise<RunningDaemon> {
   let handler: http.RequestListener | undefined;
-  const server = http.createServer((req, res) => (handler ? handler(req, res) : answerStarting(req, res)));
-  server.keepAliveTimeout = 5_000;
+  const server = createHttpServer((req, res) => (handler ? handler(req, res) : answerStarting(req, res)));
   await listen(server, config);
   const port = (server.address() as { port: number }).port;
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
 import http from 'node:http';
+import net from 'node:net';
 import Koa from 'koa';
 import pg from 'pg';
 import { errorMiddleware, installEnvelopeOnError } from '../../src/http/errors.ts';
@@ -153,5 +154,27 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     } finally {
       server.close();
     }
+  });
+  // Requests Node's HTTP parser refuses never reach Koa; the server answers them itself.
+  it('a request Node refuses before Koa (bad request line, 16 KB+ headers) is answered in the envelope', async () => {
+    const { port } = new URL(app.url);
+    const raw = (text: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(port), '127.0.0.1', () => socket.end(text));
+        let out = '';
+        socket.on('data', (d) => (out += d));
+        socket.on('end', () => resolve(out));
+        socket.on('error', reject);
+      });
+    const envelope = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+
+    const garbage = await raw('NOT HTTP AT ALL\r\n\r\n');
+    assert.match(garbage, /^HTTP\/1\.1 400 /);
+    assert.match(garbage, /content-type: application\/json/i);
+    assert.equal(envelope(garbage).error.code, 'invalid_request');
+
+    const huge = await raw(`GET /v1/campaigns HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    assert.match(huge, /^HTTP\/1\.1 431 /);
+    assert.deepEqual(envelope(huge), { error: { code: 'headers_too_large', message: 'the request headers exceed the 16 KB limit' } });
   });
 });

@@ -9,6 +9,7 @@ import { createLogger, type Logger } from '../../src/adapters/logger.ts';
 import type { MailProbe } from '../../src/adapters/mailprobe.ts';
 import { realMailProbe } from '../../src/adapters/mailprobe.ts';
 import { openOrm } from '../../src/db/orm.ts';
+import { createHttpServer } from '../../src/http/server.ts';
 import { buildApp } from '../../src/app.ts';
 import { createServices, type Deps, type Services } from '../../src/services.ts';
 import { withDatabase } from './global.ts';
@@ -79,7 +80,7 @@ export async function startTestApp(
   const clock = opts.clock ?? systemClock;
   const deps: Deps = { orm, config, clock, crypto: new Crypto(opts.secretKey ?? randomBytes(32)), log, mailProbe: opts.mailProbe ?? realMailProbe };
   const app = buildApp(deps, { api: opts.api });
-  const server = http.createServer(app.callback());
+  const server = createHttpServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   return {

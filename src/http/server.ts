@@ -1,0 +1,31 @@
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
+
+/**
+ * The HTTP server every mailgate process (and the test harness) listens with. Requests Node's
+ * parser refuses before Koa sees them (a malformed request line, headers over the size limit, a
+ * request that takes too long to arrive) are answered in the contract's envelope too, instead of
+ * Node's bare status line.
+ */
+export function createHttpServer(listener: http.RequestListener): http.Server {
+  const server = http.createServer(listener);
+  server.keepAliveTimeout = 5_000;
+  server.on('clientError', answerClientError);
+  return server;
+}
+
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // A peer that went away has nobody to read an answer.
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', 'headers_too_large', 'the request headers exceed the 16 KB limit']
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout', 'request_timeout', 'the request did not arrive in time']
+    : [400, 'Bad Request', 'invalid_request', 'the request is not valid HTTP/1.1'];
+  const body = JSON.stringify({ error: { code, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
