@@ -135,7 +135,7 @@ function operationOf(r: AnyRoute, defs: Record<string, unknown>): Json {
     if (!r.response) throw new Error(`${r.operationId}: a route answering ${status} declares its response schema`);
     responses[String(status)] = {
       description: status === 201 ? 'Created' : 'Success',
-      ...(r.responseHeaders ? { headers: Object.fromEntries(Object.entries(r.responseHeaders).map(([n, h]) => [n, h])) } : {}),
+      ...(r.responseHeaders ? { headers: r.responseHeaders } : {}),
       content: { 'application/json': { schema: jsonSchema(r.response, 'output', defs) } },
     };
   }

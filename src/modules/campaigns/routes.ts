@@ -87,6 +87,8 @@ export const campaignRoutes = [
     tag: 'Campaigns',
     operationId: 'enrollLeads',
     summary: 'Upsert leads by email and enroll them (at most 10,000 per request)',
+    description:
+      'Each lead is checked on its own: when any fails, the answer is 422 `validation_failed` with an `errors` entry per failing lead and field (`index`, `field`, `value`, `message`), and nothing is written.',
     params: campaignParams,
     body: bulkEnrollBody,
     response: z.object({

@@ -38,6 +38,7 @@ export const replyRoutes = [
     tag: 'Replies',
     operationId: 'listReplies',
     summary: 'Inbound replies and bounces, newest first (total in X-Total-Count)',
+    description: 'A bare array (the spec\'s reference shape); `page` and `pageSize` choose the page and `X-Total-Count` gives the number of matching replies over all pages.',
     query,
     response: z.array(reply),
     errors: { 404: 'campaign_not_found' },
