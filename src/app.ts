@@ -17,13 +17,19 @@ import { campaignRoutes } from './modules/campaigns/routes.ts';
 import { replyRoutes } from './modules/inbound/routes.ts';
 import { assignRoutes } from './modules/sdrs/assign-routes.ts';
 import { deskMailRoutes } from './modules/sdrs/desk-routes.ts';
-import { mountTrackingRoutes } from './modules/tracking/routes.ts';
+import { mountTrackingRoutes, trackingOperations } from './modules/tracking/routes.ts';
+import { systemOperations } from './http/system-docs.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
 import { draftRoutes } from './modules/drafts/routes.ts';
 
 export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...replyRoutes, ...assignRoutes, ...deskMailRoutes, ...suppressionRoutes, ...sdrRoutes, ...followupRoutes, ...draftRoutes, ...webhookRoutes];
 
 const VERSION = '0.1.0';
+
+/** The document GET /v1/openapi.json serves: every route of the API process. */
+export function openApiDocument() {
+  return buildOpenApi(apiRoutes, VERSION, [...systemOperations, ...trackingOperations]);
+}
 
 /**
  * The Koa application without listen(): tests drive it over real HTTP. `api: false` builds
@@ -58,7 +64,7 @@ export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
   });
 
   if (opts.api !== false) {
-    const openapi = buildOpenApi(apiRoutes, VERSION);
+    const openapi = openApiDocument();
     router.get('/v1/openapi.json', (ctx) => {
       ctx.body = openapi;
     });

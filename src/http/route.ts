@@ -9,11 +9,23 @@ import type { Services } from '../services.ts';
 
 export type Access = 'admin' | 'sdr' | 'none';
 
+/** A header of the OpenAPI document (its schema is JSON Schema, as the document holds it). */
+export interface HeaderDoc {
+  description: string;
+  schema: Record<string, unknown>;
+  required?: boolean;
+}
+
 export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z.ZodType> {
   method: 'get' | 'post' | 'patch' | 'delete';
+  /** Path parameters are named after what they identify (`:campaignId`, never `:id`). */
   path: string;
   access: Access;
+  /** Stable camelCase name of the operation (generated clients name their methods after it). */
+  operationId: string;
   summary: string;
+  /** Longer text for the OpenAPI document, after the role line. */
+  description?: string;
   tag: string;
   query?: Q;
   body?: B;
@@ -21,8 +33,18 @@ export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z
   /** Documented response schema (OpenAPI only). */
   response?: z.ZodType;
   status?: number;
-  /** Error codes this route can answer, for the docs. */
+  /**
+   * Error codes this route can answer beyond the common ones (http/openapi.ts adds 400
+   * invalid_request, 401, 403, 404 workspace_not_found, 413, 415 and 500); several codes of one
+   * status are separated by " | ".
+   */
   errors?: Record<number, string>;
+  /** Top-level fields the error bodies of one status carry beside `error` (contract §3). */
+  errorFields?: Record<number, Record<string, z.ZodType>>;
+  /** Request headers the route reads. */
+  requestHeaders?: Record<string, HeaderDoc>;
+  /** Headers of the success response. */
+  responseHeaders?: Record<string, HeaderDoc>;
   handler: (req: {
     query: z.output<Q>;
     body: z.output<B>;

@@ -100,7 +100,8 @@ describe('HTTP: auth, roles, envelope', () => {
     assert.equal(res.body.openapi, '3.1.0');
     const paths = res.body.paths;
     assert.ok(paths['/v1/sender-accounts'].get);
-    assert.ok(paths['/v1/sender-pools'].get.responses['200'].content['application/json'].schema.items.properties.remainingVolume);
+    assert.equal(paths['/v1/sender-pools'].get.responses['200'].content['application/json'].schema.items.$ref, '#/components/schemas/SenderPool');
+    assert.ok(res.body.components.schemas.SenderPool.properties.remainingVolume);
     const post = paths['/v1/suppression-list'].post;
     assert.equal(post.requestBody.content['application/json'].schema.properties.emails.maxItems, 1000);
     assert.equal(post.requestBody.content['application/json'].schema.additionalProperties, false);

@@ -60,8 +60,8 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
   });
 
   it('a NUL, a lone surrogate or malformed percent-encoding in a path parameter or query value is 400 naming it', async () => {
-    assert400(await app.request('GET', '/v1/campaigns/%00', { key }), 'id', /^path parameter id: must not contain a NUL/);
-    assert400(await app.request('GET', '/v1/sdr/threads/thr_%ED%A0%80', { key: sdrKey }), 'id', /^path parameter id: must be valid percent-encoded UTF-8/);
+    assert400(await app.request('GET', '/v1/campaigns/%00', { key }), 'campaignId', /^path parameter campaignId: must not contain a NUL/);
+    assert400(await app.request('GET', '/v1/sdr/threads/thr_%ED%A0%80', { key: sdrKey }), 'threadId', /^path parameter threadId: must be valid percent-encoded UTF-8/);
     assert400(await app.request('GET', '/v1/replies?campaignId=%00', { key }), 'campaignId', /^query campaignId: must not contain a NUL/);
     assert400(await app.request('GET', '/v1/replies?campaignId=%FF', { key }), 'campaignId', /percent-encoded UTF-8/);
   });

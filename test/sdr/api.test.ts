@@ -282,10 +282,16 @@ describe('SDR desk API: mail status, inbox, threads', () => {
          ('tmsg_1', $1, 'inbound', 'pat@prospect.example', '{sales@example.com}', 'Re: intro', 'Tell me more', '2026-04-01T10:00:00Z', $2)`,
         [id, T0],
       );
+      // The shape assignment writes (sdrs/assign.ts snapshot()), as the OpenAPI document describes it.
+      const snapshot = {
+        campaign: { id: cmp.body.id, name: 'Q2' },
+        lead: { email: 'pat@prospect.example', firstName: 'Pat', lastName: null, company: null, jobTitle: null, customFields: {} },
+        messages: [{ direction: 'inbound', replyId, classification: 'interested', subject: 'Re: intro', bodyText: 'Tell me more', at: '2026-04-01T10:00:00.000Z' }],
+      };
       await db.query(
         `insert into handoffs (id, workspace_id, reply_id, thread_id, sdr_id, to_email, subject, note, category, seniority, employee_count, snapshot, created_at)
          values ('hof_t1', $1, $2, $3, $4, 'ann@example.com', 'Fwd: Re: intro', 'hot lead', 'A', 'vp', '51-200', $5, $6)`,
-        [wsId, replyId, id, sdrA.id, JSON.stringify({ contactEmail: 'pat@prospect.example', classification: 'interested' }), T0],
+        [wsId, replyId, id, sdrA.id, JSON.stringify(snapshot), T0],
       );
       await db.query(
         `insert into drafts (id, workspace_id, thread_id, sdr_id, subject, body_text, body_html, created_at, updated_at)
@@ -306,7 +312,7 @@ describe('SDR desk API: mail status, inbox, threads', () => {
       assert.equal(d.handoff.id, 'hof_t1');
       assert.equal(d.handoff.replyId, replyId);
       assert.equal(d.handoff.note, 'hot lead');
-      assert.deepEqual(d.handoff.snapshot, { contactEmail: 'pat@prospect.example', classification: 'interested' });
+      assert.deepEqual(d.handoff.snapshot, snapshot);
       assert.deepEqual(d.drafts.map((x: any) => [x.id, x.state, x.bodyText, x.bodyHtml]), [['drf_t1', 'generated', 'Hi Pat', '<p>Hi Pat</p>']]);
 
       // The stored priority is recomputed on a write from the reply's classification (interested: 20).

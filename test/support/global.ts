@@ -38,6 +38,14 @@ export async function mochaGlobalSetup() {
 }
 
 export async function mochaGlobalTeardown() {
+  const { coverage } = await import('./openapi-check.ts');
+  const c = coverage();
+  if (c.validated > 0)
+    console.log(
+      `openapi: ${c.validated} responses validated against the document; ${c.covered} of ${c.operations} operations covered` +
+        (c.uncovered.length ? ` (not reached: ${c.uncovered.join(', ')})` : '') +
+        `; ${c.outside} responses to requests outside it (unknown paths, wrong methods)`,
+    );
   const adminUrl = process.env.MAILGATE_TEST_ADMIN_URL;
   if (adminUrl && !embedded) {
     const admin = new pg.Client({ connectionString: adminUrl });

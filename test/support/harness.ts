@@ -13,6 +13,7 @@ import { createHttpServer } from '../../src/http/server.ts';
 import { buildApp } from '../../src/app.ts';
 import { createServices, type Deps, type Services } from '../../src/services.ts';
 import { withDatabase } from './global.ts';
+import { checkResponse } from './openapi-check.ts';
 
 let counter = 0;
 
@@ -101,6 +102,8 @@ export async function startTestApp(
       }
       const res = await fetch(url + path, { method, headers, body });
       const text = await res.text();
+      // The worker's app serves no API: its answers are not the document's.
+      if (opts.api !== false) checkResponse(method, path, res.status, res.headers, text);
       let parsed: unknown = undefined;
       try {
         parsed = text ? JSON.parse(text) : undefined;

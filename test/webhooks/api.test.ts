@@ -301,10 +301,10 @@ describe('webhook registration API', function () {
       assert.ok(doc.paths['/v1/webhooks'].post.responses['201']);
       assert.ok(doc.paths['/v1/webhooks'].post.responses['422']);
       assert.ok(doc.paths['/v1/webhooks'].get);
-      assert.ok(doc.paths['/v1/webhooks/{id}'].get && doc.paths['/v1/webhooks/{id}'].patch && doc.paths['/v1/webhooks/{id}'].delete);
-      assert.ok(doc.paths['/v1/webhooks/{id}/rotate-secret'].post);
-      assert.ok(doc.paths['/v1/webhooks/{id}/deliveries'].get);
-      assert.ok(doc.paths['/v1/webhooks/{id}/deliveries/{deliveryId}/retry'].post);
+      assert.ok(doc.paths['/v1/webhooks/{webhookId}'].get && doc.paths['/v1/webhooks/{webhookId}'].patch && doc.paths['/v1/webhooks/{webhookId}'].delete);
+      assert.ok(doc.paths['/v1/webhooks/{webhookId}/rotate-secret'].post);
+      assert.ok(doc.paths['/v1/webhooks/{webhookId}/deliveries'].get);
+      assert.ok(doc.paths['/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry'].post);
     });
   });
 });

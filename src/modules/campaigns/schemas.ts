@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { checkedByService, isoTime } from '../../http/doc-schemas.ts';
 
 export const LIMITS = {
   nameLength: 200,
@@ -67,7 +68,9 @@ export const patchCampaignBody = z.strictObject({
   trackOpens: z.boolean().optional(),
 });
 
-export const stepView = z.object({ stepIndex: z.number().int(), subject: z.string(), bodyHtml: z.string(), delayHours: z.number() });
+export const stepView = z
+  .object({ stepIndex: z.number().int().describe('zero-based position'), subject: z.string(), bodyHtml: z.string(), delayHours: z.number() })
+  .meta({ id: 'SequenceStep' });
 
 export const campaignView = z.object({
   id: z.string(),
@@ -76,29 +79,51 @@ export const campaignView = z.object({
   sequenceSteps: z.array(stepView),
   sequenceStepCount: z.number().int(),
   senderPoolId: z.string().nullable(),
-  schedule: z.object({ timezone: z.string(), days: z.array(z.string()), start: z.string(), end: z.string() }).nullable(),
+  schedule: z
+    .object({ timezone: z.string(), days: z.array(z.enum(WEEKDAYS)), start: z.string(), end: z.string() })
+    .meta({ id: 'Schedule', description: 'the weekly sending window; null sends at any time' })
+    .nullable(),
   trackOpens: z.boolean(),
-  createdAt: z.string(),
-  startedAt: z.string().nullable(),
-  pausedAt: z.string().nullable(),
-});
+  createdAt: isoTime,
+  startedAt: isoTime.nullable(),
+  pausedAt: isoTime.nullable(),
+}).meta({ id: 'Campaign' });
 
-export const idParams = z.object({ id: z.string() });
+export const campaignParams = z.object({ campaignId: z.string().describe('a campaign id (`cmp_...`)') });
 
 export const pageQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),
   offset: z.coerce.number().int().min(0).default(0),
 });
 
-// Lead objects are open: anything beyond the known fields is a custom field.
+// Lead objects are open: anything beyond the known fields is a custom field. They are checked
+// one by one in leads.ts, so that a bad lead is a 422 naming its index.
+const leadInput = checkedByService({
+  id: 'LeadInput',
+  type: 'object',
+  required: ['email'],
+  properties: {
+    email: { type: 'string', format: 'email', description: 'the upsert key within the workspace (trimmed, case-insensitive)' },
+    firstName: { type: ['string', 'null'], maxLength: 1000, description: '`{{firstName}}`; null clears it' },
+    lastName: { type: ['string', 'null'], maxLength: 1000 },
+    company: { type: ['string', 'null'], maxLength: 1000 },
+    jobTitle: { type: ['string', 'null'], maxLength: 1000 },
+  },
+  propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
+  maxProperties: 5 + LIMITS.customFields,
+  additionalProperties: { description: `a custom field (at most ${LIMITS.customFields}; any JSON value), usable as a {{token}}; the names unsubscribeUrl and the fields above are reserved` },
+  description: 'A lead to upsert by email: only the fields present are overwritten.',
+});
+
 export const bulkEnrollBody = z.strictObject({
   leads: z
-    .array(z.unknown())
+    .array(leadInput)
     .min(1, 'must contain at least one lead')
     .max(LIMITS.leadsPerRequest, `at most ${LIMITS.leadsPerRequest} leads per request`),
 });
 
-export const statsView = z.object({
+export const statsView = z
+  .object({
   campaignId: z.string(),
   totalEnrolled: z.number().int(),
   sent: z.number().int(),
@@ -110,6 +135,7 @@ export const statsView = z.object({
   opened: z.number().int(),
   unsubscribed: z.number().int(),
   complained: z.number().int().describe('feedback-loop spam complaints (RFC 5965) about this campaign\'s messages'),
-  openRate: z.number(),
-  replyRate: z.number(),
-});
+  openRate: z.number().describe('unique opens / delivered (0..1)'),
+  replyRate: z.number().describe('replied leads / delivered (0..1)'),
+  })
+  .meta({ id: 'CampaignStats' });

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
 import { isEmail } from '../../shared/email.ts';
+import { isoTime } from '../../http/doc-schemas.ts';
 
 const tag = 'AI drafts';
-const draftParams = z.object({ draftId: z.string() });
+const draftParams = z.object({ draftId: z.string().describe('a draft id') });
 
 const usage = z.object({ promptTokens: z.number(), completionTokens: z.number() });
 const draft = z.object({
@@ -19,25 +20,28 @@ const draft = z.object({
   latencyMs: z.number().nullable(),
   sentMessageId: z.string().nullable(),
   supersededBy: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
-const scores = z.object({ overall: z.number(), readability: z.number(), personalization: z.number(), linkQuality: z.number() });
+  createdAt: isoTime,
+  updatedAt: isoTime,
+}).meta({ id: 'Draft' });
+const scores = z
+  .object({ overall: z.number(), readability: z.number(), personalization: z.number(), linkQuality: z.number() })
+  .meta({ id: 'DraftScores', description: 'each 0..1' });
 const insight = z.object({
   draftId: z.string(),
   approach: z.enum(['direct_answer', 'question_led', 'proof_led', 'offline_template']),
   confidence: z.number(),
   rationale: z.string(),
   scores: scores.nullable(),
-});
-const appliedRule = z.object({ ruleId: z.string(), name: z.string(), effect: z.string() });
+}).meta({ id: 'DraftInsight' });
+const appliedRule = z.object({ ruleId: z.string(), name: z.string(), effect: z.string() }).meta({ id: 'AppliedRule' });
 export const guardrailsSchema = z.object({
   blocked: z.boolean(),
   issues: z.array(z.object({ code: z.string(), severity: z.enum(['block', 'warn']), message: z.string(), field: z.string() })),
   scores,
-});
+}).meta({ id: 'Guardrails' });
 
-const notFound = { 401: 'authentication_failed', 403: 'forbidden', 404: 'draft_not_found' } as const;
+const notFound = { 404: 'draft_not_found' } as const;
+const draftState = { 409: { state: z.enum(['superseded', 'sent', 'discarded']).describe('the state that refused the change') } };
 
 export const draftRoutes = [
   defineRoute({
@@ -45,6 +49,7 @@ export const draftRoutes = [
     path: '/v1/sdr/drafts/generate',
     access: 'sdr',
     tag,
+    operationId: 'generateDrafts',
     summary: 'Draft replies for a prospect thread (planner, writer, judge); one per approach',
     body: z.strictObject({
       threadId: z.string().min(1),
@@ -52,7 +57,7 @@ export const draftRoutes = [
       variantCount: z.number().int().min(1).max(3).default(1),
     }),
     response: z.object({ data: z.object({ drafts: z.array(draft), insights: z.array(insight), appliedRules: z.array(appliedRule) }) }),
-    errors: { 400: 'invalid_request', 401: 'authentication_failed', 403: 'forbidden', 404: 'thread_not_found' },
+    errors: { 404: 'thread_not_found' },
     handler: ({ body, auth, services }) => services.drafts.generate({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, body),
   }),
   defineRoute({
@@ -60,6 +65,7 @@ export const draftRoutes = [
     path: '/v1/sdr/drafts/:draftId',
     access: 'sdr',
     tag,
+    operationId: 'getDraft',
     summary: 'One draft with its insight',
     params: draftParams,
     response: z.object({ data: z.object({ draft, insight: insight.nullable() }) }),
@@ -71,6 +77,7 @@ export const draftRoutes = [
     path: '/v1/sdr/drafts/:draftId',
     access: 'sdr',
     tag,
+    operationId: 'updateDraft',
     summary: 'Edit a draft (bodyHtml is rendered from bodyText unless given); the draft becomes edited',
     params: draftParams,
     body: z
@@ -81,7 +88,8 @@ export const draftRoutes = [
       })
       .refine((b) => b.bodyText !== undefined || b.bodyHtml !== undefined || b.subject !== undefined, 'give at least one of bodyText, bodyHtml, subject'),
     response: z.object({ data: z.object({ draft }) }),
-    errors: { 400: 'invalid_request', ...notFound, 409: 'draft_not_editable' },
+    errors: { ...notFound, 409: 'draft_not_editable' },
+    errorFields: draftState,
     handler: ({ params, body, auth, services }) => services.drafts.patch({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId, body),
   }),
   defineRoute({
@@ -89,11 +97,13 @@ export const draftRoutes = [
     path: '/v1/sdr/drafts/:draftId/regenerate',
     access: 'sdr',
     tag,
+    operationId: 'regenerateDraft',
     summary: 'Write the draft again with the same approach (and new instructions); the old one becomes superseded',
     params: draftParams,
     body: z.strictObject({ instructions: z.string().trim().min(1).max(2000).optional() }),
     response: z.object({ data: z.object({ draft, insight }) }),
-    errors: { 400: 'invalid_request', ...notFound, 409: 'draft_not_editable' },
+    errors: { ...notFound, 409: 'draft_not_editable' },
+    errorFields: draftState,
     handler: ({ params, body, auth, services }) => services.drafts.regenerate({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId, body.instructions),
   }),
   defineRoute({
@@ -101,10 +111,12 @@ export const draftRoutes = [
     path: '/v1/sdr/drafts/:draftId',
     access: 'sdr',
     tag,
+    operationId: 'discardDraft',
     summary: 'Discard a draft',
     params: draftParams,
     status: 204,
     errors: { ...notFound, 409: 'draft_not_editable' },
+    errorFields: draftState,
     handler: ({ params, auth, services }) => services.drafts.discard({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId),
   }),
   defineRoute({
@@ -112,6 +124,7 @@ export const draftRoutes = [
     path: '/v1/sdr/drafts/:draftId/send',
     access: 'sdr',
     tag,
+    operationId: 'sendDraft',
     summary: "Run the guardrails on the final body and send it through the SDR's mailbox in the thread",
     params: draftParams,
     body: z.strictObject({
@@ -120,7 +133,8 @@ export const draftRoutes = [
       additionalCc: z.array(z.string().refine(isEmail, 'must be a valid email address')).max(20).optional(),
     }),
     response: z.object({ data: z.object({ messageId: z.string(), guardrails: guardrailsSchema }) }),
-    errors: { 400: 'invalid_request', ...notFound, 409: 'draft_not_sendable', 422: 'guardrails_blocked', 502: 'send_failed' },
+    errors: { ...notFound, 409: 'draft_not_sendable | mail_not_connected', 422: 'guardrails_blocked', 502: 'send_failed' },
+    errorFields: { ...draftState, 422: { guardrails: guardrailsSchema.describe('why the send was blocked') } },
     handler: ({ params, body, auth, services }) => services.drafts.send({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId, body),
   }),
 ];

@@ -1,19 +1,22 @@
 import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
+import { emailText, isoTime } from '../../http/doc-schemas.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull } from '../../shared/time.ts';
 import { CampaignSchema } from '../campaigns/entities.ts';
 
-const CLASSIFICATIONS = ['interested', 'not_interested', 'out_of_office', 'bounce', 'unsubscribe'] as const;
+export const CLASSIFICATIONS = ['interested', 'not_interested', 'out_of_office', 'bounce', 'unsubscribe'] as const;
 
-const reply = z.object({
-  id: z.string(),
-  email: z.string(),
-  campaignId: z.string(),
-  classification: z.enum(CLASSIFICATIONS),
-  receivedAt: z.string(),
-  threadSnippet: z.string(),
-});
+const reply = z
+  .object({
+    id: z.string(),
+    email: emailText.describe('the lead who replied'),
+    campaignId: z.string(),
+    classification: z.enum(CLASSIFICATIONS),
+    receivedAt: isoTime,
+    threadSnippet: z.string().describe('a short excerpt of the reply body'),
+  })
+  .meta({ id: 'Reply' });
 
 const query = z.strictObject({
   campaignId: z.string().min(1).optional(),
@@ -33,10 +36,15 @@ export const replyRoutes = [
     path: '/v1/replies',
     access: 'admin',
     tag: 'Replies',
+    operationId: 'listReplies',
     summary: 'Inbound replies and bounces, newest first (total in X-Total-Count)',
+    description: 'A bare array (the spec\'s reference shape); `page` and `pageSize` choose the page and `X-Total-Count` gives the number of matching replies over all pages.',
     query,
     response: z.array(reply),
-    errors: { 400: 'invalid_request', 401: 'authentication_failed', 404: 'campaign_not_found' },
+    errors: { 404: 'campaign_not_found' },
+    responseHeaders: {
+      'X-Total-Count': { description: 'replies matching the filters, over all pages', required: true, schema: { type: 'integer', minimum: 0 } },
+    },
     async handler({ query: q, auth, services, ctx }) {
       if (q.campaignId && !(await ctx.state.em.findOne(CampaignSchema, { id: q.campaignId, workspaceId: auth.workspaceId })))
         throw ApiError.notFound('campaign', `campaign ${q.campaignId} not found`);

@@ -1,15 +1,16 @@
 import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
+import { emailText } from '../../http/doc-schemas.ts';
 
 const senderAccount = z.object({
   id: z.string(),
-  email: z.string(),
+  email: emailText,
   name: z.string(),
   status: z.enum(['active', 'paused']),
   health: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable']).describe('SMTP: from real sending outcomes'),
   imapHealth: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable']).nullable().describe('IMAP connection of the watched mailbox; null without one'),
   dailyLimit: z.number().int().nullable(),
-});
+}).meta({ id: 'SenderAccount' });
 
 const senderPool = z.object({
   id: z.string(),
@@ -19,9 +20,7 @@ const senderPool = z.object({
   remainingToday: z.number().int().describe('same as remainingVolume (alternate name)'),
   senderAccountIds: z.array(z.string()),
   senderCount: z.number().int(),
-});
-
-const errors = { 400: 'invalid_request', 401: 'authentication_failed', 404: 'workspace_not_found' };
+}).meta({ id: 'SenderPool' });
 
 export const senderRoutes = [
   defineRoute({
@@ -29,9 +28,9 @@ export const senderRoutes = [
     path: '/v1/sender-accounts',
     access: 'admin',
     tag: 'Senders',
+    operationId: 'listSenderAccounts',
     summary: 'List sender accounts',
     response: z.array(senderAccount),
-    errors,
     async handler({ auth, services }) {
       return services.senders.listWithMailboxes(auth.workspaceId);
     },
@@ -41,9 +40,9 @@ export const senderRoutes = [
     path: '/v1/sender-pools',
     access: 'admin',
     tag: 'Senders',
+    operationId: 'listSenderPools',
     summary: 'List sender pools with their rolling 24-hour remaining volume',
     response: z.array(senderPool),
-    errors,
     async handler({ auth, services }) {
       return services.senders.listPools(auth.workspaceId);
     },

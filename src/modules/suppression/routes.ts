@@ -2,11 +2,13 @@ import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
 import { ApiError, type FieldError } from '../../shared/errors.ts';
 import { isEmail } from '../../shared/email.ts';
+import { checkedByService } from '../../http/doc-schemas.ts';
 
 const MAX_EMAILS = 1000;
 
 const body = z.strictObject({
-  emails: z.array(z.unknown()).min(1, 'must contain at least one address').max(MAX_EMAILS, `at most ${MAX_EMAILS} addresses per request`),
+  // Each address is checked in the handler, so that a bad one is a 422 naming its index.
+  emails: z.array(checkedByService({ type: 'string', format: 'email', description: 'an address to suppress (case-insensitive)' })).min(1, 'must contain at least one address').max(MAX_EMAILS, `at most ${MAX_EMAILS} addresses per request`),
 });
 
 export const suppressionRoutes = [
@@ -15,10 +17,11 @@ export const suppressionRoutes = [
     path: '/v1/suppression-list',
     access: 'admin',
     tag: 'Suppression',
+    operationId: 'suppressEmails',
     summary: 'Suppress email addresses workspace-wide',
     body,
     response: z.object({ suppressed: z.number().int().describe('addresses newly added') }),
-    errors: { 400: 'invalid_request', 401: 'authentication_failed', 404: 'workspace_not_found', 422: 'validation_failed' },
+    errors: { 422: 'validation_failed' },
     async handler({ body, auth, services }) {
       const errors: FieldError[] = [];
       body.emails.forEach((value, index) => {

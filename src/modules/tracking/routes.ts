@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import { ApiError } from '../../shared/errors.ts';
 import { escapeHtml } from '../sending/render.ts';
 import type { Services } from '../../services.ts';
+import { errorResponse, type StaticOperation } from '../../http/openapi.ts';
 
 // A transparent 1x1 GIF.
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
@@ -51,3 +52,73 @@ export function mountTrackingRoutes(router: Router) {
     ctx.body = page('Unsubscribed', '<h1>You are unsubscribed</h1><p>You will not receive further emails from us.</p>');
   });
 }
+
+const token = { name: 'token', in: 'path', required: true, description: 'the signed token of the link in the email', schema: { type: 'string' } };
+const html = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } });
+const common = { tags: ['Tracking'], security: [], 'x-mailgate-role': 'none', parameters: [token] };
+const role = 'Role: none; no API key (the token is signed with the secret key).';
+const notFound = errorResponse(['not_found']);
+const internal = errorResponse(['internal_error']);
+
+/** The OpenAPI description of the routes above (they are mounted outside apiRoutes). */
+export const trackingOperations: StaticOperation[] = [
+  {
+    method: 'get',
+    path: '/t/o/{token}',
+    operation: {
+      ...common,
+      operationId: 'trackOpen',
+      summary: 'The open-tracking pixel: records an open of the message',
+      description: `${role} Put into emails of campaigns with trackOpens; not cached.`,
+      responses: {
+        '200': { description: 'A transparent 1x1 GIF', content: { 'image/gif': { schema: { type: 'string', contentMediaType: 'image/gif' } } } },
+        '404': notFound,
+        '500': internal,
+      },
+    },
+  },
+  {
+    method: 'get',
+    path: '/u/{token}',
+    operation: {
+      ...common,
+      operationId: 'getUnsubscribePage',
+      summary: 'The unsubscribe page: asks to confirm (changes nothing)',
+      description: `${role} Its form POSTs to the same URL.`,
+      responses: { '200': html('A page with a confirm button'), '404': notFound, '500': internal },
+    },
+  },
+  {
+    method: 'post',
+    path: '/u/{token}',
+    operation: {
+      ...common,
+      operationId: 'unsubscribe',
+      summary: 'Unsubscribe: RFC 8058 one-click (List-Unsubscribe-Post) and the page\'s form',
+      description: `${role} Suppresses the address workspace-wide and ends its sequences; repeating it changes nothing. The answer is JSON when the client prefers it (Accept), else a page.`,
+      requestBody: {
+        required: false,
+        content: {
+          'application/x-www-form-urlencoded': {
+            schema: { type: 'object', properties: { 'List-Unsubscribe': { const: 'One-Click' } } },
+          },
+        },
+      },
+      responses: {
+        '200': {
+          description: 'Unsubscribed',
+          content: {
+            'text/html': { schema: { type: 'string' } },
+            'application/json': { schema: { type: 'object', required: ['unsubscribed'], properties: { unsubscribed: { const: true } }, additionalProperties: false } },
+          },
+        },
+        // The JSON body reader runs on every POST with a JSON Content-Type.
+        '400': errorResponse(['invalid_request']),
+        '404': notFound,
+        '413': errorResponse(['payload_too_large']),
+        '415': errorResponse(['unsupported_media_type']),
+        '500': internal,
+      },
+    },
+  },
+];

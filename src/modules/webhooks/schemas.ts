@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EVENT_TYPES } from './entities.ts';
+import { isoTime } from '../../http/doc-schemas.ts';
 
 // Request and response schemas of the webhook routes (they also generate /v1/openapi.json).
 // Event names are checked by the service, not here: an unknown one is 422, not 400.
@@ -18,8 +19,9 @@ export const patchWebhookBody = z.strictObject({
   status: z.enum(['active', 'disabled']).optional().describe('a disabled webhook gets no new deliveries and its pending ones wait'),
 });
 
-export const idParams = z.object({ id: z.string() });
-export const deliveryParams = z.object({ id: z.string(), deliveryId: z.string() });
+const webhookId = z.string().describe('a webhook id');
+export const webhookParams = z.object({ webhookId });
+export const deliveryParams = z.object({ webhookId, deliveryId: z.string().describe('a delivery id') });
 
 export const pageQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -28,25 +30,26 @@ export const pageQuery = z.strictObject({
 
 export const deliveriesQuery = pageQuery.extend({ state: z.enum(['pending', 'delivered', 'failed']).optional() });
 
-export const webhookView = z.object({
+const webhookFields = {
   id: z.string(),
   url: z.string(),
   events: z.array(z.enum(EVENT_TYPES)),
   status: z.enum(['active', 'disabled']),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+  createdAt: isoTime,
+  updatedAt: isoTime,
+};
+export const webhookView = z.object(webhookFields).meta({ id: 'Webhook' });
 
-export const webhookWithSecret = webhookView.extend({
-  signingSecret: z.string().describe('HMAC-SHA256 key of X-Service-Signature; shown only in this response'),
-});
+export const webhookWithSecret = z
+  .object({ ...webhookFields, signingSecret: z.string().describe('HMAC-SHA256 key of X-Service-Signature; shown only in this response') })
+  .meta({ id: 'WebhookWithSecret' });
 
 export const attemptView = z.object({
-  at: z.string(),
+  at: isoTime,
   statusCode: z.number().int().nullable().describe("the receiver's status code; null when it did not answer"),
   error: z.string().nullable().describe('why the attempt failed without an answer (timeout, refused address, TLS, connection)'),
   durationMs: z.number().int(),
-});
+}).meta({ id: 'WebhookAttempt' });
 
 export const deliveryView = z.object({
   id: z.string(),
@@ -55,8 +58,8 @@ export const deliveryView = z.object({
   event: z.enum(EVENT_TYPES),
   state: z.enum(['pending', 'delivered', 'failed']),
   attempts: z.array(attemptView),
-  nextAttemptAt: z.string().nullable().describe('when the next attempt is due; null when none is scheduled (or the webhook is disabled)'),
-  createdAt: z.string(),
-});
+  nextAttemptAt: isoTime.nullable().describe('when the next attempt is due; null when none is scheduled (or the webhook is disabled)'),
+  createdAt: isoTime,
+}).meta({ id: 'WebhookDelivery' });
 
 export const page = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), total: z.number().int(), hasMore: z.boolean() });
