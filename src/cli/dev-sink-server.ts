@@ -98,6 +98,8 @@ export async function startDevSink(opts: Options): Promise<DevSink> {
         signature: req.headers['x-service-signature'] ?? null,
         attempt: req.headers['x-service-attempt'] ?? null,
         body,
+        // The exact text received: a signature is checked over these bytes, not re-serialized JSON.
+        raw,
       };
       appendFileSync(path.join(dir, 'events.jsonl'), JSON.stringify(record) + '\n');
       out.write(`webhook  ${record.event ?? '(not a mailgate event)'} ${record.id ?? ''}  signed ${record.signature ? 'yes' : 'no'}\n`);
