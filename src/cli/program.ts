@@ -18,6 +18,7 @@ import { registerServeCommands } from './serve.ts';
 import { registerClassifyCommands } from './classify.ts';
 import { registerKbCommands } from './kb.ts';
 import { registerInspectCommands } from './inspect.ts';
+import { registerDevSinkCommands } from './dev-sink.ts';
 import type { MailProbe } from '../adapters/mailprobe.ts';
 
 export interface CliIO {
@@ -144,6 +145,9 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
   registerSuppressionCommands(program, ctx);
   registerClassifyCommands(program, ctx);
   registerKbCommands(program, ctx);
+  registerDevSinkCommands(program, ctx, () => {
+    keepRunning = true;
+  });
   // After the groups it adds `list` (and `sender test`) to.
   registerInspectCommands(program, ctx);
 
