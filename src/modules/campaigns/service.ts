@@ -204,7 +204,7 @@ export class CampaignService {
   }
 
   async stats(workspaceId: string, id: string) {
-    const c = await readCounters(this.em, workspaceId, id);
+    const c = await readCounters(this.em, workspaceId, id, this.deps.clock.now());
     if (!c) throw ApiError.notFound('campaign');
     const rate = (n: number) => (c.delivered > 0 ? Math.min(1, n / c.delivered) : 0);
     return {
@@ -221,6 +221,10 @@ export class CampaignService {
       complained: c.complained,
       openRate: rate(c.opened),
       replyRate: rate(c.replied),
+      // When no account of the pool can send, messages wait queued (none is lost or bounced)
+      // and this says why (docs/decisions.md, "A pool with every account down").
+      sendersAvailable: c.senders_available,
+      blockedReason: !c.sender_pool_id ? ('no_sender_pool' as const) : c.senders_available === 0 ? ('no_sender_available' as const) : null,
     };
   }
 

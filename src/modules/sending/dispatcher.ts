@@ -28,7 +28,7 @@ import {
 } from './repository.ts';
 import { toDate } from '../../shared/time.ts';
 import { PreparedStatements } from '../../db/statements.ts';
-import { sql } from '../../db/sql.ts';
+import { recordSenderSuccess, logSenderTransition } from '../senders/health.ts';
 
 
 interface Prepared {
@@ -374,11 +374,8 @@ export class Dispatcher {
     const healthy = new Set<string>();
     await Promise.all(batch.map((p) => this.sendOne(p, result, healthy)));
     // Accounts whose server accepted mail are healthy (once per batch, off the hot path).
-    if (healthy.size)
-      await sql(this.em(), `update sender_accounts set health = 'ok', health_error = null, health_checked_at = ? where id = any(?::text[]) and health = 'unknown'`, [
-        this.deps.clock.now(),
-        [...healthy],
-      ]);
+    const recovered = await recordSenderSuccess(this.em(), [...healthy], this.deps.clock.now());
+    for (const t of recovered) logSenderTransition(this.deps.log, t);
   }
 
   private async sendOne(p: Prepared, result: RoundResult, healthy: Set<string>): Promise<void> {
@@ -426,8 +423,7 @@ export class Dispatcher {
       if (outcome.kind === 'accepted') healthy.add(p.message.senderAccountId);
       if (recorded === 'sent') result.sent++;
       else if (recorded === 'hard_bounce' || recorded === 'soft_bounce') result.bounced++;
-      else if (recorded === 'retry' || recorded === 'auth_failed') result.retried++;
-      if (outcome.kind === 'auth_failed') this.deps.log.warn({ senderAccountId: p.message.senderAccountId, response: outcome.response }, 'SMTP authentication failed; account marked unhealthy');
+      else if (recorded === 'retry' || recorded === 'account_failed') result.retried++;
     } catch (err) {
       this.deps.log.error({ err, messageId: p.message.id }, 'recording an SMTP outcome failed; the message stays claimed until its lease expires');
     }
