@@ -35,6 +35,8 @@ interface Prepared {
   message: SentMessage;
   mail: OutgoingMail;
   smtpUrl: string;
+  /** performance.now() when the claim committed (the claim-to-send lag metric). */
+  claimedAt?: number;
 }
 
 /** Counts waiters so each sender account never has more SMTP transactions than connections. */
@@ -260,6 +262,7 @@ export class Dispatcher {
       return claims;
     });
     if (!claimed.length) return [];
+    const claimedAt = performance.now();
     this.hold(claimed.map((c) => c.id));
     const rows = await loadForSending(this.statements, claimed.map((c) => c.id));
     const prepared: Prepared[] = [];
@@ -276,7 +279,7 @@ export class Dispatcher {
       // The account's credentials are not this message's: a failure to read them is not caught here.
       const smtpUrl = this.deps.crypto.decrypt(row.smtp_url_enc);
       try {
-        prepared.push(this.render(row, smtpUrl));
+        prepared.push({ ...this.render(row, smtpUrl), claimedAt });
       } catch (err) {
         await this.failMessage(claimedOf(row), 'rendering', err);
       }
@@ -407,7 +410,12 @@ export class Dispatcher {
       }
       // The messenger answers every transport failure with an outcome (retried or a bounce);
       // what it throws is this message's own failure (it could not be composed).
+      const started = performance.now();
+      if (p.claimedAt !== undefined) this.deps.metrics.claimToSend.observe((started - p.claimedAt) / 1000);
       outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail).catch((err: unknown) => ({ kind: 'threw' as const, err }));
+      const kind = outcome.kind === 'threw' ? 'error' : outcome.kind;
+      this.deps.metrics.smtpOutcomes.inc({ outcome: kind });
+      this.deps.metrics.smtpDuration.observe({ outcome: kind }, (performance.now() - started) / 1000);
     } catch (err) {
       this.deps.log.error({ err, messageId: p.message.id }, 'sending a message failed unexpectedly; it stays claimed until its lease expires');
       return;
@@ -421,8 +429,13 @@ export class Dispatcher {
     try {
       const recorded = await this.outcomes.record(() => this.em(), p.message, outcome, this.workerId);
       if (outcome.kind === 'accepted') healthy.add(p.message.senderAccountId);
-      if (recorded === 'sent') result.sent++;
-      else if (recorded === 'hard_bounce' || recorded === 'soft_bounce') result.bounced++;
+      if (recorded === 'sent') {
+        result.sent++;
+        this.deps.metrics.sent.inc();
+      } else if (recorded === 'hard_bounce' || recorded === 'soft_bounce') {
+        result.bounced++;
+        this.deps.metrics.bounces.inc({ type: recorded === 'hard_bounce' ? 'hard' : 'soft' });
+      }
       else if (recorded === 'retry' || recorded === 'account_failed') result.retried++;
     } catch (err) {
       this.deps.log.error({ err, messageId: p.message.id }, 'recording an SMTP outcome failed; the message stays claimed until its lease expires');
