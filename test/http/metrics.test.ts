@@ -8,6 +8,8 @@ import { startMetricsServer } from '../../src/http/metrics-server.ts';
 import { serve } from '../../src/main.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/adapters/logger.ts';
+import { readFileSync } from 'node:fs';
+import { Metrics } from '../../src/adapters/metrics.ts';
 
 /** A sample's value in Prometheus text: `name{labels} value`. */
 function sample(text: string, name: string, labels = ''): number | undefined {
@@ -143,5 +145,20 @@ describe('metrics and access logs', function () {
       await daemon.shutdown('test');
       await database.drop();
     }
+  });
+
+  it('the Grafana dashboard and docs/operating.md name only metrics that exist', () => {
+    const m = new Metrics();
+    m.collectProcessMetrics();
+    const known = new Set(m.registry.getMetricsAsArray().map((x) => x.name));
+    const used = (text: string) => new Set([...text.matchAll(/\b((?:mailgate|process|nodejs)_[a-z0-9_]+)/g)].map((x) => x[1].replace(/_(bucket|sum|count)$/, '')));
+    const dashboard = readFileSync('deploy/grafana-dashboard.json', 'utf8');
+    const inDashboard = [...used(dashboard)];
+    assert.ok(inDashboard.length >= 15);
+    assert.deepEqual(inDashboard.filter((n) => !known.has(n)), []);
+    const documented = [...used(readFileSync('docs/operating.md', 'utf8'))].filter((n) => n.startsWith('mailgate_'));
+    assert.deepEqual(documented.filter((n) => !known.has(n)), []);
+    // Every mailgate metric is documented.
+    assert.deepEqual([...known].filter((n) => n.startsWith('mailgate_') && !documented.includes(n)), []);
   });
 });
