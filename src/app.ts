@@ -8,6 +8,7 @@ import { jsonBody } from './http/body.ts';
 import { authorizer } from './http/auth.ts';
 import { mount, type AnyRoute } from './http/route.ts';
 import { buildOpenApi } from './http/openapi.ts';
+import { observeRequests } from './http/observe.ts';
 import { pendingMigrations } from './db/orm.ts';
 import { senderRoutes } from './modules/senders/routes.ts';
 import { suppressionRoutes } from './modules/suppression/routes.ts';
@@ -73,13 +74,9 @@ export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
     mountTrackingRoutes(router);
   }
 
+  // Outside the error middleware: the access log and metrics see the status as answered.
+  app.use(observeRequests(deps.log, deps.metrics));
   app.use(errorMiddleware(deps.log));
-  app.use(async (ctx, next) => {
-    const started = process.hrtime.bigint();
-    await next();
-    const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    deps.log.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
-  });
   app.use(jsonBody({ limitBytes: 10 * 1024 * 1024 }));
   // One EntityManager (identity map) per request.
   app.use(async (ctx, next) => {

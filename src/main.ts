@@ -15,12 +15,15 @@ import { Dispatcher } from './modules/sending/dispatcher.ts';
 import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { MailboxWatcher } from './modules/inbound/watcher.ts';
 import { WorkerRegistry } from './modules/workers/registry.ts';
+import { startMetricsServer } from './http/metrics-server.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
 export interface RunningDaemon {
   server: http.Server;
   port: number;
+  /** The metrics listener's port, when MAILGATE_METRICS_ADDRESS is set. */
+  metricsPort?: number;
   shutdown(reason: string): Promise<void>;
 }
 
@@ -52,6 +55,8 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
   let watcher: MailboxWatcher | undefined;
   let wakeup: SendWakeup | undefined;
   let registry: WorkerRegistry | undefined;
+  let metricsServer: http.Server | undefined;
+  let metricsPort: number | undefined;
 
   let up = false;
   let stopping: Promise<void> | undefined;
@@ -73,6 +78,11 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
       await webhooks?.close();
       await registry?.stop();
       await closed;
+      if (metricsServer) {
+        const m = metricsServer;
+        m.closeAllConnections();
+        await new Promise<void>((resolve) => m.close(() => resolve()));
+      }
       await runtime?.close();
       log.info('stopped');
     })();
@@ -87,6 +97,9 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
     runtime = await openRuntime(config, log);
     step();
     const { deps } = runtime;
+    deps.metrics.collectProcessMetrics();
+    if (config.metricsAddress) ({ server: metricsServer, port: metricsPort } = await startMetricsServer(config.metricsAddress, deps.metrics, log));
+    step();
     const key = await createServices(deps, deps.orm.em.fork()).workspaces.bootstrap();
     if (key) announceAdminKey(key, config, log, io);
 
@@ -112,7 +125,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
         workerId: registry.id,
       });
       webhooks = new WebhookDispatcher(deps, { owner: registry.id });
-      jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher, webhooks, deps }), log);
+      jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher, webhooks, deps }), log, { metrics: deps.metrics });
       await jobs.start();
       step();
       // A started campaign gets a round at once instead of at the job's next tick.
@@ -130,8 +143,8 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
     throw err;
   }
   up = true;
-  log.info({ role, host: config.host, port, embedded: !!runtime.db.embedded }, 'mailgate is up');
-  return { server, port, shutdown };
+  log.info({ role, host: config.host, port, metricsPort, embedded: !!runtime.db.embedded }, 'mailgate is up');
+  return { server, port, metricsPort, shutdown };
 }
 
 /** Binds HOST:PORT; a failure is one line naming the setting to change. */

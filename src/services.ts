@@ -4,6 +4,7 @@ import type { Clock } from './adapters/clock.ts';
 import type { Crypto } from './adapters/crypto.ts';
 import type { Logger } from './adapters/logger.ts';
 import type { MailProbe } from './adapters/mailprobe.ts';
+import type { Metrics } from './adapters/metrics.ts';
 import { WorkspaceService } from './modules/workspaces/service.ts';
 import { SenderService } from './modules/senders/service.ts';
 import { SuppressionService } from './modules/suppression/service.ts';
@@ -27,6 +28,8 @@ export interface Deps {
   crypto: Crypto;
   log: Logger;
   mailProbe: MailProbe;
+  /** This process's Prometheus registry and instruments (adapters/metrics.ts). */
+  metrics: Metrics;
 }
 
 /** The services of one unit of work (an HTTP request, a CLI command, a job run). */

@@ -81,6 +81,8 @@ export interface OpenAiOptions {
   retryBaseMs?: number;
   /** Cap on an honoured Retry-After; default 30000. */
   maxRetryAfterMs?: number;
+  /** Told of every call once it ends: `ok` or the error's kind, and its duration (metrics). */
+  observe?: (outcome: string, seconds: number) => void;
   log?: { warn(obj: object, msg?: string): void; debug?(obj: object, msg?: string): void };
 }
 
@@ -203,6 +205,7 @@ export class OpenAiCompatibleProvider implements LlmProvider {
   private readonly retryBaseMs: number;
   private readonly maxRetryAfterMs: number;
   private readonly log?: OpenAiOptions['log'];
+  private readonly observe?: OpenAiOptions['observe'];
   /** Where calls start: the first mode this server accepted. */
   private mode: StructuredMode = 'json_schema';
   /**
@@ -228,9 +231,23 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     this.retryBaseMs = opts.retryBaseMs ?? 500;
     this.maxRetryAfterMs = opts.maxRetryAfterMs ?? 30_000;
     this.log = opts.log;
+    this.observe = opts.observe;
   }
 
   async complete<T>(req: LlmRequest<T>): Promise<LlmResult<T>> {
+    const started = performance.now();
+    let outcome = 'ok';
+    try {
+      return await this.call(req);
+    } catch (err) {
+      outcome = err instanceof LlmError ? err.kind : 'error';
+      throw err;
+    } finally {
+      this.observe?.(outcome, (performance.now() - started) / 1000);
+    }
+  }
+
+  private async call<T>(req: LlmRequest<T>): Promise<LlmResult<T>> {
     if (!SCHEMA_NAME.test(req.schemaName)) {
       throw new LlmError('bad_request', `invalid schemaName ${JSON.stringify(req.schemaName)}: 1 to 64 of [a-zA-Z0-9_-]`);
     }

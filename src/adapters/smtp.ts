@@ -23,7 +23,25 @@ export type SendOutcome =
   | { kind: 'accepted'; response: string }
   | { kind: 'rejected'; code: number; response: string }
   | { kind: 'temporary'; code?: number; response: string }
-  | { kind: 'auth_failed'; response: string };
+  | { kind: 'auth_failed'; response: string }
+  /** The server could not be reached: connection refused, DNS failure, timeout. The account's fault, not the message's. */
+  | { kind: 'unreachable'; response: string }
+  /** The provider throttles the account (421, a 4.7.x rate answer, 452 too many). */
+  | { kind: 'rate_limited'; code: number; response: string };
+
+/** nodemailer's codes (and the socket's) for a server that could not be reached or answered in time. */
+const UNREACHABLE_CODES = new Set(['ECONNECTION', 'ESOCKET', 'ETIMEDOUT', 'EDNS', 'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * A provider's throttling answer: 421 (service not available, closing the channel: always the
+ * connection, never one recipient), a 4.7.x answer that speaks of rates or limits, or 452 "too
+ * many" (connections, messages) other than too many recipients (that one is the message's).
+ */
+function throttled(code: number, response: string): boolean {
+  if (code === 421) return true;
+  if (code >= 400 && code < 500 && /\b4\.7\.\d{1,3}\b/.test(response) && /rate|limit|too many|throttl|exceeded/i.test(response)) return true;
+  return code === 452 && /too many/i.test(response) && !/recipient/i.test(response);
+}
 
 export interface MailAccount {
   id: string;
@@ -46,7 +64,9 @@ export function classifySmtpError(err: unknown): Exclude<SendOutcome, { kind: 'a
   const response = storableText((e.response ?? e.message ?? String(err)).slice(0, 1000));
   if (e.code === 'EAUTH' || e.code === 'ENOAUTH') return { kind: 'auth_failed', response };
   const code = e.responseCode;
+  if (code && throttled(code, response)) return { kind: 'rate_limited', code, response };
   if (code && code >= 500 && code < 600) return { kind: 'rejected', code, response };
+  if (!code && e.code && UNREACHABLE_CODES.has(e.code)) return { kind: 'unreachable', response };
   return { kind: 'temporary', code, response };
 }
 

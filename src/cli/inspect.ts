@@ -68,11 +68,11 @@ const LISTS: ListSpec[] = [
   {
     group: 'sender',
     what: 'sender accounts with their SMTP health and the state of their IMAP watch',
-    columns: ['id', 'workspaceId', 'email', 'name', 'status', 'health', 'imapHealth', 'dailyLimit', 'healthError'],
+    columns: ['id', 'workspaceId', 'email', 'name', 'status', 'health', 'imapHealth', 'dailyLimit', 'healthError', 'healthRetryAt'],
     async rows(query, workspace) {
       const f = await workspaceFilter(query, workspace, 's.workspace_id');
       const rows = await query<Row>(
-        `select s.id, s.workspace_id, s.email, s.name, s.status, s.health, s.health_error, s.daily_limit,
+        `select s.id, s.workspace_id, s.email, s.name, s.status, s.health, s.health_error, s.health_retry_at, s.daily_limit,
                 (select w.status from mailbox_watches w where w.sender_account_id = s.id limit 1) as imap_health
            from sender_accounts s ${f.where}
           order by s.created_at, s.id`,
@@ -88,6 +88,7 @@ const LISTS: ListSpec[] = [
         imapHealth: r.imap_health ?? null,
         dailyLimit: r.daily_limit,
         healthError: r.health_error,
+        healthRetryAt: isoOrNull(r.health_retry_at as Date | null),
       }));
     },
   },

@@ -57,6 +57,15 @@ export const settings = {
     default: undefined,
     doc: 'encrypts stored SMTP/IMAP passwords (AES-256-GCM); generated into dataDir/secret.key when unset',
   },
+  metricsAddress: {
+    env: 'MAILGATE_METRICS_ADDRESS',
+    schema: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:\[\]]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:9464 (port 0 picks a free one)')
+      .optional(),
+    default: undefined,
+    doc: 'host:port of a separate, unauthenticated listener answering GET /metrics (Prometheus); unset = no metrics endpoint (docs/operating.md)',
+  },
   publicUrl: {
     env: 'MAILGATE_PUBLIC_URL',
     schema: z.string().url().optional(),

@@ -49,7 +49,7 @@ export function toApiError(err: unknown, log: Logger, ctx: Context): ApiError {
   // Errors of Koa and the router (http-errors): their message is meant for the client.
   if (typeof status === 'number' && status >= 400 && status < 500 && e.expose)
     return new ApiError(status, status === 404 ? 'not_found' : status === 405 ? 'method_not_allowed' : 'invalid_request', e.message || 'bad request');
-  log.error({ err, method: ctx.method, path: ctx.path }, 'unhandled error');
+  log.error({ err, requestId: ctx.state.requestId, method: ctx.method, route: routeOf(ctx) }, 'unhandled error');
   return new ApiError(500, 'internal_error', 'internal server error');
 }
 
@@ -80,7 +80,7 @@ export function errorMiddleware(log: Logger) {
 export function installEnvelopeOnError(app: Koa, log: Logger) {
   app.context.onerror = function onerror(this: Context, err: Error) {
     if (err == null) return;
-    log.error({ err, method: this.method, path: this.path }, 'error outside the middleware chain');
+    log.error({ err, requestId: this.state?.requestId, method: this.method, route: routeOf(this) }, 'error outside the middleware chain');
     if (this.headerSent || !this.writable) return;
     const apiErr = new ApiError(500, 'internal_error', 'internal server error');
     const body = JSON.stringify({ error: { code: apiErr.code, message: apiErr.message } });
@@ -91,4 +91,10 @@ export function installEnvelopeOnError(app: Koa, log: Logger) {
     res.setHeader('content-length', Buffer.byteLength(body));
     res.end(body);
   };
+}
+
+/** The matched route's template for a log line, never the raw path (ids and link tokens stay out). */
+function routeOf(ctx: Context): string {
+  const route = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
+  return typeof route === 'string' ? route : 'unmatched';
 }

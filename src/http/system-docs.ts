@@ -62,4 +62,22 @@ export const systemOperations: StaticOperation[] = [
       },
     },
   },
+  {
+    // Not a route of the API port: the metrics listener (src/http/metrics-server.ts) answers it,
+    // hence the operation's own server.
+    method: 'get',
+    path: '/metrics',
+    operation: {
+      ...common,
+      operationId: 'getMetrics',
+      summary: 'Prometheus metrics of this process',
+      description:
+        'Role: none; no API key. Served only on the separate metrics listener at MAILGATE_METRICS_ADDRESS (host:port; unset = no metrics), never on the API port, by API and worker processes alike. Metric names and labels: docs/operating.md.',
+      servers: [{ url: 'http://{metricsAddress}', description: 'the metrics listener', variables: { metricsAddress: { default: '127.0.0.1:9464', description: 'MAILGATE_METRICS_ADDRESS' } } }],
+      responses: {
+        '200': { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } } },
+        '500': errorResponse(['internal_error']),
+      },
+    },
+  },
 ];

@@ -1,6 +1,7 @@
 import { Agenda, type Job } from 'agenda';
 import { PostgresBackend } from '@agendajs/postgres-backend';
 import type { Logger } from '../adapters/logger.ts';
+import type { Metrics } from '../adapters/metrics.ts';
 
 /**
  * A recurring job: Agenda only decides *when* it runs; the work itself (claiming a batch of
@@ -24,7 +25,7 @@ export class JobRunner {
     databaseUrl: string,
     private readonly jobs: RecurringJob[],
     private readonly log: Logger,
-    opts: { processEvery?: string; workerName?: string } = {},
+    opts: { processEvery?: string; workerName?: string; metrics?: Metrics } = {},
   ) {
     this.agenda = new Agenda({
       // The table is created by our migrations: several processes starting at once would race.
@@ -35,17 +36,22 @@ export class JobRunner {
       maxConcurrency: 20,
     });
     this.agenda.on('error', (err: unknown) => log.error({ err }, 'agenda error'));
+    this.metrics = opts.metrics;
   }
+
+  private readonly metrics?: Metrics;
 
   async start(): Promise<void> {
     for (const job of this.jobs) {
       this.agenda.define(
         job.name,
         async (j: Job) => {
+          this.metrics?.jobRuns.inc({ job: job.name });
           try {
             const handled = await job.run(j);
             if (handled) this.log.debug({ job: job.name, handled }, 'job round done');
           } catch (err) {
+            this.metrics?.jobErrors.inc({ job: job.name });
             this.log.error({ err, job: job.name }, 'job failed');
             throw err;
           }

@@ -15,6 +15,7 @@ import { buildApp, apiRoutes } from '../../src/app.ts';
 import { apiMarkdown, documentText } from '../../scripts/api-docs.ts';
 import { startTestApp, seedWorkspace, type TestApp } from '../support/harness.ts';
 import { checkResponse } from '../support/openapi-check.ts';
+import { startMetricsServer } from '../../src/http/metrics-server.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -85,9 +86,27 @@ describe('OpenAPI document', function () {
     const mounted = router.stack.flatMap((layer) =>
       layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`),
     );
-    const documented = operations(doc).map((o) => `${o.method} ${o.path}`);
+    // An operation with servers of its own is answered by another listener (the metrics one).
+    const elsewhere = operations(doc).filter((o) => o.op.servers).map((o) => `${o.method} ${o.path}`);
+    assert.deepEqual(elsewhere, ['get /metrics']);
+    const documented = operations(doc)
+      .filter((o) => !o.op.servers)
+      .map((o) => `${o.method} ${o.path}`);
     assert.deepEqual([...mounted].sort(), [...documented].sort());
     assert.equal(apiRoutes.length, documented.length - 6, 'the route declarations plus health, readiness, the document and the three tracking endpoints');
+  });
+
+  it('the metrics listener answers GET /metrics as documented', async () => {
+    const m = await startMetricsServer('127.0.0.1:0', app.deps.metrics, app.deps.log);
+    try {
+      const res = await fetch(`http://127.0.0.1:${m.port}/metrics`);
+      const [type] = Object.keys(doc.paths['/metrics'].get.responses['200'].content);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type')?.replace(/\s/g, '').toLowerCase(), type.replace(/\s/g, '').toLowerCase());
+      assert.match(await res.text(), /^# HELP /m);
+    } finally {
+      await new Promise((resolve) => m.server.close(resolve));
+    }
   });
 
   it('gives every operation an id, a summary, its role and its error answers', () => {

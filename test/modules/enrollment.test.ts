@@ -225,6 +225,8 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
       complained: 0,
       openRate: 0,
       replyRate: 0,
+      sendersAvailable: 0,
+      blockedReason: 'no_sender_pool',
     });
     const bad = await app.request('GET', `/v1/campaigns/${id}/stats?x=1`, { key });
     assert.equal(bad.status, 400);

@@ -14,6 +14,7 @@ import { buildApp } from '../../src/app.ts';
 import { createServices, type Deps, type Services } from '../../src/services.ts';
 import { withDatabase } from './global.ts';
 import { checkResponse } from './openapi-check.ts';
+import { Metrics } from '../../src/adapters/metrics.ts';
 
 let counter = 0;
 
@@ -79,7 +80,7 @@ export async function startTestApp(
   const log: Logger = createLogger(config.logLevel, logs);
   const orm = await openOrm(db.url, 5);
   const clock = opts.clock ?? systemClock;
-  const deps: Deps = { orm, config, clock, crypto: new Crypto(opts.secretKey ?? randomBytes(32)), log, mailProbe: opts.mailProbe ?? realMailProbe };
+  const deps: Deps = { orm, config, clock, crypto: new Crypto(opts.secretKey ?? randomBytes(32)), log, mailProbe: opts.mailProbe ?? realMailProbe, metrics: new Metrics(orm) };
   const app = buildApp(deps, { api: opts.api });
   const server = createHttpServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

@@ -23,7 +23,8 @@ export class SmtpSink {
   readonly connectionErrors: Error[] = [];
   private server?: SMTPServer;
 
-  async start(opts: Partial<SMTPServerOptions> = {}): Promise<void> {
+  /** `port` 0 picks a free one; a port this sink had before (stopped meanwhile) brings it back there. */
+  async start(opts: Partial<SMTPServerOptions> = {}, port = 0): Promise<void> {
     this.server = new SMTPServer({
       // smtp-server's built-in certificate has expired: no STARTTLS in tests.
       disabledCommands: ['STARTTLS'],
@@ -64,7 +65,7 @@ export class SmtpSink {
     });
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
-      this.server!.listen(0, '127.0.0.1', () => {
+      this.server!.listen(port, '127.0.0.1', () => {
         this.server!.off('error', reject);
         resolve();
       });

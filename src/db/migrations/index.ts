@@ -11,6 +11,7 @@ import { Migration0010SearchBySdr } from './0010_search_by_sdr.ts';
 import { Migration0011SearchIndexNoPendingList } from './0011_search_index_no_pending_list.ts';
 import { Migration0012Workers } from './0012_workers.ts';
 import { Migration0013Complaints } from './0013_complaints.ts';
+import { Migration0014SenderHealth } from './0014_sender_health.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -27,4 +28,5 @@ export const migrations = [
   { name: '0011_search_index_no_pending_list', class: Migration0011SearchIndexNoPendingList },
   { name: '0012_workers', class: Migration0012Workers },
   { name: '0013_complaints', class: Migration0013Complaints },
+  { name: '0014_sender_health', class: Migration0014SenderHealth },
 ];

@@ -175,16 +175,23 @@ export interface Counters {
   opened: number;
   unsubscribed: number;
   complained: number;
+  sender_pool_id: string | null;
+  /** Accounts of the campaign's pool that may send now (senders/health.ts). */
+  senders_available: number;
 }
 
-export async function readCounters(em: EntityManager, workspaceId: string, campaignId: string): Promise<Counters | null> {
+export async function readCounters(em: EntityManager, workspaceId: string, campaignId: string, now: Date): Promise<Counters | null> {
   // Primary-key reads on campaigns and campaign_counters: constant time at any campaign size.
   const rows = await sql<Counters>(
     em,
-    `select k.enrolled, k.queued, k.scheduled, k.sent, k.delivered, k.bounced, k.replied, k.opened, k.unsubscribed, k.complained
+    `select k.enrolled, k.queued, k.scheduled, k.sent, k.delivered, k.bounced, k.replied, k.opened, k.unsubscribed, k.complained,
+            c.sender_pool_id,
+            (select count(*)::int from pool_members pm join sender_accounts a on a.id = pm.sender_account_id
+              where pm.pool_id = c.sender_pool_id and a.status = 'active' and a.health <> 'auth_failed'
+                and (a.health_retry_at is null or a.health_retry_at <= ?)) as senders_available
        from campaigns c join campaign_counters k on k.campaign_id = c.id
       where c.id = ? and c.workspace_id = ?`,
-    [campaignId, workspaceId],
+    [now, campaignId, workspaceId],
   );
   return rows[0] ?? null;
 }

@@ -137,5 +137,10 @@ export const statsView = z
   complained: z.number().int().describe('feedback-loop spam complaints (RFC 5965) about this campaign\'s messages'),
   openRate: z.number().describe('unique opens / delivered (0..1)'),
   replyRate: z.number().describe('replied leads / delivered (0..1)'),
+  sendersAvailable: z.number().int().describe("accounts of the campaign's pool that may send now (active, not auth_failed, not in a back-off)"),
+  blockedReason: z
+    .enum(['no_sender_pool', 'no_sender_available'])
+    .nullable()
+    .describe('why nothing can be sent now (queued messages wait; none is lost); null when an account can send'),
   })
   .meta({ id: 'CampaignStats' });

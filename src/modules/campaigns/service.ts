@@ -161,7 +161,8 @@ export class CampaignService {
 
   /** draft|paused -> running (a no-op when running); queues step 0 where nothing is queued. */
   async start(workspaceId: string, id: string) {
-    return this.em.transactional(async (em) => {
+    let change: { resumed: boolean; queued: number } | undefined;
+    const started = await this.em.transactional(async (em) => {
       const campaign = await this.require(em, workspaceId, id, true);
       if (campaign.status === 'running') return { id, status: campaign.status, startedAt: iso(campaign.startedAt) };
       const [{ leads, steps }] = await sql<{ leads: boolean; steps: boolean }>(
@@ -184,13 +185,17 @@ export class CampaignService {
       // The workers hear of it when this commits (sending/wakeup.ts), not at their next round.
       await notifySending(em);
       await recordEvent(em, workspaceId, 'campaign.started', { campaignId: id, name: campaign.name, startedAt: campaign.startedAt.toISOString(), resumed }, now);
+      change = { resumed, queued };
       return { id, status: campaign.status, startedAt: campaign.startedAt.toISOString() };
     });
+    if (change) this.deps.log.info({ workspaceId, campaignId: id, queued: change.queued }, change.resumed ? 'campaign resumed' : 'campaign started');
+    return started;
   }
 
   /** running -> paused; a no-op otherwise. Queued messages stay queued. */
   async pause(workspaceId: string, id: string) {
-    return this.em.transactional(async (em) => {
+    let paused = false;
+    const result = await this.em.transactional(async (em) => {
       const campaign = await this.require(em, workspaceId, id, true);
       if (campaign.status === 'running') {
         const now = this.deps.clock.now();
@@ -198,13 +203,16 @@ export class CampaignService {
         campaign.pausedAt = now;
         campaign.updatedAt = now;
         await em.flush();
+        paused = true;
       }
       return { id, status: campaign.status, pausedAt: iso(campaign.pausedAt) };
     });
+    if (paused) this.deps.log.info({ workspaceId, campaignId: id }, 'campaign paused');
+    return result;
   }
 
   async stats(workspaceId: string, id: string) {
-    const c = await readCounters(this.em, workspaceId, id);
+    const c = await readCounters(this.em, workspaceId, id, this.deps.clock.now());
     if (!c) throw ApiError.notFound('campaign');
     const rate = (n: number) => (c.delivered > 0 ? Math.min(1, n / c.delivered) : 0);
     return {
@@ -221,6 +229,10 @@ export class CampaignService {
       complained: c.complained,
       openRate: rate(c.opened),
       replyRate: rate(c.replied),
+      // When no account of the pool can send, messages wait queued (none is lost or bounced)
+      // and this says why (docs/decisions.md, "A pool with every account down").
+      sendersAvailable: c.senders_available,
+      blockedReason: !c.sender_pool_id ? ('no_sender_pool' as const) : c.senders_available === 0 ? ('no_sender_available' as const) : null,
     };
   }
 

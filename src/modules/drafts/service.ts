@@ -113,7 +113,7 @@ export class DraftService {
   ) {}
 
   private get llm(): LlmProvider | null {
-    return llmFor(this.deps.config, this.deps.log);
+    return llmFor(this.deps.config, this.deps.log, this.deps.metrics);
   }
 
   /** POST /v1/sdr/drafts/generate: `variantCount` drafts, each with a different approach. */

@@ -42,23 +42,63 @@ export async function releaseWatches(em: EntityManager, owner: string): Promise<
   await sql(em, `update mailbox_watches set lease_owner = null, lease_until = null where lease_owner = ?`, [owner]);
 }
 
-export async function setWatchStatus(em: EntityManager, id: string, status: 'ok' | 'auth_failed' | 'unreachable', error: string | null, now: Date): Promise<void> {
-  const [watch] = await sql<{ sdr_id: string | null }>(
+export type WatchStatus = 'ok' | 'auth_failed' | 'unreachable' | 'rate_limited';
+
+/** A mailbox's health changed: the watch's (`status`) and, for an SDR's mailbox, `health_state`. */
+export interface WatchTransition {
+  watchId: string;
+  senderAccountId: string | null;
+  sdrId: string | null;
+  from: string;
+  to: string;
+  error: string | null;
+}
+
+/** An SDR mailbox's health_state (the spec's names) for a watch status. */
+export function sdrHealthOf(status: WatchStatus): 'active' | 'needs_reauth' | 'rate_limited' | 'disconnected' {
+  return status === 'ok' ? 'active' : status === 'auth_failed' ? 'needs_reauth' : status === 'rate_limited' ? 'rate_limited' : 'disconnected';
+}
+
+/**
+ * Records a connection outcome of a watched mailbox. The previous state is read under the row's
+ * lock in the same statement, so a change is reported once (for the caller to log). For an SDR's
+ * mailbox the transition is the mailbox's health_state (the one the API shows).
+ */
+export async function setWatchStatus(em: EntityManager, id: string, status: WatchStatus, error: string | null, now: Date): Promise<WatchTransition | null> {
+  const [watch] = await sql<{ sdr_id: string | null; sender_account_id: string | null; previous: string }>(
     em,
-    `update mailbox_watches set status = ?, last_error = ?, last_synced_at = case when ? = 'ok' then ? else last_synced_at end where id = ?
-     returning sdr_id`,
-    [status, storableOrNull(error), status, now, id],
+    `with o as (select id, status from mailbox_watches where id = ? for no key update)
+     update mailbox_watches w set status = ?, last_error = ?, last_synced_at = case when ? = 'ok' then ? else last_synced_at end
+       from o where w.id = o.id
+     returning w.sdr_id, w.sender_account_id, o.status as previous`,
+    [id, status, storableOrNull(error), status, now],
   );
+  if (!watch) return null;
   // An SDR's mailbox health comes from these real connection outcomes (contract §8).
-  if (watch?.sdr_id) {
-    const health = status === 'ok' ? 'active' : status === 'auth_failed' ? 'needs_reauth' : 'disconnected';
-    await sql(
+  if (watch.sdr_id) {
+    const [box] = await sql<{ previous: string }>(
       em,
-      `update sdr_mailboxes set health_state = ?, last_sync_error = ?, last_synced_at = case when ? = 'ok' then ? else last_synced_at end, updated_at = ?
-        where sdr_id = ?`,
-      [health, storableOrNull(error), status, now, now, watch.sdr_id],
+      `with o as (select sdr_id, health_state from sdr_mailboxes where sdr_id = ? for no key update)
+       update sdr_mailboxes b set health_state = ?, last_sync_error = ?, last_synced_at = case when ? = 'ok' then ? else last_synced_at end, updated_at = ?
+         from o where b.sdr_id = o.sdr_id
+       returning o.health_state as previous`,
+      [watch.sdr_id, sdrHealthOf(status), storableOrNull(error), status, now, now],
     );
+    if (!box || box.previous === sdrHealthOf(status)) return null;
+    return { watchId: id, senderAccountId: null, sdrId: watch.sdr_id, from: box.previous, to: sdrHealthOf(status), error };
   }
+  if (watch.previous === status) return null;
+  return { watchId: id, senderAccountId: watch.sender_account_id, sdrId: null, from: watch.previous, to: status, error };
+}
+
+/** The watcher went round its loop (synced, or found nothing new): the mailbox is current. */
+export async function touchWatch(em: EntityManager, id: string, now: Date): Promise<void> {
+  await sql(
+    em,
+    `with w as (update mailbox_watches set last_synced_at = ? where id = ? returning sdr_id)
+     update sdr_mailboxes b set last_synced_at = ? from w where b.sdr_id = w.sdr_id`,
+    [now, id, now],
+  );
 }
 
 /** A new UIDVALIDITY: UIDs restart, so the cursor does too (Message-IDs dedupe what was seen). */

@@ -54,7 +54,7 @@ export class InboundService {
       this.deps.log.warn({ err, watchId: mail.watchId, uid: mail.uid }, 'could not parse an inbound message');
       return (await advanceCursor(this.em, mail.watchId, mail.owner, mail.uidValidity, mail.uid)) ? 'ignored' : 'lost_lease';
     }
-    return this.em.transactional(async (tx) => {
+    const result = await this.em.transactional(async (tx): Promise<IngestResult> => {
       if (!(await advanceCursor(tx, mail.watchId, mail.owner, mail.uidValidity, mail.uid))) return 'lost_lease';
       if (analysis.kind === 'ignored') return 'ignored';
       if (await alreadyIngested(tx, mail.watchId, analysis.messageId)) return 'duplicate';
@@ -91,6 +91,12 @@ export class InboundService {
       else if (analysis.kind === 'reply') await this.reply(tx, match, analysis, inboundId, mail.receivedAt);
       return analysis.kind;
     });
+    // Counted once committed (the classification of a campaign reply, a DSN's bounce type).
+    if (result === 'reply') {
+      this.deps.metrics.replies.inc({ classification: analysis.classification });
+      if (analysis.classification === 'unsubscribe') this.deps.metrics.unsubscribes.inc({ source: 'reply' });
+    } else if (result === 'bounce' && analysis.bounce) this.deps.metrics.bounces.inc({ type: analysis.bounce.type });
+    return result;
   }
 
   private async ingestForSdr(tx: EntityManager, mail: IncomingMail, a: InboundAnalysis): Promise<IngestResult> {

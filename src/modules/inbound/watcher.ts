@@ -5,7 +5,7 @@ import type { Deps } from '../../services.ts';
 import { imapClient } from '../../adapters/imap.ts';
 import { toDate } from '../../shared/time.ts';
 import { InboundService } from './service.ts';
-import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, type WatchRow } from './repository.ts';
+import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, type WatchRow, type WatchStatus } from './repository.ts';
 
 export interface WatcherOptions {
   /** Fallback poll when a server has no IDLE (MAILGATE_IMAP_POLL_INTERVAL). */
@@ -22,6 +22,19 @@ export interface WatcherOptions {
 }
 
 const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
+
+/**
+ * What a failed IMAP connection says about the mailbox: a refused login; the server limiting
+ * us (RFC 5530's [LIMIT] / [UNAVAILABLE], or "too many connections" in words); otherwise it
+ * could not be reached or dropped us.
+ */
+export function imapFailure(err: unknown): Exclude<WatchStatus, 'ok'> {
+  const e = err as { authenticationFailed?: boolean; serverResponseCode?: string; responseText?: string; message?: string };
+  if (e.authenticationFailed) return 'auth_failed';
+  if (e.serverResponseCode === 'LIMIT' || e.serverResponseCode === 'UNAVAILABLE') return 'rate_limited';
+  if (/too many (simultaneous |concurrent )?(connections|logins|sessions)|rate limit/i.test(`${e.responseText ?? ''} ${e.message ?? ''}`)) return 'rate_limited';
+  return 'unreachable';
+}
 const FETCH_CHUNK = 25;
 
 /** One watched mailbox: a connection that syncs, then waits (IDLE or poll), reconnecting. */
@@ -56,6 +69,21 @@ class MailboxSession {
     return this.deps.log.child({ watchId: this.watch.id, senderAccountId: this.watch.sender_account_id });
   }
 
+  /** Stores a connection outcome; a change of the mailbox's health is logged once, at warn. */
+  private async record(status: WatchStatus, answer: string | null): Promise<void> {
+    try {
+      const t = await setWatchStatus(this.deps.orm.em.fork(), this.watch.id, status, answer, this.deps.clock.now());
+      if (!t) return;
+      const line = { watchId: t.watchId, senderAccountId: t.senderAccountId ?? undefined, sdrId: t.sdrId ?? undefined, from: t.from, to: t.to, response: t.error };
+      const msg = `${t.sdrId ? 'SDR mailbox' : 'sender account IMAP'} health ${t.from} -> ${t.to}`;
+      // A first successful login is good news; every other change is for the operator.
+      if (t.from === (t.sdrId ? 'disconnected' : 'unknown') && (t.to === 'ok' || t.to === 'active')) this.log().info(line, msg);
+      else this.log().warn(line, msg);
+    } catch (err) {
+      this.log().error({ err }, 'recording the mailbox health failed');
+    }
+  }
+
   /** Set when the server reported new mail while we were not waiting (mid-sync). */
   private pending = false;
 
@@ -86,11 +114,13 @@ class MailboxSession {
         this.failures = 0;
       } catch (err) {
         if (this.stopped) break;
-        const e = err as { authenticationFailed?: boolean; message?: string; responseText?: string };
-        const auth = !!e.authenticationFailed;
-        await setWatchStatus(this.deps.orm.em.fork(), this.watch.id, auth ? 'auth_failed' : 'unreachable', (e.responseText ?? e.message ?? String(err)).slice(0, 500), this.deps.clock.now()).catch(() => {});
-        const delay = BACKOFF_MS[Math.min(this.failures++, BACKOFF_MS.length - 1)] * (auth ? 5 : 1);
-        this.log().warn({ err: e.message, retryInMs: delay }, 'mailbox connection failed');
+        const e = err as { message?: string; responseText?: string };
+        const status = imapFailure(err);
+        const answer = (e.responseText ?? e.message ?? String(err)).slice(0, 500);
+        const delay = BACKOFF_MS[Math.min(this.failures++, BACKOFF_MS.length - 1)] * (status === 'auth_failed' ? 5 : 1);
+        await this.record(status, answer);
+        // The change of state was logged once (at warn) by record; each retry is a detail.
+        this.log().debug({ err: e.message, retryInMs: delay }, 'mailbox connection failed');
         await this.sleep(delay);
       }
     }
@@ -113,7 +143,7 @@ class MailboxSession {
     await client.connect();
     try {
       const mailbox = await client.mailboxOpen(this.watch.mailbox);
-      await setWatchStatus(this.deps.orm.em.fork(), this.watch.id, 'ok', null, this.deps.clock.now());
+      await this.record('ok', null);
       this.failures = 0;
       const idle = this.opts.useIdle && client.capabilities.has('IDLE');
       let uidValidity = mailbox.uidValidity;
@@ -130,6 +160,7 @@ class MailboxSession {
         }
         await this.sync(client, uidValidity);
         if (this.stopped || closed) break;
+        await touchWatch(this.deps.orm.em.fork(), this.watch.id, this.deps.clock.now());
         if (idle) {
           // IDLE until the server reports new mail (the 'exists' event) or a poll interval
           // passes (a safety net against silently dropped connections).

@@ -1,7 +1,8 @@
 import { EntitySchema } from '@mikro-orm/core';
 
 export type SenderStatus = 'active' | 'paused';
-export type SenderHealth = 'unknown' | 'ok' | 'auth_failed' | 'unreachable';
+export type { SenderHealth } from './health.ts';
+import type { SenderHealth } from './health.ts';
 
 export interface SenderAccount {
   id: string;
@@ -17,6 +18,8 @@ export interface SenderAccount {
   health: SenderHealth;
   healthError: string | null;
   healthCheckedAt: Date | null;
+  /** End of the back-off of an unreachable or throttled account (senders/health.ts). */
+  healthRetryAt?: Date | null;
   lastSentAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
@@ -38,6 +41,7 @@ export const SenderAccountSchema = new EntitySchema<SenderAccount>({
     health: { type: 'string' },
     healthError: { type: 'string', nullable: true },
     healthCheckedAt: { type: 'Date', nullable: true },
+    healthRetryAt: { type: 'Date', nullable: true },
     lastSentAt: { type: 'Date', nullable: true },
     createdAt: { type: 'Date' },
     updatedAt: { type: 'Date' },

@@ -7,8 +7,10 @@ const senderAccount = z.object({
   email: emailText,
   name: z.string(),
   status: z.enum(['active', 'paused']),
-  health: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable']).describe('SMTP: from real sending outcomes'),
-  imapHealth: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable']).nullable().describe('IMAP connection of the watched mailbox; null without one'),
+  health: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable', 'rate_limited']).describe('SMTP: from real sending outcomes'),
+  healthError: z.string().nullable().describe("the server's answer behind a health other than ok"),
+  healthRetryAt: z.string().nullable().describe('an unreachable or rate_limited account is skipped until then, then tried again'),
+  imapHealth: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable', 'rate_limited']).nullable().describe('IMAP connection of the watched mailbox; null without one'),
   dailyLimit: z.number().int().nullable(),
 }).meta({ id: 'SenderAccount' });
 

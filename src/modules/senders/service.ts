@@ -7,6 +7,7 @@ import { parseMailUrl } from '../../adapters/mailurl.ts';
 import type { Deps } from '../../services.ts';
 import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema, type SenderAccount, type SenderStatus } from './entities.ts';
 import { listPoolsWithUsage, type PoolRow } from './repository.ts';
+import { clearSenderHealth, logSenderTransition } from './health.ts';
 import { normalizeEmail, isEmail } from '../../shared/email.ts';
 
 export interface AddSenderInput {
@@ -21,7 +22,17 @@ export interface AddSenderInput {
 }
 
 export function senderView(s: SenderAccount, imapHealth: string | null = null) {
-  return { id: s.id, email: s.email, name: s.name, status: s.status, health: s.health, imapHealth, dailyLimit: s.dailyLimit };
+  return {
+    id: s.id,
+    email: s.email,
+    name: s.name,
+    status: s.status,
+    health: s.health,
+    healthError: s.health === 'ok' ? null : s.healthError,
+    healthRetryAt: s.healthRetryAt ? s.healthRetryAt.toISOString() : null,
+    imapHealth,
+    dailyLimit: s.dailyLimit,
+  };
 }
 
 export function poolView(p: PoolRow) {
@@ -99,13 +110,17 @@ export class SenderService {
     const sender = await this.em.findOne(SenderAccountSchema, { id });
     if (!sender) throw ApiError.notFound('sender_account');
     sender.status = status;
-    // Resuming is how an operator says "try this account again" after an auth failure.
-    if (status === 'active' && sender.health === 'auth_failed') {
-      sender.health = 'unknown';
-      sender.healthError = null;
-    }
     sender.updatedAt = this.deps.clock.now();
     await this.em.flush();
+    // Resuming is how an operator says "try this account again" after an auth failure, an
+    // unreachable server or throttling: it is tried at the next claim.
+    if (status === 'active') {
+      const cleared = await clearSenderHealth(this.em, id, this.deps.clock.now());
+      if (cleared) {
+        logSenderTransition(this.deps.log, cleared, 'operator resume');
+        await this.em.refresh(sender);
+      }
+    }
     return sender;
   }
 

@@ -28,13 +28,15 @@ import {
 } from './repository.ts';
 import { toDate } from '../../shared/time.ts';
 import { PreparedStatements } from '../../db/statements.ts';
-import { sql } from '../../db/sql.ts';
+import { recordSenderSuccess, logSenderTransition } from '../senders/health.ts';
 
 
 interface Prepared {
   message: SentMessage;
   mail: OutgoingMail;
   smtpUrl: string;
+  /** performance.now() when the claim committed (the claim-to-send lag metric). */
+  claimedAt?: number;
 }
 
 /** Counts waiters so each sender account never has more SMTP transactions than connections. */
@@ -260,6 +262,7 @@ export class Dispatcher {
       return claims;
     });
     if (!claimed.length) return [];
+    const claimedAt = performance.now();
     this.hold(claimed.map((c) => c.id));
     const rows = await loadForSending(this.statements, claimed.map((c) => c.id));
     const prepared: Prepared[] = [];
@@ -276,7 +279,7 @@ export class Dispatcher {
       // The account's credentials are not this message's: a failure to read them is not caught here.
       const smtpUrl = this.deps.crypto.decrypt(row.smtp_url_enc);
       try {
-        prepared.push(this.render(row, smtpUrl));
+        prepared.push({ ...this.render(row, smtpUrl), claimedAt });
       } catch (err) {
         await this.failMessage(claimedOf(row), 'rendering', err);
       }
@@ -374,11 +377,8 @@ export class Dispatcher {
     const healthy = new Set<string>();
     await Promise.all(batch.map((p) => this.sendOne(p, result, healthy)));
     // Accounts whose server accepted mail are healthy (once per batch, off the hot path).
-    if (healthy.size)
-      await sql(this.em(), `update sender_accounts set health = 'ok', health_error = null, health_checked_at = ? where id = any(?::text[]) and health = 'unknown'`, [
-        this.deps.clock.now(),
-        [...healthy],
-      ]);
+    const recovered = await recordSenderSuccess(this.em(), [...healthy], this.deps.clock.now());
+    for (const t of recovered) logSenderTransition(this.deps.log, t);
   }
 
   private async sendOne(p: Prepared, result: RoundResult, healthy: Set<string>): Promise<void> {
@@ -410,7 +410,12 @@ export class Dispatcher {
       }
       // The messenger answers every transport failure with an outcome (retried or a bounce);
       // what it throws is this message's own failure (it could not be composed).
+      const started = performance.now();
+      if (p.claimedAt !== undefined) this.deps.metrics.claimToSend.observe((started - p.claimedAt) / 1000);
       outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail).catch((err: unknown) => ({ kind: 'threw' as const, err }));
+      const kind = outcome.kind === 'threw' ? 'error' : outcome.kind;
+      this.deps.metrics.smtpOutcomes.inc({ outcome: kind });
+      this.deps.metrics.smtpDuration.observe({ outcome: kind }, (performance.now() - started) / 1000);
     } catch (err) {
       this.deps.log.error({ err, messageId: p.message.id }, 'sending a message failed unexpectedly; it stays claimed until its lease expires');
       return;
@@ -424,10 +429,14 @@ export class Dispatcher {
     try {
       const recorded = await this.outcomes.record(() => this.em(), p.message, outcome, this.workerId);
       if (outcome.kind === 'accepted') healthy.add(p.message.senderAccountId);
-      if (recorded === 'sent') result.sent++;
-      else if (recorded === 'hard_bounce' || recorded === 'soft_bounce') result.bounced++;
-      else if (recorded === 'retry' || recorded === 'auth_failed') result.retried++;
-      if (outcome.kind === 'auth_failed') this.deps.log.warn({ senderAccountId: p.message.senderAccountId, response: outcome.response }, 'SMTP authentication failed; account marked unhealthy');
+      if (recorded === 'sent') {
+        result.sent++;
+        this.deps.metrics.sent.inc();
+      } else if (recorded === 'hard_bounce' || recorded === 'soft_bounce') {
+        result.bounced++;
+        this.deps.metrics.bounces.inc({ type: recorded === 'hard_bounce' ? 'hard' : 'soft' });
+      }
+      else if (recorded === 'retry' || recorded === 'account_failed') result.retried++;
     } catch (err) {
       this.deps.log.error({ err, messageId: p.message.id }, 'recording an SMTP outcome failed; the message stays claimed until its lease expires');
     }

@@ -8,6 +8,7 @@ import { SuppressionService } from '../suppression/service.ts';
 import type { Deps } from '../../services.ts';
 import type { PreparedStatements } from '../../db/statements.ts';
 import { endEnrollments } from './lifecycle.ts';
+import { recordSenderFailure, logSenderTransition, type HealthTransition } from '../senders/health.ts';
 
 /** A claimed message as the queue knows it, before it is rendered. */
 export interface ClaimedMessage {
@@ -65,10 +66,11 @@ export class OutcomeRecorder {
   acceptedStatements = 0;
 
   /** `em` makes the EntityManager for the rare paths (the accepted path needs none). */
-  async record(em: () => EntityManager, m: SentMessage, outcome: SendOutcome, workerId: string): Promise<'sent' | 'hard_bounce' | 'retry' | 'soft_bounce' | 'auth_failed' | 'lost'> {
+  async record(em: () => EntityManager, m: SentMessage, outcome: SendOutcome, workerId: string): Promise<'sent' | 'hard_bounce' | 'retry' | 'soft_bounce' | 'account_failed' | 'lost'> {
     const now = this.deps.clock.now();
     if (outcome.kind === 'accepted') return (await this.accepted(m, outcome.response, workerId, now)) ? 'sent' : 'lost';
-    return em().transactional(async (tx) => {
+    let transition: HealthTransition | null = null;
+    const recorded = await em().transactional(async (tx) => {
       switch (outcome.kind) {
         case 'rejected':
           return (await this.bounced(tx, m, 'hard', outcome.response, workerId, now)) ? 'hard_bounce' : 'lost';
@@ -92,14 +94,13 @@ export class OutcomeRecorder {
           }
           return (await this.bounced(tx, m, 'soft', outcome.response, workerId, now)) ? 'soft_bounce' : 'lost';
         }
-        case 'auth_failed': {
-          // Not a bounce: the account is unhealthy and the message goes to another account.
-          await sql(tx, `update sender_accounts set health = 'auth_failed', health_error = ?, health_checked_at = ?, updated_at = ? where id = ?`, [
-            outcome.response,
-            now,
-            now,
-            m.senderAccountId,
-          ]);
+        case 'auth_failed':
+        case 'unreachable':
+        case 'rate_limited': {
+          // Not the message's failure: the account is unhealthy (backed off, or stopped until
+          // cleared) and the message goes back to the queue as it was, for another account of
+          // the pool; no attempt is counted against the lead.
+          transition = await recordSenderFailure(tx, m.senderAccountId, outcome.kind, outcome.response, now);
           await sql(
             tx,
             `update outbound_messages set state = 'queued', claimed_by = null, lease_until = null, pool_id = null, sender_account_id = null,
@@ -107,10 +108,13 @@ export class OutcomeRecorder {
               where id = ? and state = 'sending' and claimed_by = ?`,
             [outcome.response, now, m.id, workerId],
           );
-          return 'auth_failed';
+          return 'account_failed';
         }
       }
     });
+    // Logged once committed: a rolled-back change is never logged.
+    if (transition) logSenderTransition(this.deps.log, transition);
+    return recorded;
   }
 
   /**

@@ -104,7 +104,8 @@ export interface AccountSlot {
 }
 
 /**
- * The pool's accounts that may send (active, not failing authentication), locked in id order so
+ * The pool's accounts that may send (active, not failing authentication, not in a back-off
+ * after an unreachable server or throttling: senders/health.ts), locked in id order so
  * an account shared by two pools is never over its own limit, with their rolling usage (counted
  * only for an account with a daily limit: without one nothing reads it).
  */
@@ -118,9 +119,10 @@ export async function lockAccounts(em: EntityManager, poolId: string, now: Date)
             (select count(*) from outbound_messages m where m.sender_account_id = a.id and m.state = 'sending') as in_flight
        from pool_members pm join sender_accounts a on a.id = pm.sender_account_id
       where pm.pool_id = ? and a.status = 'active' and a.health <> 'auth_failed'
+        and (a.health_retry_at is null or a.health_retry_at <= ?)
       order by a.id
       for no key update of a`,
-    [new Date(now.getTime() - DAY_MS), poolId],
+    [new Date(now.getTime() - DAY_MS), poolId, now],
   );
 }
 

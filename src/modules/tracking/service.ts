@@ -26,7 +26,8 @@ export class TrackingService {
     const id = this.messageOf(token, 'o');
     if (!id) return false;
     const now = this.deps.clock.now();
-    return this.em.transactional(async (em) => {
+    let first = false;
+    const known = await this.em.transactional(async (em) => {
       const [m] = await sql<{ campaign_id: string; enrollment_id: string }>(
         em,
         `update outbound_messages set opened_at = ?, updated_at = ? where id = ? and opened_at is null and sent_at is not null
@@ -34,12 +35,15 @@ export class TrackingService {
         [now, now, id],
       );
       if (m) {
+        first = true;
         await bumpCounters(em, m.campaign_id, { opened: 1 });
         await sql(em, `update enrollments set last_event = 'opened', last_event_at = ?, updated_at = ? where id = ?`, [now, now, m.enrollment_id]);
       }
       const [exists] = await sql(em, `select 1 from outbound_messages where id = ?`, [id]);
       return !!exists;
     });
+    if (first) this.deps.metrics.opens.inc();
+    return known;
   }
 
   /** The address a valid unsubscribe token is for, or null. */
@@ -58,7 +62,7 @@ export class TrackingService {
     const id = this.messageOf(token, 'u');
     if (!id) return false;
     const now = this.deps.clock.now();
-    return this.em.transactional(async (em) => {
+    const done = await this.em.transactional(async (em) => {
       const [m] = await sql<{ workspace_id: string; lead_id: string; to_email: string }>(
         em,
         `select workspace_id, lead_id, to_email from outbound_messages where id = ?`,
@@ -71,5 +75,7 @@ export class TrackingService {
       await endEnrollments(em, enrollments.map((e) => e.id), 'unsubscribed', 'unsubscribed', now);
       return true;
     });
+    if (done) this.deps.metrics.unsubscribes.inc({ source: 'link' });
+    return done;
   }
 }

@@ -402,7 +402,12 @@ export class WebhookDispatcher {
     if (o.state === 'delivered') result.delivered++;
     else if (o.state === 'pending') result.retrying++;
     else result.failed++;
-    if (o.state === 'delivered') return;
+    this.deps.metrics.webhookAttempts.inc({ outcome: o.state === 'delivered' ? 'delivered' : o.state === 'pending' ? 'retry' : 'dead' });
+    if (o.state === 'delivered') {
+      const lag = o.attempt.at.getTime() + o.attempt.durationMs - new Date(c.eventCreatedAt).getTime();
+      this.deps.metrics.webhookLag.observe(Math.max(0, lag) / 1000);
+      return;
+    }
     const log = { webhookId: c.webhookId, deliveryId: c.id, eventId: c.eventId, attempt: c.attemptCount + 1, statusCode: o.attempt.statusCode, error: o.attempt.error };
     if (o.state === 'failed') this.deps.log.warn(log, 'webhook delivery failed for good: its retries are used up');
     else this.deps.log.info({ ...log, nextAttemptAt: o.nextAttemptAt }, 'webhook attempt failed; retrying later');

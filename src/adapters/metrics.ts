@@ -1,0 +1,205 @@
+import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql.ts';
+
+/**
+ * The process's Prometheus metrics (docs/operating.md lists them). One registry per process,
+ * passed through Deps: no global registry, so tests building several apps in one process each
+ * count their own.
+ *
+ * Labels are bounded: outcomes, classifications, job names, HTTP route templates (never a raw
+ * URL: an unmatched request is route="unmatched"), and sender account ids, which are labels only
+ * because a deployment has few accounts (tens, not thousands: each is a real mailbox).
+ *
+ * State that lives in the database (messages by state, webhook deliveries pending, IMAP
+ * watches) is read at scrape time, in one grouped query per family, cached for a few seconds so
+ * several scrapers (or a fast scrape interval) cost one read.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private orm?: MikroORM;
+  private processMetrics = false;
+
+  readonly smtpOutcomes = this.counter('mailgate_smtp_outcomes_total', 'SMTP transactions by outcome (accepted, rejected, temporary, auth_failed, unreachable, rate_limited, error)', ['outcome']);
+  readonly sent = this.counter('mailgate_messages_sent_total', 'Messages accepted by an SMTP server', []);
+  readonly bounces = this.counter('mailgate_bounces_total', 'Bounces by type: hard (5xx or a hard DSN), soft (4xx after the last retry, or a soft DSN)', ['type']);
+  readonly replies = this.counter('mailgate_replies_total', 'Replies recorded, by classification', ['classification']);
+  readonly unsubscribes = this.counter('mailgate_unsubscribes_total', 'Unsubscribes, by source (link, reply)', ['source']);
+  readonly opens = this.counter('mailgate_opens_total', 'First opens of messages (tracking pixel)', []);
+  readonly smtpDuration = new Histogram({
+    name: 'mailgate_smtp_transaction_seconds',
+    help: 'Duration of one SMTP transaction (connection reuse included), by outcome',
+    labelNames: ['outcome'],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly claimToSend = new Histogram({
+    name: 'mailgate_claim_to_send_seconds',
+    help: 'From a message being claimed by a worker to the start of its SMTP transaction',
+    buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300],
+    registers: [this.registry],
+  });
+  readonly webhookAttempts = this.counter('mailgate_webhook_attempts_total', 'Webhook delivery attempts by outcome (delivered, retry, dead)', ['outcome']);
+  readonly webhookLag = new Histogram({
+    name: 'mailgate_webhook_delivery_lag_seconds',
+    help: 'From the event to its successful delivery',
+    buckets: [0.05, 0.1, 0.5, 1, 5, 30, 120, 600, 3600, 14400],
+    registers: [this.registry],
+  });
+  readonly llmCalls = this.counter('mailgate_llm_calls_total', 'LLM calls by outcome (ok, or the error kind)', ['outcome']);
+  readonly llmDuration = new Histogram({
+    name: 'mailgate_llm_call_seconds',
+    help: 'LLM call duration (retries included), by outcome',
+    labelNames: ['outcome'],
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly jobRuns = this.counter('mailgate_job_runs_total', 'Recurring job rounds run, by job name', ['job']);
+  readonly jobErrors = this.counter('mailgate_job_errors_total', 'Recurring job rounds that failed, by job name', ['job']);
+  readonly httpRequests = this.counter('mailgate_http_requests_total', 'HTTP requests by method, route template and status', ['method', 'route', 'status']);
+  readonly httpDuration = new Histogram({
+    name: 'mailgate_http_request_duration_seconds',
+    help: 'HTTP request duration by method, route template and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [this.registry],
+  });
+
+  constructor(orm?: MikroORM) {
+    this.orm = orm;
+    const db = this.cached(() => this.readDatabase());
+    new Gauge({
+      name: 'mailgate_messages',
+      help: 'Outbound messages by state (scheduled, queued, sending, sent, failed, bounced, cancelled), read from the database',
+      labelNames: ['state'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const r of (await db()).byState) this.set({ state: r.state }, r.n);
+      },
+    });
+    new Gauge({
+      name: 'mailgate_sender_messages',
+      help: 'Outbound messages by sender account and state (sending, sent, bounced, failed), read from the database',
+      labelNames: ['sender_account', 'state'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const r of (await db()).byAccount) this.set({ sender_account: r.account, state: r.state }, r.n);
+      },
+    });
+    new Gauge({
+      name: 'mailgate_sender_accounts',
+      help: 'Sender accounts by health (unknown, ok, auth_failed, unreachable, rate_limited)',
+      labelNames: ['health'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const r of (await db()).senders) this.set({ health: r.health }, r.n);
+      },
+    });
+    new Gauge({
+      name: 'mailgate_queue_oldest_due_seconds',
+      help: 'Age of the oldest queued message past its due time (0 when none waits): the sending lag',
+      registers: [this.registry],
+      async collect() {
+        this.set((await db()).queueLag);
+      },
+    });
+    new Gauge({
+      name: 'mailgate_webhook_deliveries_pending',
+      help: 'Webhook deliveries not yet delivered nor given up (state pending)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await db()).webhooksPending);
+      },
+    });
+    new Gauge({
+      name: 'mailgate_imap_watches',
+      help: 'Watched mailboxes by state (unknown, ok, auth_failed, unreachable, rate_limited)',
+      labelNames: ['state'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const r of (await db()).watches) this.set({ state: r.state }, r.n);
+      },
+    });
+    new Gauge({
+      name: 'mailgate_imap_oldest_sync_age_seconds',
+      help: 'Time since the least recently synced watched mailbox was last synced (0 when none is watched)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await db()).syncAge);
+      },
+    });
+  }
+
+  /** The database gauges read through this ORM (a process without one reports none). */
+  useDatabase(orm: MikroORM): void {
+    this.orm = orm;
+  }
+
+  /** Node's default process metrics (CPU, memory, event loop lag, GC, handles); once. */
+  collectProcessMetrics(): void {
+    if (this.processMetrics) return;
+    this.processMetrics = true;
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  contentType(): string {
+    return this.registry.contentType;
+  }
+
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  private counter<L extends string>(name: string, help: string, labelNames: L[]): Counter<L> {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  /** One read shared by every gauge of a scrape, and by scrapes within `ttlMs`. */
+  private cached<T>(read: () => Promise<T>, ttlMs = 5_000): () => Promise<T> {
+    let at = 0;
+    let value: Promise<T> | undefined;
+    return () => {
+      if (!value || Date.now() - at > ttlMs) {
+        at = Date.now();
+        value = read().catch((err) => {
+          value = undefined;
+          throw err;
+        });
+      }
+      return value;
+    };
+  }
+
+  private async readDatabase() {
+    const empty = { byState: [], byAccount: [], senders: [], watches: [], queueLag: 0, webhooksPending: 0, syncAge: 0 };
+    if (!this.orm) return empty;
+    const em = this.orm.em.fork();
+    // One grouped scan of outbound_messages for both families: (state) and (account, state).
+    const messages = await sql<{ state: string; account: string | null; n: string; g: number }>(
+      em,
+      `select state, sender_account_id as account, count(*) as n, grouping(sender_account_id) as g
+         from outbound_messages group by grouping sets ((state), (state, sender_account_id))`,
+    );
+    const [other] = await sql<{ queue_lag: number | null; webhooks: string; sync_age: number | null; senders: Array<{ health: string; n: number }> | null; watches: Array<{ state: string; n: number }> | null }>(
+      em,
+      `select extract(epoch from now() - (select min(due_at) from outbound_messages where state = 'queued' and due_at <= now()))::float8 as queue_lag,
+              (select count(*) from webhook_deliveries where state = 'pending') as webhooks,
+              extract(epoch from now() - (select min(coalesce(last_synced_at, since)) from mailbox_watches))::float8 as sync_age,
+              (select json_agg(json_build_object('health', health, 'n', n)) from (select health, count(*) as n from sender_accounts group by health) h) as senders,
+              (select json_agg(json_build_object('state', status, 'n', n)) from (select status, count(*) as n from mailbox_watches group by status) w) as watches`,
+    );
+    return {
+      byState: messages.filter((r) => r.g === 1).map((r) => ({ state: r.state, n: Number(r.n) })),
+      byAccount: messages.filter((r) => r.g === 0 && r.account).map((r) => ({ account: r.account!, state: r.state, n: Number(r.n) })),
+      senders: other.senders ?? [],
+      watches: other.watches ?? [],
+      queueLag: Math.max(0, other.queue_lag ?? 0),
+      webhooksPending: Number(other.webhooks),
+      syncAge: Math.max(0, other.sync_age ?? 0),
+    };
+  }
+}

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import pg from 'pg';
+import { waitFor } from '../support/wait.ts';
+import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
+import { ImapTestServer } from '../support/dovecot.ts';
+import { SmtpSink } from '../support/smtp.ts';
+import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
+
+/** A port nothing listens on (bound by the OS, then closed). */
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', () => resolve()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+// Mailbox health from real IMAP outcomes (issue 16, part 1): a sender account's IMAP watch and
+// an SDR's mailbox, against Dovecot refusing a login and a closed port.
+describe('mailbox health from real IMAP outcomes', function () {
+  this.timeout(90_000);
+  const imap = new ImapTestServer();
+  const smtp = new SmtpSink();
+  let app: TestApp;
+  let db: pg.Client;
+  let watcher: MailboxWatcher | undefined;
+
+  before(async () => {
+    await imap.start();
+    await smtp.start();
+    for (const user of ['box@acme.example', 'rep@acme.example', 'far@acme.example']) imap.addUser(user, 'right');
+    // At debug, each retry of a failing connection is logged too: the test sees them happen.
+    app = await startTestApp({ config: { logLevel: 'debug' } });
+    db = new pg.Client({ connectionString: app.databaseUrl });
+    await db.connect();
+  });
+  after(async () => {
+    await watcher?.stop();
+    await db.end();
+    await app.close();
+    await imap.stop();
+    await smtp.stop();
+  });
+
+  /** Health transition lines logged about one mailbox. */
+  const lines = (id: string) =>
+    app.logs.lines
+      .flatMap((l) => l.split('\n'))
+      .filter((l) => l.includes(id) && / health \w+ -> \w+/.test(l))
+      .map((l) => JSON.parse(l) as { level: number; msg: string; response: string | null });
+
+  it('a refused login and a closed port: auth_failed / needs_reauth and unreachable / disconnected, each change logged once at warn', async () => {
+    const { workspace, adminKey } = await seedWorkspace(app);
+    const s = app.services();
+    // A sender account whose IMAP password is wrong.
+    const sender = await s.senders.add({ workspaceId: workspace.id, email: 'box@acme.example', name: 'Box', smtpUrl: 'smtp://u:p@127.0.0.1:1', imapUrl: imap.url('box@acme.example', 'wrong') });
+    // Two SDR mailboxes connected while their servers answered (active), whose password then
+    // changed at the provider and whose server went away.
+    const rep = await seedSdr(app, workspace.id, 'Rep', 'rep@acme.example');
+    const far = await seedSdr(app, workspace.id, 'Far', 'far@acme.example');
+    for (const r of [rep, far]) {
+      const connected = await s.sdrs.connectMail(r.sdr.id, { smtpUrl: smtp.url(), imapUrl: imap.url(r.sdr.email, 'right') });
+      assert.equal(connected.mailbox.healthState, 'active');
+    }
+    await db.query(`update sdr_mailboxes set imap_url_enc = $1 where sdr_id = $2`, [app.deps.crypto.encrypt(imap.url('rep@acme.example', 'changed')), rep.sdr.id]);
+    await db.query(`update sdr_mailboxes set imap_url_enc = $1 where sdr_id = $2`, [app.deps.crypto.encrypt(`imap://far%40acme.example:right@127.0.0.1:${await closedPort()}`), far.sdr.id]);
+
+    watcher = new MailboxWatcher(app.deps, { pollIntervalMs: 300, tickMs: 300, leaseMs: 3_000 });
+    await watcher.start();
+
+    const senderView = async () => (await app.request('GET', '/v1/sender-accounts', { key: adminKey })).body.find((a: { id: string }) => a.id === sender.id);
+    await waitFor('the sender account IMAP health', async () => (await senderView()).imapHealth === 'auth_failed');
+    const status = async (key: string) => (await app.request('GET', '/v1/sdr/mail/status', { key })).body.data;
+    await waitFor('the SDR mailbox refusing the login', async () => (await status(rep.sdrKey)).healthState === 'needs_reauth');
+    await waitFor('the SDR mailbox on a closed port', async () => (await status(far.sdrKey)).healthState === 'disconnected');
+    assert.match((await status(rep.sdrKey)).lastSyncError, /AUTHENTICATIONFAILED|Authentication failed/i);
+    assert.match((await status(far.sdrKey)).lastSyncError, /ECONNREFUSED/);
+
+    // The sessions keep retrying (with back-off); the changes were logged once each.
+    const watchOf = async (col: string, id: string) => (await db.query(`select id from mailbox_watches where ${col} = $1`, [id])).rows[0].id as string;
+    await waitFor('a retry of the refused login', async () => {
+      const [r] = (await db.query(`select count(*)::int as n from mailbox_watches where sender_account_id = $1 and last_error is not null`, [sender.id])).rows;
+      return r.n === 1 && app.logs.lines.filter((l) => l.includes(sender.id) && l.includes('mailbox connection failed')).length >= 2;
+    });
+    const senderLines = lines(sender.id);
+    assert.deepEqual(senderLines.map((l) => [l.level, l.msg]), [[40, 'sender account IMAP health unknown -> auth_failed']]);
+    assert.deepEqual(lines(await watchOf('sdr_id', rep.sdr.id)).map((l) => [l.level, l.msg]), [[40, 'SDR mailbox health active -> needs_reauth']]);
+    assert.deepEqual(lines(await watchOf('sdr_id', far.sdr.id)).map((l) => [l.level, l.msg]), [[40, 'SDR mailbox health active -> disconnected']]);
+    assert.match(lines(await watchOf('sdr_id', far.sdr.id))[0].response!, /ECONNREFUSED/);
+  });
+});
