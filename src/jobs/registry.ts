@@ -4,6 +4,7 @@ import { webhookDispatchJob, type WebhookDispatcher } from '../modules/webhooks/
 import { FollowupService } from '../modules/sdrs/followups.ts';
 import { ThreadService } from '../modules/sdrs/threads.ts';
 import { pruneWebhookLog } from '../modules/maintenance/retention.ts';
+import { noteFinished } from '../modules/campaigns/repository.ts';
 import type { Deps } from '../services.ts';
 
 export interface Workers {
@@ -43,6 +44,16 @@ export function recurringJobs(workers: Workers): RecurringJob[] {
       async run() {
         const r = await new FollowupService(workers.deps, workers.deps.orm.em.fork()).scheduleDue();
         return r.created + r.due;
+      },
+    },
+    {
+      // The lifecycle's last log line: a running campaign whose every enrollment has ended.
+      name: 'campaigns.finish',
+      every: '1 minute',
+      async run() {
+        const finished = await noteFinished(workers.deps.orm.em.fork(), workers.deps.clock.now());
+        for (const c of finished) workers.deps.log.info({ workspaceId: c.workspace_id, campaignId: c.id, enrolled: c.enrolled }, 'campaign finished');
+        return finished.length;
       },
     },
     {

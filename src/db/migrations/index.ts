@@ -11,6 +11,7 @@ import { Migration0010SearchBySdr } from './0010_search_by_sdr.ts';
 import { Migration0011SearchIndexNoPendingList } from './0011_search_index_no_pending_list.ts';
 import { Migration0012Workers } from './0012_workers.ts';
 import { Migration0013Complaints } from './0013_complaints.ts';
+import { Migration0015CampaignFinished } from './0015_campaign_finished.ts';
 import { Migration0014SenderHealth } from './0014_sender_health.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
@@ -29,4 +30,5 @@ export const migrations = [
   { name: '0012_workers', class: Migration0012Workers },
   { name: '0013_complaints', class: Migration0013Complaints },
   { name: '0014_sender_health', class: Migration0014SenderHealth },
+  { name: '0015_campaign_finished', class: Migration0015CampaignFinished },
 ];

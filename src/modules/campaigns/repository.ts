@@ -196,6 +196,30 @@ export async function readCounters(em: EntityManager, workspaceId: string, campa
   return rows[0] ?? null;
 }
 
+/**
+ * Running campaigns whose every enrollment has ended are finished; a finished campaign that gets
+ * an active enrollment again (leads enrolled while it runs) or stops running is not. Both
+ * directions in one statement, so each finish is reported exactly once across workers: only
+ * the statement that sets `finished_at` returns the campaign. The active test reads
+ * `enrollments_active_campaign_idx` (0015), so it stops at the first active enrollment.
+ */
+export async function noteFinished(em: EntityManager, now: Date): Promise<Array<{ id: string; workspace_id: string; enrolled: number }>> {
+  return sql(
+    em,
+    `with reopened as (
+       update campaigns c set finished_at = null
+        where c.finished_at is not null
+          and (c.status <> 'running' or exists (select 1 from enrollments e where e.campaign_id = c.id and e.status = 'active'))
+     )
+     update campaigns c set finished_at = ?
+       from campaign_counters k
+      where k.campaign_id = c.id and c.status = 'running' and c.finished_at is null
+        and not exists (select 1 from enrollments e where e.campaign_id = c.id and e.status = 'active')
+     returning c.id, c.workspace_id, k.enrolled`,
+    [now],
+  );
+}
+
 export interface EnrollmentRow extends LeadColumns {
   enrollment_id: string;
   status: string;
