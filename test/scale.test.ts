@@ -4,10 +4,13 @@ import { randomBytes } from 'node:crypto';
 import { createTestDatabase, startTestApp, seedWorkspace, type TestApp } from './support/harness.ts';
 import { SmtpSink } from './support/smtp.ts';
 
+/** SMTP connections per sender account of each worker. */
+const CONNECTIONS = 3;
+
 /** `mailgate serve --role worker` as a real process. */
 function startWorker(env: NodeJS.ProcessEnv): { proc: ChildProcess; output: () => string } {
   const proc = spawn('node', ['bin/mailgate.js', 'serve', '--role', 'worker'], {
-    env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', MAILGATE_SEND_LEASE: '2s', MAILGATE_SMTP_MAX_CONNECTIONS: '3', ...env },
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', MAILGATE_SEND_LEASE: '2s', MAILGATE_SMTP_MAX_CONNECTIONS: String(CONNECTIONS), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -104,8 +107,12 @@ describe('sending across worker processes', function () {
     await waitFor('every lead to get its message', everyone);
     await waitFor('the counters to settle', async () => (await app.request('GET', `/v1/campaigns/${campaignId}/stats`, { key })).body.sent === 120);
     await stop(second.proc);
+    // What a SIGKILL can repeat: the messages the server accepted whose outcome was not yet
+    // committed. The dispatcher lets a message end its data only while fewer than CONNECTIONS of
+    // its account are in that state (one sender account here, one worker killed), however slow
+    // the outcome writes are on a loaded machine; so at most CONNECTIONS, whatever the timing.
     const duplicates = sink.received.length - 120;
-    assert.ok(duplicates >= 0 && duplicates <= 3, `at most the 3 in-flight messages repeat, got ${duplicates}`);
+    assert.ok(duplicates >= 0 && duplicates <= CONNECTIONS, `at most the ${CONNECTIONS} in-flight messages repeat, got ${duplicates}`);
     const stats = (await app.request('GET', `/v1/campaigns/${campaignId}/stats`, { key })).body;
     assert.equal(stats.sent, 120);
     assert.equal(stats.queued, 0);

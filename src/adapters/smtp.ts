@@ -2,7 +2,7 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import { createHash } from 'node:crypto';
 import { parseMailUrl } from './mailurl.ts';
 import { rawMessage, type RawMessage } from './mime.ts';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { storableText } from '../shared/text.ts';
 
 export interface OutgoingMail {
@@ -53,7 +53,12 @@ export interface MailAccount {
  * is an outcome; `send` throws only for a failure of the mail itself (it cannot be composed).
  */
 export interface Messenger {
-  send(account: MailAccount, mail: OutgoingMail): Promise<SendOutcome>;
+  /**
+   * `beforeEnd`, when given, is awaited before the end of the message's data (the CRLF.CRLF
+   * after which the server may accept it): until it resolves the server cannot have the
+   * message, so the caller can bound how many accepted messages wait for their outcome.
+   */
+  send(account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>): Promise<SendOutcome>;
   close(): Promise<void>;
 }
 
@@ -110,15 +115,35 @@ export function connectionOptions(smtpUrl: string, timeoutMs: number) {
  * `send(mail, callback)`, reading `mail.data` and the message's envelope, Message-ID and stream
  * from `mail.message`; the callback's error and info are what sendMail would have given.
  */
-function sendRaw(transport: Transporter, raw: RawMessage, messageId: string): Promise<{ response?: string }> {
+function sendRaw(transport: Transporter, raw: RawMessage, messageId: string, beforeEnd?: () => Promise<void>): Promise<{ response?: string }> {
   const message = {
     getEnvelope: () => raw.envelope,
     messageId: () => messageId,
     getHeader: (key: string) => (key.toLowerCase() === 'message-id' ? messageId : undefined),
-    createReadStream: () => new PassThrough().end(raw.raw),
+    createReadStream: () => (beforeEnd ? heldEnd(raw.raw, beforeEnd) : new PassThrough().end(raw.raw)),
   };
   const pool = (transport as unknown as { transporter: { send(mail: unknown, cb: (err: Error | null, info: { response?: string }) => void): void } }).transporter;
   return new Promise((resolve, reject) => pool.send({ data: {}, message }, (err, info) => (err ? reject(err) : resolve(info))));
+}
+
+/**
+ * The message's bytes, all of them at once, but the stream's end (which makes nodemailer write
+ * the terminating CRLF.CRLF) only once `beforeEnd` resolves: the envelope and the body cross the
+ * wire while the caller waits, and only the server's final answer waits with it.
+ */
+function heldEnd(bytes: Buffer, beforeEnd: () => Promise<void>): Readable {
+  let pushed = false;
+  return new Readable({
+    read() {
+      if (pushed) return;
+      pushed = true;
+      this.push(bytes);
+      beforeEnd().then(
+        () => this.push(null),
+        (err: Error) => this.destroy(err),
+      );
+    },
+  });
 }
 
 interface PooledTransport {
@@ -161,7 +186,7 @@ export class SmtpMessenger implements Messenger {
     return pooled;
   }
 
-  async send(account: MailAccount, mail: OutgoingMail): Promise<SendOutcome> {
+  async send(account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>): Promise<SendOutcome> {
     // A campaign message goes as the finished bytes (adapters/mime.ts: what the composer would
     // write, without its per-node streams); anything else through the composer. Composing is
     // not transport: what it throws is the message's own failure, thrown, never retried.
@@ -170,7 +195,10 @@ export class SmtpMessenger implements Messenger {
     pooled.lastUsed = Date.now();
     pooled.inFlight++;
     try {
-      const info = raw ? await sendRaw(pooled.transport, raw, mail.messageId) : await pooled.transport.sendMail(messageOptions(mail));
+      // The composer's stream is its own: its messages (not campaign mail: attachments, non-ASCII
+      // addresses) wait before their whole transaction instead of before its end.
+      if (!raw && beforeEnd) await beforeEnd();
+      const info = raw ? await sendRaw(pooled.transport, raw, mail.messageId, beforeEnd) : await pooled.transport.sendMail(messageOptions(mail));
       return { kind: 'accepted', response: storableText(String(info.response ?? '250 OK')) };
     } catch (err) {
       return classifySmtpError(err);

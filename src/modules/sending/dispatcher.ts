@@ -79,7 +79,7 @@ export class Dispatcher {
   private readonly statements: PreparedStatements;
   private readonly guardStatements: PreparedStatements;
   private readonly semaphores = new Map<string, Semaphore>();
-  private readonly unrecorded = new Map<string, Semaphore>();
+  private readonly acceptable = new Map<string, Semaphore>();
   /** Messages this worker has claimed and not yet recorded or released: their lease is renewed. */
   private readonly held = new Set<string>();
   private renewer?: NodeJS.Timeout;
@@ -99,8 +99,6 @@ export class Dispatcher {
       batchSize?: number;
       maxRoundMs?: number;
       statementPool?: number;
-      /** Guarded messages per connection whose outcome is not yet committed (default 8). */
-      unrecordedPerConnection?: number;
       /** The registered worker's id (WorkerRegistry), so a dead process's claims are reclaimed by owner. */
       workerId?: string;
     },
@@ -250,6 +248,10 @@ export class Dispatcher {
       let cursor = 0;
       for (const c of candidates) {
         if (claims.length >= batchSize || poolLeft <= 0) break;
+        // Still held here under an earlier claim that lost its lease (this process stalled for
+        // a whole lease): claimed again under the same owner, the old copy would pass its guard
+        // too and the message would go out twice. The old copy finds it queued and lets it go.
+        if (this.held.has(c.id)) continue;
         const accountId = this.pickAccount(c, slots, order, cursor);
         if (!accountId) continue;
         cursor = (order.indexOf(accountId) + 1) % order.length;
@@ -360,16 +362,17 @@ export class Dispatcher {
   }
 
   /**
-   * Bounds the messages of an account that have passed their guard and whose outcome is not
-   * committed yet, which are those a crash can send twice: the ones in their SMTP transactions
-   * and the finished ones waiting for their outcome's group commit. 8 per connection by
-   * default: at the benchmark's pace the group commit keeps ~3 per connection waiting; a
-   * tighter bound (2) halved throughput, and when PostgreSQL stalls, sending stops here
-   * instead of piling up unrecorded mail.
+   * Bounds the messages of an account that the server may have accepted while their outcome is
+   * not committed, which are those a crash can send twice: one per connection, so a crash
+   * repeats at most as many messages as there are SMTP transactions in flight (the contract's
+   * promise). A message takes its place just before the end of its data (Messenger `beforeEnd`)
+   * and gives it back once its outcome is committed: the next message of a connection crosses
+   * the wire (guard, envelope, body) while the previous outcome is written, and only its final
+   * CRLF.CRLF waits for that commit. When PostgreSQL stalls, sending stops here.
    */
-  private unrecordedLimit(accountId: string): Semaphore {
-    let s = this.unrecorded.get(accountId);
-    if (!s) this.unrecorded.set(accountId, (s = new Semaphore((this.opts.unrecordedPerConnection ?? 8) * this.opts.maxConnections)));
+  private acceptanceLimit(accountId: string): Semaphore {
+    let s = this.acceptable.get(accountId);
+    if (!s) this.acceptable.set(accountId, (s = new Semaphore(this.opts.maxConnections)));
     return s;
   }
 
@@ -383,19 +386,28 @@ export class Dispatcher {
 
   private async sendOne(p: Prepared, result: RoundResult, healthy: Set<string>): Promise<void> {
     // The slot covers the guard and the SMTP transaction: at most maxConnections messages of an
-    // account are in SMTP at once. The outcome is recorded after the slot is free; the
-    // unrecorded limit bounds what may be in doubt after a crash.
-    const limit = this.unrecordedLimit(p.message.senderAccountId);
-    await limit.acquire();
+    // account are in SMTP at once. The acceptance place is taken inside the transaction, before
+    // its end, and held until the outcome is committed (or the transaction failed without it).
+    const limit = this.acceptanceLimit(p.message.senderAccountId);
+    type Place = 'none' | 'waiting' | 'held' | 'done';
+    const place: { state: Place } = { state: 'none' };
+    const beforeEnd = async () => {
+      place.state = 'waiting';
+      await limit.acquire();
+      // The transaction failed while it waited (its connection dropped): nothing to hold.
+      if ((place.state as Place) === 'done') limit.release();
+      else place.state = 'held';
+    };
     try {
-      await this.sendGuarded(p, result, healthy);
+      await this.sendGuarded(p, result, healthy, beforeEnd);
     } finally {
-      limit.release();
+      if (place.state === 'held') limit.release();
+      place.state = 'done';
       this.held.delete(p.message.id);
     }
   }
 
-  private async sendGuarded(p: Prepared, result: RoundResult, healthy: Set<string>): Promise<void> {
+  private async sendGuarded(p: Prepared, result: RoundResult, healthy: Set<string>, beforeEnd: () => Promise<void>): Promise<void> {
     const sem = this.semaphore(p.message.senderAccountId);
     await sem.acquire();
     let outcome: SendOutcome | { kind: 'threw'; err: unknown };
@@ -412,7 +424,7 @@ export class Dispatcher {
       // what it throws is this message's own failure (it could not be composed).
       const started = performance.now();
       if (p.claimedAt !== undefined) this.deps.metrics.claimToSend.observe((started - p.claimedAt) / 1000);
-      outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail).catch((err: unknown) => ({ kind: 'threw' as const, err }));
+      outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail, beforeEnd).catch((err: unknown) => ({ kind: 'threw' as const, err }));
       const kind = outcome.kind === 'threw' ? 'error' : outcome.kind;
       this.deps.metrics.smtpOutcomes.inc({ outcome: kind });
       this.deps.metrics.smtpDuration.observe({ outcome: kind }, (performance.now() - started) / 1000);
