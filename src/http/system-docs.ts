@@ -76,6 +76,8 @@ export const systemOperations: StaticOperation[] = [
       servers: [{ url: 'http://{metricsAddress}', description: 'the metrics listener', variables: { metricsAddress: { default: '127.0.0.1:9464', description: 'MAILGATE_METRICS_ADDRESS' } } }],
       responses: {
         '200': { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } } },
+        // Asked of the API port (or of a process without MAILGATE_METRICS_ADDRESS): not here.
+        '404': { ...errorResponse(['not_found']), description: '`not_found`: asked of the API port, which never serves metrics' },
         '500': errorResponse(['internal_error']),
       },
     },
