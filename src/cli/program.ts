@@ -33,7 +33,8 @@ export interface CliIO {
 export interface CliContext {
   io: CliIO;
   config(): Config;
-  logger(level?: string): Logger;
+  /** A logger for a one-shot command (pino is loaded on first use: most commands never log). */
+  logger(level?: string): Promise<Logger>;
   /** Opens the database (starting embedded PostgreSQL if needed), runs fn, closes. */
   withServices<T>(fn: (services: Services, deps: Deps) => Promise<T>): Promise<T>;
   /**
@@ -76,7 +77,7 @@ export function intArg(name: string, min = 0) {
 export async function runCli(argv: string[], io: CliIO): Promise<number | null> {
   let config: Config | undefined;
   let exitCode = EXIT_OK;
-  // Loaded before any action runs (zod and pino), not for --help or --version.
+  // Loaded before any action runs (zod), not for --help or --version; pino only when a command logs.
   let configModule: typeof import('../config/index.ts') | undefined;
   let loggerModule: typeof import('../adapters/logger.ts') | undefined;
   const ctx: CliContext = {
@@ -85,14 +86,15 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
       config ??= configModule!.loadConfig(io.env);
       return config;
     },
-    logger(level) {
+    async logger(level) {
       // Command output owns stdout; logs of one-shot commands go to stderr, warnings only.
-      return loggerModule!.createLogger(level ?? 'warn', io.stderr);
+      loggerModule ??= await import('../adapters/logger.ts');
+      return loggerModule.createLogger(level ?? 'warn', io.stderr);
     },
     async withServices(fn) {
       const cfg = ctx.config();
       const [{ openRuntime }, { createServices }] = await Promise.all([import('../runtime.ts'), import('../services.ts')]);
-      const runtime = await openRuntime(cfg, ctx.logger(), { mailProbe: io.mailProbe, poolMax: 2 });
+      const runtime = await openRuntime(cfg, await ctx.logger(), { mailProbe: io.mailProbe, poolMax: 2 });
       try {
         return await fn(createServices(runtime.deps, runtime.deps.orm.em.fork()), runtime.deps);
       } finally {
@@ -105,7 +107,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
       const url = cfg.databaseUrl ?? EmbeddedDatabase.runningUrl(cfg.dataDir);
       if (url) return queryOn(url, fn);
       const { openDatabase } = await import('../db/database.ts');
-      const db = await openDatabase(cfg, ctx.logger(), { poolMax: 1 });
+      const db = await openDatabase(cfg, await ctx.logger(), { poolMax: 1 });
       try {
         return await queryOn(db.url, fn);
       } finally {
@@ -131,7 +133,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
     })
     .showHelpAfterError(false)
     .hook('preAction', async () => {
-      [configModule, loggerModule] = await Promise.all([import('../config/index.ts'), import('../adapters/logger.ts')]);
+      configModule = await import('../config/index.ts');
     });
 
   registerServeCommands(program, ctx, () => {

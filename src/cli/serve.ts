@@ -43,7 +43,7 @@ export function registerServeCommands(program: Command, ctx: CliContext, keepRun
   jsonOption(program.command('migrate').description('apply pending database migrations')).action(async (opts: { json?: boolean }) => {
     const config = ctx.config();
     const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/database.ts'), import('../db/orm.ts')]);
-    const db = await openDatabase(config, ctx.logger(), { migrate: false, poolMax: 2 });
+    const db = await openDatabase(config, await ctx.logger(), { migrate: false, poolMax: 2 });
     try {
       const applied = await migrate(db.orm, db.url);
       ctx.print(opts, { applied }, applied.length ? `applied ${applied.join(', ')}` : 'database is up to date');
