@@ -4,16 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { analyzeMessage } from '../src/modules/inbound/analyze.ts';
-
-interface CorpusLabel {
-  file: string;
-  family: string;
-  set: 'holdout' | 'tuned';
-  class: 'bounce' | 'ignored';
-  bounceType?: 'hard' | 'soft';
-  originalMessageId?: string;
-  recipient?: string;
-}
+import type { CorpusLabel } from './bounce-corpus/common.ts';
 
 export interface FamilyRow {
   family: string;

@@ -136,3 +136,14 @@ export function dsnFields(c: Case, reportingMta: string, opts: { action?: string
     '',
   ].join('\n');
 }
+
+/** One entry of fixtures/mail/bounces/labels.json: written by generate.ts, read by eval-bounces.ts. */
+export interface CorpusLabel {
+  file: string;
+  family: string;
+  set: 'holdout' | 'tuned';
+  class: 'bounce' | 'ignored';
+  bounceType?: 'hard' | 'soft';
+  originalMessageId?: string;
+  recipient?: string;
+}

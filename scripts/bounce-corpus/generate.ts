@@ -9,18 +9,9 @@ import { makeCase } from './common.ts';
 import { HOLDOUT, type Family } from './holdout.ts';
 import { rng } from './mime.ts';
 import { TUNED } from './tuned.ts';
+import type { CorpusLabel } from './common.ts';
 
 const ROOT = fileURLToPath(new URL('../../fixtures/mail/', import.meta.url));
-
-export interface CorpusLabel {
-  file: string;
-  family: string;
-  set: 'holdout' | 'tuned';
-  class: 'bounce' | 'ignored';
-  bounceType?: 'hard' | 'soft';
-  originalMessageId?: string;
-  recipient?: string;
-}
 
 async function writeSet(set: 'holdout' | 'tuned', families: Family[], perFamily: number, seed: number): Promise<CorpusLabel[]> {
   const labels: CorpusLabel[] = [];
