@@ -15,7 +15,8 @@ import { systemClock } from '../src/adapters/clock.ts';
 import { realMailProbe } from '../src/adapters/mailprobe.ts';
 import { Metrics } from '../src/adapters/metrics.ts';
 import { buildApp } from '../src/app.ts';
-import { createServices, type Deps } from '../src/services.ts';
+import { createServices } from '../src/services.ts';
+import { createDeps, type Deps } from '../src/deps.ts';
 
 export async function benchEnvironment() {
   let embedded: EmbeddedDatabase | undefined;
@@ -37,7 +38,7 @@ export async function benchEnvironment() {
   await migrate(orm, url);
   const config = loadConfig({}, { databaseUrl: url, port: 0, logLevel: 'warn' });
   const secretKey = randomBytes(32);
-  const deps: Deps = { orm, config, clock: systemClock, crypto: new Crypto(secretKey), log: createLogger('warn', process.stderr), mailProbe: realMailProbe, metrics: new Metrics(orm) };
+  const deps: Deps = createDeps({ orm, config, clock: systemClock, crypto: new Crypto(secretKey), log: createLogger('warn', process.stderr), mailProbe: realMailProbe, metrics: new Metrics(orm) });
   const server = http.createServer(buildApp(deps).callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;

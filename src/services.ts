@@ -1,10 +1,5 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import type { Config } from './config/index.ts';
-import type { Clock } from './adapters/clock.ts';
-import type { Crypto } from './adapters/crypto.ts';
-import type { Logger } from './adapters/logger.ts';
-import type { MailProbe } from './adapters/mailprobe.ts';
-import type { Metrics } from './adapters/metrics.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Deps } from './deps.ts';
 import { WorkspaceService } from './modules/workspaces/service.ts';
 import { SenderService } from './modules/senders/service.ts';
 import { SuppressionService } from './modules/suppression/service.ts';
@@ -19,18 +14,6 @@ import { ThreadService } from './modules/sdrs/threads.ts';
 import { FollowupService } from './modules/sdrs/followups.ts';
 import { KbService } from './modules/drafts/kb.ts';
 import { DraftService } from './modules/drafts/service.ts';
-
-/** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
-export interface Deps {
-  orm: MikroORM;
-  config: Config;
-  clock: Clock;
-  crypto: Crypto;
-  log: Logger;
-  mailProbe: MailProbe;
-  /** This process's Prometheus registry and instruments (adapters/metrics.ts). */
-  metrics: Metrics;
-}
 
 /** The services of one unit of work (an HTTP request, a CLI command, a job run). */
 export function createServices(deps: Deps, em: EntityManager) {

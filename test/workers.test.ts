@@ -8,6 +8,7 @@ import { ImapTestServer } from './support/dovecot.ts';
 import { waitFor } from './support/wait.ts';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process.ts';
 import { recordEvent } from '../src/modules/events/outbox.ts';
+import { anyEvent } from './support/events.ts';
 
 // A dead worker's work moves on within seconds (issue 15, part 3): real worker processes, one
 // SIGKILLed mid-work, with the shipped lease settings (a 10-minute send lease, webhook leases
@@ -153,7 +154,7 @@ describe('a dead worker\'s work moves on within seconds (real processes, SIGKILL
     const ids = [await workerId(pair[0]), await workerId(pair[1])];
     await app.deps.orm.em.fork().transactional(async (em) => {
       const at = new Date();
-      for (let i = 0; i < events; i++) await recordEvent(em, workspace.id, 'campaign.started', { campaignId: `cmp_${i}` }, at);
+      for (let i = 0; i < events; i++) await recordEvent(em, workspace.id, anyEvent('campaign.started', { campaignId: `cmp_${i}` }), at);
     });
 
     const unique = () => new Set(receiver.received.map((r) => (r.json as { id: string }).id)).size;

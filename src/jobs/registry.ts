@@ -5,7 +5,7 @@ import { FollowupService } from '../modules/sdrs/followups.ts';
 import { ThreadService } from '../modules/sdrs/threads.ts';
 import { pruneWebhookLog } from '../modules/maintenance/retention.ts';
 import { noteFinished } from '../modules/campaigns/repository.ts';
-import type { Deps } from '../services.ts';
+import type { Deps } from '../deps.ts';
 
 export interface Workers {
   dispatcher: Dispatcher;

@@ -6,7 +6,7 @@ import { PreparedStatements } from '../../src/db/statements.ts';
 import { nativePlaceholders } from '../../src/db/sql.ts';
 import { checkWebhookHost, type Resolver } from '../../src/adapters/http-client.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
-import type { Deps } from '../../src/services.ts';
+import type { Deps } from '../../src/deps.ts';
 import { webhookWorld, verifySignature, type WebhookWorld } from './helpers.ts';
 
 // Retry delays in this file are 1s,2s,3s,4s,5s and the timeout 400 ms (see webhookWorld). The

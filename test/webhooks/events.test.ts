@@ -5,6 +5,7 @@ import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
 import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { recordEvent } from '../../src/modules/events/outbox.ts';
+import { anyEvent } from '../support/events.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { webhookWorld, verifySignature, type WebhookWorld } from './helpers.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
@@ -280,7 +281,7 @@ describe('webhook events: produced by real flows, delivered signed', function ()
     await w.register(key, ['message.sent']);
     await assert.rejects(
       w.app.deps.orm.em.fork().transactional(async (em) => {
-        await recordEvent(em, workspaceId, 'message.sent', { messageId: 'msg_rolled_back' }, w.clock.now());
+        await recordEvent(em, workspaceId, anyEvent('message.sent', { messageId: 'msg_rolled_back' }), w.clock.now());
         throw new Error('the change failed');
       }),
       /the change failed/,

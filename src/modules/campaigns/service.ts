@@ -5,9 +5,10 @@ import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull } from '../../shared/time.ts';
 import { newId } from '../../adapters/ids.ts';
 import { sql } from '../../db/sql.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { SenderPoolSchema } from '../senders/entities.ts';
 import { recordEvent } from '../events/outbox.ts';
+import { campaignStarted } from '../events/catalogue.ts';
 import { notifySending } from '../sending/wakeup.ts';
 import { CampaignSchema, CampaignStepSchema, type Campaign, type CampaignStep } from './entities.ts';
 import type { createCampaignBody, patchCampaignBody } from './schemas.ts';
@@ -184,7 +185,7 @@ export class CampaignService {
       await bumpCounters(em, id, { queued });
       // The workers hear of it when this commits (sending/wakeup.ts), not at their next round.
       await notifySending(em);
-      await recordEvent(em, workspaceId, 'campaign.started', { campaignId: id, name: campaign.name, startedAt: campaign.startedAt.toISOString(), resumed }, now);
+      await recordEvent(em, workspaceId, campaignStarted({ id, name: campaign.name, startedAt: campaign.startedAt }, resumed), now);
       change = { resumed, queued };
       return { id, status: campaign.status, startedAt: campaign.startedAt.toISOString() };
     });

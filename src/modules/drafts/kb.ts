@@ -7,7 +7,7 @@ import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toIso } from '../../shared/time.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { domainOf, findLinks, linkProblems } from './links.ts';
 
 export const KB_TITLE_MAX = 200;

@@ -11,7 +11,7 @@ import { sql } from '../../db/sql.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toIso } from '../../shared/time.ts';
 import { normalizeEmail } from '../../shared/email.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
 import { formatDuration } from '../../shared/duration.ts';
 import { KbService, type KbHit } from './kb.ts';

@@ -9,7 +9,7 @@ import { LlmError, type LlmProvider } from '../../adapters/llm.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toIso } from '../../shared/time.ts';
 import { normalizeEmail } from '../../shared/email.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
 import { replySubject } from '../sending/render.ts';
 import { DeskMailService, type ThreadMail } from '../sdrs/desk-mail.ts';
@@ -19,7 +19,6 @@ import { APPROACHES, rubricWithLlm, writeWithLlm, type Rubric } from './writer.t
 import { judgeDraft, type Scores } from './judge.ts';
 import { runGuardrails, type GuardrailsResult } from './guardrails.ts';
 import { textToHtml } from './html.ts';
-import { llmFor } from './provider.ts';
 
 export type DraftState = 'generated' | 'edited' | 'superseded' | 'sent' | 'discarded';
 export type Approach = Style | 'offline_template';
@@ -113,7 +112,7 @@ export class DraftService {
   ) {}
 
   private get llm(): LlmProvider | null {
-    return llmFor(this.deps.config, this.deps.log, this.deps.metrics);
+    return this.deps.llm;
   }
 
   /** POST /v1/sdr/drafts/generate: `variantCount` drafts, each with a different approach. */

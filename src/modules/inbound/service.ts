@@ -1,9 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { bumpCounters } from '../campaigns/repository.ts';
 import { recordEvent } from '../events/outbox.ts';
+import { messageBounced, replyReceived, type MessageFacts } from '../events/catalogue.ts';
 import { SuppressionService } from '../suppression/service.ts';
 import { endEnrollments } from '../sending/lifecycle.ts';
 import { oooResumeAt, postponeNextStep } from '../sending/postpone.ts';
@@ -150,23 +151,7 @@ export class InboundService {
       await bumpCounters(tx, m.campaign_id, { delivered: -1, bounced: 1 });
       await endEnrollments(tx, [m.enrollment_id], 'bounced', `bounced_${b.type}`, now);
       if (b.type === 'hard') await new SuppressionService(this.deps, tx).add(m.workspace_id, [m.to_email], 'hard_bounce', m.id, tx);
-      await recordEvent(
-        tx,
-        m.workspace_id,
-        'message.bounced',
-        {
-          campaignId: m.campaign_id,
-          leadId: m.lead_id,
-          email: m.to_email,
-          sequenceStep: m.step_index,
-          messageId: m.id,
-          messageIdHeader: m.message_id_header,
-          bounceType: b.type,
-          bounceReason: b.reason,
-          bouncedAt: receivedAt.toISOString(),
-        },
-        now,
-      );
+      await recordEvent(tx, m.workspace_id, messageBounced(factsOf(m), { type: b.type, reason: b.reason, at: receivedAt }), now);
     }
     // Bounces are listed with the replies either way.
     await this.insertReply(tx, m, a, inboundId, receivedAt, { bounceType: b.type, bounceReason: b.reason });
@@ -250,8 +235,7 @@ export class InboundService {
     await recordEvent(
       tx,
       m.workspace_id,
-      'reply.received',
-      { replyId: id, campaignId: m.campaign_id, email: m.to_email, classification: a.classification, threadSnippet: a.snippet, receivedAt: receivedAt.toISOString() },
+      replyReceived({ id, campaignId: m.campaign_id, email: m.to_email, classification: a.classification, snippet: a.snippet, receivedAt }),
       now,
     );
     return id;
@@ -283,4 +267,8 @@ export class InboundService {
     const [{ n }] = await sql<{ n: string }>(this.em, `select count(*) as n from replies r where ${where.join(' and ')}`, params);
     return { rows, total: Number(n) };
   }
+}
+
+function factsOf(m: MatchedMessage): MessageFacts {
+  return { id: m.id, campaignId: m.campaign_id, leadId: m.lead_id, toEmail: m.to_email, stepIndex: m.step_index, messageIdHeader: m.message_id_header };
 }

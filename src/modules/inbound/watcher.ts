@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { ImapFlow } from 'imapflow';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { imapClient } from '../../adapters/imap.ts';
 import { toDate } from '../../shared/time.ts';
 import { InboundService } from './service.ts';

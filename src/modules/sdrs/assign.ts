@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { simpleParser } from 'mailparser';
 import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
-import { sendOnce, type OutgoingMail } from '../../adapters/smtp.ts';
+import type { OutgoingMail } from '../../adapters/smtp.ts';
+import type { ParsedMail } from '../../adapters/mailparse.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull } from '../../shared/time.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { escapeHtml, renderText, renderSubject, type LeadValues } from '../sending/render.ts';
 import { checkIcp } from './icp.ts';
 import { priorityScore } from './priority.ts';
@@ -79,14 +79,14 @@ export class AssignmentService {
       `select email, first_name, last_name, company, job_title, custom from leads where id = ?`,
       [reply.lead_id],
     );
-    const original = await simpleParser(reply.raw);
+    const original = await this.deps.mailParser.parse(reply.raw);
     const originalSubject = original.subject ?? reply.inbound_subject ?? '';
     const now = this.deps.clock.now();
     const forwardId = newId('msg');
     const domain = account.email.split('@')[1] ?? 'mailgate.local';
     const mail = this.forwardMail(input, { account, sdrEmail: sdr.email, original, originalSubject, raw: reply.raw, messageId: `<${forwardId}.${randomBytes(6).toString('hex')}@${domain}>` });
 
-    const outcome = await sendOnce(this.deps.crypto.decrypt(account.smtp_url_enc), mail);
+    const outcome = await this.deps.mailer.send(this.deps.crypto.decrypt(account.smtp_url_enc), mail);
     if (outcome.kind !== 'accepted') throw new ApiError(502, 'forward_failed', `the forward was not accepted by the SMTP server: ${outcome.response}`);
 
     const snapshot = await this.snapshot(reply, lead, original.text ?? '', originalSubject);
@@ -193,7 +193,7 @@ export class AssignmentService {
 
   private forwardMail(
     input: AssignInput,
-    f: { account: { email: string; name: string }; sdrEmail: string; original: Awaited<ReturnType<typeof simpleParser>>; originalSubject: string; raw: Buffer; messageId: string },
+    f: { account: { email: string; name: string }; sdrEmail: string; original: ParsedMail; originalSubject: string; raw: Buffer; messageId: string },
   ): OutgoingMail {
     const from = f.original.from?.text ?? '';
     const date = f.original.date ? f.original.date.toUTCString() : '';

@@ -3,9 +3,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomBytes } from 'node:crypto';
 import { sql } from '../../db/sql.ts';
 import { idFromDigest, newId } from '../../adapters/ids.ts';
-import { sendOnce } from '../../adapters/smtp.ts';
 import { ApiError } from '../../shared/errors.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import type { InboundAnalysis } from '../inbound/analyze.ts';
 import { escapeHtml, replySubject } from '../sending/render.ts';
 import { FollowupService } from './followups.ts';
@@ -122,7 +121,7 @@ export class DeskMailService {
     // crash between the server's acceptance and our commit carries the same Message-ID, which
     // Gmail keeps as one message (docs/drafts.md, docs/sdr-desk.md).
     const messageIdHeader = opts.stableKey ? messageIdFor(p.box.email, opts.stableKey) : messageIdFor(p.box.email, `${id}.${randomBytes(6).toString('hex')}`);
-    const outcome = await sendOnce(this.deps.crypto.decrypt(p.box.smtp_url_enc), {
+    const outcome = await this.deps.mailer.send(this.deps.crypto.decrypt(p.box.smtp_url_enc), {
       from: { name: p.box.name, address: p.box.email },
       to: p.thread.contact_email,
       cc: mail.cc.length ? mail.cc : undefined,

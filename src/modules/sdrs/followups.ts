@@ -11,7 +11,7 @@ import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toDate, toIso } from '../../shared/time.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { ThreadService, type ThreadScope } from './threads.ts';
 
 export type FollowupStatus = 'pending' | 'done' | 'cancelled' | 'skipped';

@@ -4,7 +4,7 @@ import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../adapters/ids.ts';
 import { parseMailUrl } from '../../adapters/mailurl.ts';
 import { isEmail } from '../../shared/email.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { SdrSchema, SdrMailboxSchema, type Sdr, type SdrMailbox, type MailHealth } from './entities.ts';
 import type { ProbeOutcome } from '../../adapters/mailprobe.ts';
 import { sql } from '../../db/sql.ts';

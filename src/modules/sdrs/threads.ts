@@ -5,7 +5,7 @@ import { IsolationLevel, type EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull, toDate, toIso } from '../../shared/time.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { allowedTransitions, canTransition, type ThreadStatus } from './threads-state.ts';
 import { priorityScore, type ThreadCategory } from './priority.ts';
 

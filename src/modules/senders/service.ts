@@ -4,7 +4,7 @@ import { ApiError } from '../../shared/errors.ts';
 import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import { parseMailUrl } from '../../adapters/mailurl.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema, type SenderAccount, type SenderStatus } from './entities.ts';
 import { listPoolsWithUsage, type PoolRow } from './repository.ts';
 import { clearSenderHealth, logSenderTransition } from './health.ts';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import type { Messenger, OutgoingMail, SendOutcome } from '../../adapters/smtp.ts';
 import { publicUrl } from '../../config/index.ts';
 import { bumpCounters } from '../campaigns/repository.ts';

@@ -4,8 +4,9 @@ import { newId } from '../../adapters/ids.ts';
 import type { SendOutcome } from '../../adapters/smtp.ts';
 import { bumpCounters } from '../campaigns/repository.ts';
 import { recordEvent } from '../events/outbox.ts';
+import { messageBounced, messageSentJsonb } from '../events/catalogue.ts';
 import { SuppressionService } from '../suppression/service.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import type { PreparedStatements } from '../../db/statements.ts';
 import { endEnrollments } from './lifecycle.ts';
 import { recordSenderFailure, logSenderTransition, type HealthTransition } from '../senders/health.ts';
@@ -38,6 +39,17 @@ interface PendingAccepted {
   resolve: (recorded: boolean) => void;
   reject: (err: unknown) => void;
 }
+
+/** message.sent's payload over the columns of the accepted statement's `m` (events/catalogue.ts). */
+const MESSAGE_SENT_DATA = messageSentJsonb({
+  campaignId: 'campaign_id',
+  leadId: 'lead_id',
+  email: 'to_email',
+  sequenceStep: 'step_index',
+  messageId: 'id',
+  messageIdHeader: 'message_id_header',
+  sentAt: 'sent',
+});
 
 /** A deadlock or serialization failure: the statement can simply run again. */
 function retryable(err: unknown): boolean {
@@ -256,8 +268,7 @@ export class OutcomeRecorder {
        ), ev as (
          insert into events (id, workspace_id, type, data, created_at)
          select event_id, workspace_id, 'message.sent',
-                jsonb_build_object('campaignId', campaign_id, 'leadId', lead_id, 'email', to_email, 'sequenceStep', step_index,
-                                   'messageId', id, 'messageIdHeader', message_id_header, 'sentAt', sent),
+                ${MESSAGE_SENT_DATA},
                 sent::timestamptz
            from m
           returning 1
@@ -291,23 +302,7 @@ export class OutcomeRecorder {
     await bumpCounters(tx, m.campaignId, { queued: -1, sent: 1, bounced: 1 });
     await endEnrollments(tx, [m.enrollmentId], 'bounced', `bounced_${type}`, now);
     if (type === 'hard') await new SuppressionService(this.deps, tx).add(m.workspaceId, [m.toEmail], 'hard_bounce', m.id, tx);
-    await recordEvent(
-      tx,
-      m.workspaceId,
-      'message.bounced',
-      {
-        campaignId: m.campaignId,
-        leadId: m.leadId,
-        email: m.toEmail,
-        sequenceStep: m.stepIndex,
-        messageId: m.id,
-        messageIdHeader: m.messageIdHeader,
-        bounceType: type,
-        bounceReason: reason,
-        bouncedAt: now.toISOString(),
-      },
-      now,
-    );
+    await recordEvent(tx, m.workspaceId, messageBounced(m, { type, reason, at: now }), now);
     return true;
   }
 }

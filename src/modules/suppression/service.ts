@@ -1,6 +1,6 @@
 import { sql } from '../../db/sql.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { normalizeEmail } from '../../shared/email.ts';
 
 export type SuppressionReason = 'manual' | 'hard_bounce' | 'unsubscribe' | 'reply_unsubscribe' | 'complaint';

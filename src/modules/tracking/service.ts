@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { bumpCounters } from '../campaigns/repository.ts';
 import { SuppressionService } from '../suppression/service.ts';
 import { endEnrollments } from '../sending/lifecycle.ts';

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import type { RecurringJob } from '../../jobs/agenda.ts';
 import { PreparedStatements } from '../../db/statements.ts';
 import { WebhookHttpClient, type Resolver } from '../../adapters/http-client.ts';

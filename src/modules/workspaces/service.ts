@@ -4,7 +4,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../adapters/ids.ts';
 import { generateApiKey, hashApiKey } from '../../adapters/crypto.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { WorkspaceSchema, ApiKeySchema, InstanceSettingSchema, type Workspace, type Role } from './entities.ts';
 import { SdrSchema } from '../sdrs/entities.ts';
 import { deleteDeliveriesOf, lockWorkspaceWebhooks } from '../webhooks/repository.ts';
