@@ -17,6 +17,10 @@ import { DraftService } from './modules/drafts/service.ts';
 
 /** The services of one unit of work (an HTTP request, a CLI command, a job run). */
 export function createServices(deps: Deps, em: EntityManager) {
+  // Cross-module reactions are wired here, so modules depend one way: inbound mail in an SDR's
+  // mailbox joins the SDR's threads through InboundService's ProspectAnswers, and drafts send
+  // through the SDR desk.
+  const deskMail = new DeskMailService(deps, em);
   return {
     workspaces: new WorkspaceService(deps, em),
     senders: new SenderService(deps, em),
@@ -24,14 +28,14 @@ export function createServices(deps: Deps, em: EntityManager) {
     sdrs: new SdrService(deps, em),
     campaigns: new CampaignService(deps, em),
     tracking: new TrackingService(deps, em),
-    inbound: new InboundService(deps, em),
+    inbound: new InboundService(deps, em, deskMail),
     assignments: new AssignmentService(deps, em),
-    deskMail: new DeskMailService(deps, em),
+    deskMail,
     webhooks: new WebhookService(deps, em),
     sdrThreads: new ThreadService(deps, em),
     followups: new FollowupService(deps, em),
     kb: new KbService(deps, em),
-    drafts: new DraftService(deps, em),
+    drafts: new DraftService(deps, em, deskMail),
   };
 }
 

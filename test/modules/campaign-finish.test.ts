@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { recurringJobs } from '../../src/jobs/registry.ts';
 import type { RecurringJob } from '../../src/jobs/agenda.ts';
@@ -15,7 +15,7 @@ describe('campaigns.finish: a running campaign whose every enrollment ended is l
   const clock = new ManualClock('2026-05-04T10:00:00.000Z');
   const sink = new SmtpSink();
   let messenger: SmtpMessenger;
-  let dispatcher: Dispatcher;
+  let dispatcher: SendDispatcher;
   let webhooks: WebhookDispatcher;
   let finishJob: RecurringJob;
 
@@ -23,7 +23,7 @@ describe('campaigns.finish: a running campaign whose every enrollment ended is l
     await sink.start();
     app = await startTestApp({ clock });
     messenger = new SmtpMessenger({ maxConnections: 2 });
-    dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000], batchSize: 100 });
+    dispatcher = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000], batchSize: 100 });
     webhooks = new WebhookDispatcher(app.deps);
     finishJob = recurringJobs({ dispatcher, webhooks, deps: app.deps }).find((j) => j.name === 'campaigns.finish')!;
   });

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { recordSenderFailure } from '../../src/modules/senders/health.ts';
 
 // Sender health from what SMTP servers actually answer (issue 16, part 1), against real
@@ -21,7 +21,7 @@ describe('sender account health from real SMTP outcomes', function () {
   const down = new SmtpSink();
   let downPort = 0;
   let messenger: SmtpMessenger;
-  let dispatcher: Dispatcher;
+  let dispatcher: SendDispatcher;
 
   before(async () => {
     await good.start();
@@ -40,7 +40,7 @@ describe('sender account health from real SMTP outcomes', function () {
     db = new pg.Client({ connectionString: app.databaseUrl });
     await db.connect();
     messenger = new SmtpMessenger({ maxConnections: 2, timeoutMs: 5_000 });
-    dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [5 * 60_000] });
+    dispatcher = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [5 * 60_000] });
   });
   after(async () => {
     await messenger.close();

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger, type Messenger, type MailAccount, type OutgoingMail } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 
 // One message that cannot be rendered or sent never stops the others (issue 15, part 2): it
 // ends `failed` with its reason, its lead's sequence ends, and the rest of the batch goes out.
@@ -14,7 +14,7 @@ describe('sending: a message that fails on its own', function () {
   const clock = new ManualClock('2026-05-04T10:00:00.000Z');
   const sink = new SmtpSink();
   let messenger: SmtpMessenger;
-  const dispatchers: Dispatcher[] = [];
+  const dispatchers: SendDispatcher[] = [];
 
   before(async () => {
     await sink.start();
@@ -34,8 +34,8 @@ describe('sending: a message that fails on its own', function () {
     sink.received.length = 0;
   });
 
-  function dispatcher(through: Messenger = messenger): Dispatcher {
-    const d = new Dispatcher(app.deps, through, { maxConnections: 2, retryDelaysMs: [60_000], batchSize: 100 });
+  function dispatcher(through: Messenger = messenger): SendDispatcher {
+    const d = new SendDispatcher(app.deps, through, { maxConnections: 2, retryDelaysMs: [60_000], batchSize: 100 });
     dispatchers.push(d);
     return d;
   }

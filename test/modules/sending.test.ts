@@ -4,8 +4,8 @@ import type { ParsedMail } from 'mailparser';
 import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger, type Messenger, type MailAccount, type OutgoingMail } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
-import { releaseExpired } from '../../src/modules/sending/repository.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { requeueExpired } from '../../src/modules/messages/transitions.ts';
 import { SendWakeup } from '../../src/modules/sending/wakeup.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -24,7 +24,7 @@ describe('sending engine', function () {
   const clock = new ManualClock('2026-05-04T10:00:00.000Z'); // a Monday
   const sink = new SmtpSink();
   let messenger: SmtpMessenger;
-  let dispatcher: Dispatcher;
+  let dispatcher: SendDispatcher;
 
   before(async () => {
     await sink.start();
@@ -32,7 +32,7 @@ describe('sending engine', function () {
     db = new pg.Client({ connectionString: app.databaseUrl });
     await db.connect();
     messenger = new SmtpMessenger({ maxConnections: 2 });
-    dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [5 * 60_000, 30 * 60_000] });
+    dispatcher = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [5 * 60_000, 30 * 60_000] });
   });
   after(async () => {
     await messenger.close();
@@ -366,7 +366,7 @@ describe('sending engine', function () {
       },
       close: async () => {},
     };
-    const d = new Dispatcher(app.deps, pausing, { maxConnections: 1, retryDelaysMs: [60_000] });
+    const d = new SendDispatcher(app.deps, pausing, { maxConnections: 1, retryDelaysMs: [60_000] });
     await d.runRound();
     assert.equal(sink.received.length, 1, 'only the in-flight message went out');
     let s = await stats(t);
@@ -385,7 +385,7 @@ describe('sending engine', function () {
   it('a campaign start wakes the worker: its messages go out without waiting for a scheduled round', async () => {
     const t = await setup({ leads: [{ email: 'wake1@lead.example' }, { email: 'wake2@lead.example' }], start: false });
     // No runRound call here: only the notification of the start can make this worker send.
-    const d = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    const d = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
     const wakeup = new SendWakeup(app.databaseUrl, () => d.wake(), app.deps.log);
     await wakeup.start();
     try {
@@ -417,7 +417,7 @@ describe('sending engine', function () {
       },
       close: async () => {},
     };
-    const d = new Dispatcher(app.deps, slow, { maxConnections: 1, retryDelaysMs: [60_000] });
+    const d = new SendDispatcher(app.deps, slow, { maxConnections: 1, retryDelaysMs: [60_000] });
     d.wake();
     await inSmtp;
     d.stop();
@@ -457,7 +457,7 @@ describe('sending engine', function () {
       },
       close: async () => {},
     };
-    const d = new Dispatcher(app.deps, together, { maxConnections: 4, retryDelaysMs: [60_000] });
+    const d = new SendDispatcher(app.deps, together, { maxConnections: 4, retryDelaysMs: [60_000] });
     const r = await d.runRound();
     await d.close();
     assert.equal(r.sent, 12);
@@ -485,18 +485,18 @@ describe('sending engine', function () {
   it('a worker keeps the lease of the messages it holds: a long wait does not let them expire', async () => {
     const t = await setup({ leads: [{ email: 'slow@lead.example' }] });
     let meanwhile: { state: string; claimed_by: string } | undefined;
-    let d: Dispatcher;
+    let d: SendDispatcher;
     const slow: Messenger = {
       send: async (account, mail) => {
         clock.advance(1000); // the claim's 300 ms lease has run out on the clock...
         await new Promise((r) => setTimeout(r, 400)); // ...while the renewal runs every 100 ms
-        await releaseExpired(app.deps.orm.em.fork(), clock.now());
+        await requeueExpired(app.deps.orm.em.fork(), clock.now());
         meanwhile = (await db.query(`select state, claimed_by from outbound_messages where campaign_id = $1`, [t.campaignId])).rows[0];
         return messenger.send(account, mail);
       },
       close: async () => {},
     };
-    d = new Dispatcher(app.deps, slow, { maxConnections: 1, retryDelaysMs: [60_000], leaseMs: 300 });
+    d = new SendDispatcher(app.deps, slow, { maxConnections: 1, retryDelaysMs: [60_000], leaseMs: 300 });
     await d.runRound();
     await d.close();
     assert.deepEqual(meanwhile, { state: 'sending', claimed_by: d.workerId });
@@ -525,7 +525,7 @@ describe('sending engine', function () {
     await blocker.connect();
     await blocker.query('begin');
     await blocker.query('select 1 from campaign_counters where campaign_id = $1 for update', [t.campaignId]);
-    const d = new Dispatcher(app.deps, watched, { maxConnections: 2, retryDelaysMs: [60_000] });
+    const d = new SendDispatcher(app.deps, watched, { maxConnections: 2, retryDelaysMs: [60_000] });
     const round = d.runRound();
     // Either too many accepted (the bug), or the standstill: two accepted whose outcomes wait
     // for the lock, and the next two with their data sent, waiting to end it, holding both

@@ -5,7 +5,7 @@ import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/h
 import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
 import { assertThreadCountsExact } from '../support/thread-counts.ts';
 
@@ -16,7 +16,7 @@ describe('POST /v1/replies/:replyId/assign', function () {
   let app: TestApp;
   let db: pg.Client;
   let messenger: SmtpMessenger;
-  let dispatcher: Dispatcher;
+  let dispatcher: SendDispatcher;
   let watcher: MailboxWatcher;
   const SENDER = 'alice@acme.example';
   let key: string;
@@ -33,7 +33,7 @@ describe('POST /v1/replies/:replyId/assign', function () {
     db = new pg.Client({ connectionString: app.databaseUrl });
     await db.connect();
     messenger = new SmtpMessenger({ maxConnections: 2 });
-    dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    dispatcher = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
     const seeded = await seedWorkspace(app);
     key = seeded.adminKey;
     workspaceId = seeded.workspace.id;
@@ -49,7 +49,7 @@ describe('POST /v1/replies/:replyId/assign', function () {
     await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key, body: { leads } });
     await app.request('POST', `/v1/campaigns/${c.body.id}/start`, { key });
     await dispatcher.runRound();
-    watcher = new MailboxWatcher(app.deps, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
+    watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
     await watcher.start();
     for (const r of sink.received) {
       const lead = r.to[0];

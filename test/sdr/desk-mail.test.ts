@@ -51,7 +51,7 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
        values ('tmsg_first', $1, 'inbound', '<p1@lead.example>', 'pat@lead.example', 'Re: Idea', 'Interested, tell me more', now() - interval '1 minute', now())`,
       [threadId],
     );
-    watcher = new MailboxWatcher(app.deps, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
+    watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
     await watcher.start();
   });
   after(async () => {

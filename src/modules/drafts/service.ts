@@ -12,7 +12,7 @@ import { normalizeEmail } from '../../shared/email.ts';
 import type { Deps } from '../../deps.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
 import { replySubject } from '../sending/render.ts';
-import { DeskMailService, type ThreadMail } from '../sdrs/desk-mail.ts';
+import type { DeskMailService, ThreadMail } from '../sdrs/desk-mail.ts';
 import { DraftPlanner, type AppliedRule, type DraftContext } from './planner.ts';
 import { composeOffline, type Style } from './offline.ts';
 import { APPROACHES, rubricWithLlm, writeWithLlm, type Rubric } from './writer.ts';
@@ -109,6 +109,8 @@ export class DraftService {
   constructor(
     private readonly deps: Deps,
     private readonly em: EntityManager,
+    /** The SDR desk that sends a draft through the SDR's mailbox (wired in services.ts). */
+    private readonly desk: DeskMailService,
   ) {}
 
   private get llm(): LlmProvider | null {
@@ -198,8 +200,7 @@ export class DraftService {
   async send(scope: ThreadScope, draftId: string, input: SendInput) {
     const d = await this.row(scope, draftId);
     if (!OPEN_STATES.includes(d.state)) throw notSendable(d);
-    const desk = new DeskMailService(this.deps, this.em);
-    const prepared = await desk.prepare(scope.sdrId, scope.workspaceId, d.thread_id);
+    const prepared = await this.desk.prepare(scope.sdrId, scope.workspaceId, d.thread_id);
     const mail: ThreadMail = {
       subject: d.subject,
       bodyText: input.finalBodyText ?? d.body_text,
@@ -212,9 +213,8 @@ export class DraftService {
     return this.em.transactional(async (tx) => {
       const [locked] = await sql<DraftRow>(tx, `select * from drafts where id = ? for update`, [draftId]);
       if (!OPEN_STATES.includes(locked.state)) throw notSendable(locked);
-      const txDesk = new DeskMailService(this.deps, tx);
-      const sent = await txDesk.transmit(prepared, mail, { stableKey: draftId });
-      await txDesk.record(tx, prepared, mail, sent);
+      const sent = await this.desk.transmit(prepared, mail, { stableKey: draftId });
+      await this.desk.record(tx, prepared, mail, sent);
       await sql(tx, `update drafts set state = 'sent', sent_message_id = ?, body_text = ?, body_html = ?, updated_at = ? where id = ?`, [
         prepared.thread.campaign_id && prepared.thread.lead_id ? sent.id : null,
         mail.bodyText,

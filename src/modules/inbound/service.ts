@@ -2,15 +2,16 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import type { Deps } from '../../deps.ts';
-import { bumpCounters } from '../campaigns/repository.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { messageBounced, replyReceived, type MessageFacts } from '../events/catalogue.ts';
-import { SuppressionService } from '../suppression/service.ts';
-import { endEnrollments } from '../sending/lifecycle.ts';
-import { oooResumeAt, postponeNextStep } from '../sending/postpone.ts';
+import { suppress } from '../suppression/repository.ts';
+import { bumpCounters } from '../messages/counters.ts';
+import { endEnrollments, enrollmentsOfLead, noteEnrollmentEvent, postponeNextStep } from '../messages/enrollments.ts';
+import { bounceDelivered } from '../messages/transitions.ts';
+import { matchByMessageIds, matchBySender, type MatchedMessage } from '../messages/lookups.ts';
+import { oooResumeAt } from '../sending/postpone.ts';
 import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
-import { DeskMailService } from '../sdrs/desk-mail.ts';
-import { advanceCursor, alreadyIngested, matchByMessageIds, matchBySender, type MatchedMessage } from './repository.ts';
+import { advanceCursor, alreadyIngested } from './repository.ts';
 
 export interface IncomingMail {
   watchId: string;
@@ -31,6 +32,15 @@ export type IngestResult = 'reply' | 'bounce' | 'complaint' | 'unclassified' | '
 const HUMAN = new Set(['interested', 'not_interested', 'unsubscribe']);
 
 /**
+ * What becomes of a person's answer in an SDR's mailbox: it joins one of the SDR's prospect
+ * threads (sdrs/desk-mail.ts implements it; services.ts wires it in), in the ingesting
+ * transaction. False when it belongs to no thread of this SDR.
+ */
+export interface ProspectAnswers {
+  prospectAnswer(tx: EntityManager, sdrId: string, analysis: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<boolean>;
+}
+
+/**
  * One inbound message: parse and classify it, match it to the campaign message it answers,
  * and apply its effects, in one transaction with the mailbox cursor, so a restart neither
  * misses nor double-counts it.
@@ -39,6 +49,7 @@ export class InboundService {
   constructor(
     private readonly deps: Deps,
     private readonly em: EntityManager,
+    private readonly prospects: ProspectAnswers,
   ) {}
 
   /** Moves the cursor past a message without looking at it (mail older than the watch). */
@@ -113,7 +124,7 @@ export class InboundService {
        values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'thread_reply', ?)`,
       [inboundId, mail.workspaceId, mail.watchId, String(mail.uidValidity), mail.uid, a.messageId, a.inReplyTo, a.references.join(' ') || null, a.from, a.subject, mail.receivedAt, mail.raw, this.deps.clock.now()],
     );
-    if (await new DeskMailService(this.deps, tx).prospectAnswer(tx, mail.sdrId!, a, inboundId, mail.receivedAt)) return 'reply';
+    if (await this.prospects.prospectAnswer(tx, mail.sdrId!, a, inboundId, mail.receivedAt)) return 'reply';
     await sql(tx, `delete from inbound_messages where id = ?`, [inboundId]);
     return 'unmatched';
   }
@@ -139,18 +150,8 @@ export class InboundService {
   private async bounce(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
     const now = this.deps.clock.now();
     const b = a.bounce!;
-    const [updated] = await sql<{ was: string }>(
-      tx,
-      `update outbound_messages o set state = 'bounced', bounce_type = ?, bounce_reason = ?, bounced_at = ?, updated_at = ?
-         from (select id, state as was from outbound_messages where id = ? for update) p
-        where o.id = p.id and p.was = 'sent'
-        returning p.was`,
-      [b.type, b.reason, receivedAt, now, m.id],
-    );
-    if (updated) {
-      await bumpCounters(tx, m.campaign_id, { delivered: -1, bounced: 1 });
-      await endEnrollments(tx, [m.enrollment_id], 'bounced', `bounced_${b.type}`, now);
-      if (b.type === 'hard') await new SuppressionService(this.deps, tx).add(m.workspace_id, [m.to_email], 'hard_bounce', m.id, tx);
+    if (await bounceDelivered(tx, { id: m.id, campaignId: m.campaign_id, enrollmentId: m.enrollment_id }, b.type, b.reason, receivedAt, now)) {
+      if (b.type === 'hard') await suppress(tx, m.workspace_id, [m.to_email], 'hard_bounce', m.id, now);
       await recordEvent(tx, m.workspace_id, messageBounced(factsOf(m), { type: b.type, reason: b.reason, at: receivedAt }), now);
     }
     // Bounces are listed with the replies either way.
@@ -166,10 +167,8 @@ export class InboundService {
   private async complaint(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
     const now = this.deps.clock.now();
     const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
-    await new SuppressionService(this.deps, tx).add(m.workspace_id, [m.to_email], 'complaint', replyId, tx);
-    // enrollments_lead_idx
-    const enrollments = await sql<{ id: string }>(tx, `select id from enrollments where lead_id = ? order by id for update`, [m.lead_id]);
-    await endEnrollments(tx, enrollments.map((e) => e.id), 'unsubscribed', 'complained', now);
+    await suppress(tx, m.workspace_id, [m.to_email], 'complaint', replyId, now);
+    await endEnrollments(tx, await enrollmentsOfLead(tx, m.lead_id), 'unsubscribed', 'complained', now);
     await bumpCounters(tx, m.campaign_id, { complained: 1 });
     this.deps.log.warn(
       { campaignId: m.campaign_id, leadId: m.lead_id, email: m.to_email, messageId: m.message_id_header, feedbackType: a.complaint?.feedbackType, userAgent: a.complaint?.userAgent },
@@ -185,12 +184,12 @@ export class InboundService {
     const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
     if (firstHuman) await bumpCounters(tx, m.campaign_id, { replied: 1 });
     if (a.classification === 'unsubscribe') {
-      await new SuppressionService(this.deps, tx).add(m.workspace_id, [m.to_email], 'reply_unsubscribe', replyId, tx);
+      await suppress(tx, m.workspace_id, [m.to_email], 'reply_unsubscribe', replyId, now);
       await endEnrollments(tx, [m.enrollment_id], 'unsubscribed', 'unsubscribed', now);
     } else if (a.classification !== 'out_of_office') {
       await endEnrollments(tx, [m.enrollment_id], 'replied', 'replied', now);
     } else {
-      await sql(tx, `update enrollments set last_event = 'out_of_office', last_event_at = ?, updated_at = ? where id = ?`, [now, now, m.enrollment_id]);
+      await noteEnrollmentEvent(tx, m.enrollment_id, 'out_of_office', now);
       // The sequence goes on, but not while the lead is away (contract §5).
       const resumeAt = await oooResumeAt(tx, m.campaign_id, a.oooReturnDate, now, this.deps.config.oooDefaultDelay);
       const moved = await postponeNextStep(tx, m.enrollment_id, resumeAt, now);

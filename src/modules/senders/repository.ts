@@ -35,3 +35,8 @@ export async function listPoolsWithUsage(em: EntityManager, workspaceId: string,
     createdAt: toDate(r.created_at),
   }));
 }
+
+/** The accounts a claim just gave messages to: their minimum interval counts from now. */
+export async function noteClaimed(em: EntityManager, accountIds: string[], now: Date): Promise<void> {
+  await sql(em, `update sender_accounts set last_sent_at = ? where id = any(?::text[])`, [now, accountIds]);
+}

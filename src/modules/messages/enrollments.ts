@@ -1,6 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
-import { bumpCounters } from '../campaigns/repository.ts';
+import { bumpCounters } from './counters.ts';
+
+// Enrollment transitions: ending enrollments (which cancels their pending messages), noting an
+// event on one, postponing its waiting step.
 
 export type EndStatus = 'completed' | 'replied' | 'bounced' | 'unsubscribed' | 'suppressed';
 
@@ -45,4 +48,42 @@ export async function endEnrollments(em: EntityManager, enrollmentIds: string[],
   if (status === 'unsubscribed') for (const e of ended) slot(e.campaign_id).unsubscribed++;
   for (const [campaignId, delta] of [...byCampaign.entries()].sort(([a], [b]) => a.localeCompare(b))) await bumpCounters(em, campaignId, delta);
   return ended;
+}
+
+/** Every enrollment of a lead, locked in id order (ending them all: unsubscribe, complaint). */
+export async function enrollmentsOfLead(em: EntityManager, leadId: string): Promise<string[]> {
+  // enrollments_lead_idx
+  const enrollments = await sql<{ id: string }>(em, `select id from enrollments where lead_id = ? order by id for update`, [leadId]);
+  return enrollments.map((e) => e.id);
+}
+
+/** The lead's last event on an enrollment that goes on (an open, an out-of-office). */
+export async function noteEnrollmentEvent(em: EntityManager, enrollmentId: string, event: 'opened' | 'out_of_office', now: Date): Promise<void> {
+  await sql(em, `update enrollments set last_event = ?, last_event_at = ?, updated_at = ? where id = ?`, [event, now, now, enrollmentId]);
+}
+
+export interface Postponed {
+  messageId: string;
+  from: Date;
+  to: Date;
+}
+
+/**
+ * Moves the enrollment's waiting step (queued, or scheduled earlier than `notBefore`) to
+ * `notBefore`. A step already scheduled later stays where it is, and one a worker has claimed
+ * (`sending`) goes out: its SMTP transaction may have begun.
+ */
+export async function postponeNextStep(em: EntityManager, enrollmentId: string, notBefore: Date, now: Date): Promise<Postponed | null> {
+  const [m] = await sql<{ id: string; campaign_id: string; state: 'queued' | 'scheduled'; due_at: Date | string }>(
+    em,
+    `select id, campaign_id, state, due_at from outbound_messages
+      where enrollment_id = ? and state in ('queued', 'scheduled') order by step_index limit 1 for update`,
+    [enrollmentId],
+  );
+  if (!m || new Date(m.due_at) >= notBefore) return null;
+  // Scheduled (not queued) even when the new time has passed by the time promoteDue runs: the
+  // promotion moves it and its counters like any follow-up.
+  await sql(em, `update outbound_messages set state = 'scheduled', due_at = ?, updated_at = ? where id = ?`, [notBefore, now, m.id]);
+  if (m.state === 'queued') await bumpCounters(em, m.campaign_id, { queued: -1, scheduled: 1 });
+  return { messageId: m.id, from: new Date(m.due_at), to: notBefore };
 }
