@@ -147,3 +147,22 @@ export async function startable(em: EntityManager, campaignId: string): Promise<
   );
   return row;
 }
+
+export interface LeadRow {
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  company: string | null;
+  job_title: string | null;
+  custom: Record<string, unknown>;
+}
+
+export async function leadById(em: EntityManager, id: string): Promise<LeadRow | undefined> {
+  const [lead] = await sql<LeadRow>(em, `select email, first_name, last_name, company, job_title, custom from leads where id = ?`, [id]);
+  return lead;
+}
+
+export async function campaignName(em: EntityManager, id: string): Promise<string | null> {
+  const [campaign] = await sql<{ name: string }>(em, `select name from campaigns where id = ?`, [id]);
+  return campaign?.name ?? null;
+}

@@ -1,6 +1,7 @@
 import { storableOrNull } from '../../shared/text.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
+import type { InboundAnalysis } from './analyze.ts';
 
 export interface WatchRow {
   id: string;
@@ -120,4 +121,137 @@ export async function alreadyIngested(em: EntityManager, watchId: string, messag
   if (!messageIdHeader) return false;
   const rows = await sql(em, `select 1 from inbound_messages where watch_id = ? and message_id_header = ? limit 1`, [watchId, messageIdHeader]);
   return rows.length > 0;
+}
+
+/** One stored inbound message (the raw mail, so a classification can be re-run). */
+export async function storeInbound(
+  em: EntityManager,
+  m: {
+    id: string;
+    workspaceId: string;
+    watchId: string;
+    uidValidity: bigint;
+    uid: number;
+    analysis: InboundAnalysis;
+    receivedAt: Date;
+    raw: Buffer;
+    outboundMessageId: string | null;
+    kind: string;
+    now: Date;
+  },
+): Promise<void> {
+  const a = m.analysis;
+  await sql(
+    em,
+    `insert into inbound_messages (id, workspace_id, watch_id, uid_validity, uid, message_id_header, in_reply_to, references_header,
+                                   from_email, subject, received_at, raw, outbound_message_id, kind, created_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [m.id, m.workspaceId, m.watchId, String(m.uidValidity), m.uid, a.messageId, a.inReplyTo, a.references.join(' ') || null, a.from, a.subject, m.receivedAt, m.raw, m.outboundMessageId, m.kind, m.now],
+  );
+}
+
+/** An SDR mailbox's message that joined no thread is not kept. */
+export async function dropInbound(em: EntityManager, id: string): Promise<void> {
+  await sql(em, `delete from inbound_messages where id = ?`, [id]);
+}
+
+/** Whether the lead already answered this campaign with one of these classifications (a person's, not a report's). */
+export async function hasReplyClassified(em: EntityManager, campaignId: string, leadId: string, classifications: string[]): Promise<boolean> {
+  const rows = await sql(em, `select 1 from replies where campaign_id = ? and lead_id = ? and classification = any(?::text[]) and decided_by not like 'arf:%' limit 1`, [campaignId, leadId, classifications]);
+  return rows.length > 0;
+}
+
+export interface NewReply {
+  id: string;
+  workspaceId: string;
+  campaignId: string;
+  leadId: string;
+  enrollmentId: string;
+  outboundMessageId: string;
+  inboundMessageId: string;
+  email: string;
+  classification: string;
+  decidedBy: string;
+  confidence: number | null;
+  snippet: string;
+  bounceType: string | null;
+  bounceReason: string | null;
+  receivedAt: Date;
+  now: Date;
+}
+
+export async function insertReply(em: EntityManager, r: NewReply): Promise<void> {
+  await sql(
+    em,
+    `insert into replies (id, workspace_id, campaign_id, lead_id, enrollment_id, outbound_message_id, inbound_message_id, email,
+                          classification, decided_by, confidence, thread_snippet, bounce_type, bounce_reason, received_at, created_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [r.id, r.workspaceId, r.campaignId, r.leadId, r.enrollmentId, r.outboundMessageId, r.inboundMessageId, r.email, r.classification, r.decidedBy, r.confidence, r.snippet, r.bounceType, r.bounceReason, r.receivedAt, r.now],
+  );
+}
+
+export type ReplyQuery = { campaignId?: string; classification?: string[]; since?: Date; page: number; pageSize: number };
+
+export async function listReplies(em: EntityManager, workspaceId: string, q: ReplyQuery) {
+  const where = ['r.workspace_id = ?'];
+  const params: unknown[] = [workspaceId];
+  if (q.campaignId) {
+    where.push('r.campaign_id = ?');
+    params.push(q.campaignId);
+  }
+  if (q.classification?.length) {
+    where.push('r.classification = any(?::text[])');
+    params.push(q.classification);
+  }
+  if (q.since) {
+    where.push('r.received_at >= ?');
+    params.push(q.since);
+  }
+  // replies_workspace_received_idx / replies_campaign_received_idx
+  const rows = await sql<{ id: string; email: string; campaign_id: string; classification: string; received_at: Date | string; thread_snippet: string }>(
+    em,
+    `select r.id, r.email, r.campaign_id, r.classification, r.received_at, r.thread_snippet from replies r
+      where ${where.join(' and ')} order by r.received_at desc, r.id desc limit ? offset ?`,
+    [...params, q.pageSize, (q.page - 1) * q.pageSize],
+  );
+  const [{ n }] = await sql<{ n: string }>(em, `select count(*) as n from replies r where ${where.join(' and ')}`, params);
+  return { rows, total: Number(n) };
+}
+
+/** A reply with what handing it off needs: its stored mail and the account that received it. */
+export interface ReplyRow {
+  id: string;
+  workspace_id: string;
+  campaign_id: string;
+  lead_id: string;
+  email: string;
+  classification: string;
+  decided_by: string;
+  thread_snippet: string;
+  received_at: Date | string;
+  forwarded_at: Date | string | null;
+  raw: Buffer | null;
+  message_id_header: string | null;
+  inbound_subject: string | null;
+  sender_account_id: string | null;
+}
+
+export async function replyForHandoff(em: EntityManager, workspaceId: string, replyId: string): Promise<ReplyRow | undefined> {
+  const [reply] = await sql<ReplyRow>(
+    em,
+    `select r.id, r.workspace_id, r.campaign_id, r.lead_id, r.email, r.classification, r.decided_by, r.thread_snippet, r.received_at, r.forwarded_at,
+            i.raw, i.message_id_header, i.subject as inbound_subject,
+            coalesce(w.sender_account_id, o.sender_account_id) as sender_account_id
+       from replies r
+       left join inbound_messages i on i.id = r.inbound_message_id
+       left join mailbox_watches w on w.id = i.watch_id
+       left join outbound_messages o on o.id = r.outbound_message_id
+      where r.id = ? and r.workspace_id = ?`,
+    [replyId, workspaceId],
+  );
+  return reply;
+}
+
+export async function markForwarded(em: EntityManager, replyId: string, now: Date): Promise<void> {
+  await sql(em, `update replies set forwarded_at = ? where id = ?`, [now, replyId]);
 }

@@ -1,5 +1,4 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import type { Deps } from '../../deps.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -11,7 +10,7 @@ import { bounceDelivered } from '../messages/transitions.ts';
 import { matchByMessageIds, matchBySender, type MatchedMessage } from '../messages/lookups.ts';
 import { oooResumeAt } from '../sending/postpone.ts';
 import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
-import { advanceCursor, alreadyIngested } from './repository.ts';
+import { advanceCursor, alreadyIngested, dropInbound, hasReplyClassified, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
 
 export interface IncomingMail {
   watchId: string;
@@ -75,29 +74,19 @@ export class InboundService {
       if (!match) return 'unmatched';
       if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');
       const inboundId = newId('inb');
-      await sql(
-        tx,
-        `insert into inbound_messages (id, workspace_id, watch_id, uid_validity, uid, message_id_header, in_reply_to, references_header,
-                                       from_email, subject, received_at, raw, outbound_message_id, kind, created_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          inboundId,
-          mail.workspaceId,
-          mail.watchId,
-          String(mail.uidValidity),
-          mail.uid,
-          analysis.messageId,
-          analysis.inReplyTo,
-          analysis.references.join(' ') || null,
-          analysis.from,
-          analysis.subject,
-          mail.receivedAt,
-          mail.raw,
-          match.id,
-          analysis.kind,
-          this.deps.clock.now(),
-        ],
-      );
+      await storeInbound(tx, {
+        id: inboundId,
+        workspaceId: mail.workspaceId,
+        watchId: mail.watchId,
+        uidValidity: mail.uidValidity,
+        uid: mail.uid,
+        analysis,
+        receivedAt: mail.receivedAt,
+        raw: mail.raw,
+        outboundMessageId: match.id,
+        kind: analysis.kind,
+        now: this.deps.clock.now(),
+      });
       if (analysis.kind === 'bounce') await this.bounce(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'complaint') await this.complaint(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'reply') await this.reply(tx, match, analysis, inboundId, mail.receivedAt);
@@ -117,15 +106,21 @@ export class InboundService {
     if (a.kind !== 'reply') return a.kind === 'unclassified' ? 'unclassified' : 'ignored';
     const inboundId = newId('inb');
     // Stored first (thread_messages points at it); rolled back with everything if unmatched.
-    await sql(
-      tx,
-      `insert into inbound_messages (id, workspace_id, watch_id, uid_validity, uid, message_id_header, in_reply_to, references_header,
-                                     from_email, subject, received_at, raw, kind, created_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'thread_reply', ?)`,
-      [inboundId, mail.workspaceId, mail.watchId, String(mail.uidValidity), mail.uid, a.messageId, a.inReplyTo, a.references.join(' ') || null, a.from, a.subject, mail.receivedAt, mail.raw, this.deps.clock.now()],
-    );
+    await storeInbound(tx, {
+      id: inboundId,
+      workspaceId: mail.workspaceId,
+      watchId: mail.watchId,
+      uidValidity: mail.uidValidity,
+      uid: mail.uid,
+      analysis: a,
+      receivedAt: mail.receivedAt,
+      raw: mail.raw,
+      outboundMessageId: null,
+      kind: 'thread_reply',
+      now: this.deps.clock.now(),
+    });
     if (await this.prospects.prospectAnswer(tx, mail.sdrId!, a, inboundId, mail.receivedAt)) return 'reply';
-    await sql(tx, `delete from inbound_messages where id = ?`, [inboundId]);
+    await dropInbound(tx, inboundId);
     return 'unmatched';
   }
 
@@ -180,7 +175,7 @@ export class InboundService {
     const now = this.deps.clock.now();
     const firstHuman =
       HUMAN.has(a.classification) &&
-      !(await sql(tx, `select 1 from replies where campaign_id = ? and lead_id = ? and classification = any(?::text[]) and decided_by not like 'arf:%' limit 1`, [m.campaign_id, m.lead_id, [...HUMAN]])).length;
+      !(await hasReplyClassified(tx, m.campaign_id, m.lead_id, [...HUMAN]));
     const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
     if (firstHuman) await bumpCounters(tx, m.campaign_id, { replied: 1 });
     if (a.classification === 'unsubscribe') {
@@ -207,30 +202,24 @@ export class InboundService {
   ): Promise<string> {
     const id = newId('rpl');
     const now = this.deps.clock.now();
-    await sql(
-      tx,
-      `insert into replies (id, workspace_id, campaign_id, lead_id, enrollment_id, outbound_message_id, inbound_message_id, email,
-                            classification, decided_by, confidence, thread_snippet, bounce_type, bounce_reason, received_at, created_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
-        id,
-        m.workspace_id,
-        m.campaign_id,
-        m.lead_id,
-        m.enrollment_id,
-        m.id,
-        inboundId,
-        m.to_email,
-        a.classification,
-        a.decidedBy,
-        a.confidence,
-        a.snippet,
-        bounce.bounceType ?? null,
-        bounce.bounceReason ?? null,
-        receivedAt,
-        now,
-      ],
-    );
+    await insertReply(tx, {
+      id,
+      workspaceId: m.workspace_id,
+      campaignId: m.campaign_id,
+      leadId: m.lead_id,
+      enrollmentId: m.enrollment_id,
+      outboundMessageId: m.id,
+      inboundMessageId: inboundId,
+      email: m.to_email,
+      classification: a.classification,
+      decidedBy: a.decidedBy,
+      confidence: a.confidence,
+      snippet: a.snippet,
+      bounceType: bounce.bounceType ?? null,
+      bounceReason: bounce.bounceReason ?? null,
+      receivedAt,
+      now,
+    });
     await recordEvent(
       tx,
       m.workspace_id,
@@ -241,30 +230,8 @@ export class InboundService {
   }
 
   /** GET /v1/replies: newest first, filtered, paged; the total for X-Total-Count. */
-  async list(workspaceId: string, q: { campaignId?: string; classification?: string[]; since?: Date; page: number; pageSize: number }) {
-    const where = ['r.workspace_id = ?'];
-    const params: unknown[] = [workspaceId];
-    if (q.campaignId) {
-      where.push('r.campaign_id = ?');
-      params.push(q.campaignId);
-    }
-    if (q.classification?.length) {
-      where.push('r.classification = any(?::text[])');
-      params.push(q.classification);
-    }
-    if (q.since) {
-      where.push('r.received_at >= ?');
-      params.push(q.since);
-    }
-    // replies_workspace_received_idx / replies_campaign_received_idx
-    const rows = await sql<{ id: string; email: string; campaign_id: string; classification: string; received_at: Date | string; thread_snippet: string }>(
-      this.em,
-      `select r.id, r.email, r.campaign_id, r.classification, r.received_at, r.thread_snippet from replies r
-        where ${where.join(' and ')} order by r.received_at desc, r.id desc limit ? offset ?`,
-      [...params, q.pageSize, (q.page - 1) * q.pageSize],
-    );
-    const [{ n }] = await sql<{ n: string }>(this.em, `select count(*) as n from replies r where ${where.join(' and ')}`, params);
-    return { rows, total: Number(n) };
+  async list(workspaceId: string, q: ReplyQuery) {
+    return listReplies(this.em, workspaceId, q);
   }
 }
 
