@@ -50,6 +50,32 @@ for (const file of all) {
   edges.set(file, targets);
 }
 
+/** Tarjan's strongly connected components of size > 1 (or a self-loop). */
+function sccsOf(nodes: string[], next: (n: string) => string[]): string[][] {
+  let i = 0;
+  const index = new Map<string, number>();
+  const lowlink = new Map<string, number>();
+  const st: string[] = [];
+  const on = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, i); lowlink.set(v, i); i++;
+    st.push(v); on.add(v);
+    for (const w of next(v)) {
+      if (!index.has(w)) { visit(w); lowlink.set(v, Math.min(lowlink.get(v)!, lowlink.get(w)!)); }
+      else if (on.has(w)) lowlink.set(v, Math.min(lowlink.get(v)!, index.get(w)!));
+    }
+    if (lowlink.get(v) === index.get(v)) {
+      const comp: string[] = [];
+      let w: string;
+      do { w = st.pop()!; on.delete(w); comp.push(w); } while (w !== v);
+      if (comp.length > 1 || next(v).includes(v)) out.push(comp.sort());
+    }
+  };
+  for (const n of nodes) if (!index.has(n)) visit(n);
+  return out;
+}
+
 // Tarjan's strongly connected components.
 let index = 0;
 const idx = new Map<string, number>();
@@ -100,6 +126,9 @@ for (const [from, tos] of edges) {
     m.set(b, list);
   }
 }
+// Cycles among modules (strongly connected groups), whatever their length.
+const modSccs = sccsOf([...new Set([...modEdges.keys(), ...[...modEdges.values()].flatMap((m) => [...m.keys()])])], (m) => [...(modEdges.get(m)?.keys() ?? [])]);
+console.log(`${modSccs.length} cycle(s) among modules${modSccs.length ? ': ' + modSccs.map((c) => c.join(' -> ')).join('; ') : ''}`);
 const twoWay: string[] = [];
 for (const [a, m] of modEdges) for (const b of m.keys()) {
   if (a < b && modEdges.get(b)?.has(a)) twoWay.push(`${a} <-> ${b}`);

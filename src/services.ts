@@ -14,6 +14,7 @@ import { ThreadService } from './modules/sdrs/threads.ts';
 import { FollowupService } from './modules/sdrs/followups.ts';
 import { KbService } from './modules/drafts/kb.ts';
 import { DraftService } from './modules/drafts/service.ts';
+import { addSenderWatch, senderWatches } from './modules/inbound/repository.ts';
 
 /** The services of one unit of work (an HTTP request, a CLI command, a job run). */
 export function createServices(deps: Deps, em: EntityManager) {
@@ -23,7 +24,7 @@ export function createServices(deps: Deps, em: EntityManager) {
   const deskMail = new DeskMailService(deps, em);
   return {
     workspaces: new WorkspaceService(deps, em),
-    senders: new SenderService(deps, em),
+    senders: new SenderService(deps, em, { watch: addSenderWatch, health: senderWatches }),
     suppression: new SuppressionService(deps, em),
     sdrs: new SdrService(deps, em),
     campaigns: new CampaignService(deps, em),

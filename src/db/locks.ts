@@ -5,3 +5,8 @@ import { sql } from './sql.ts';
 export async function advisoryXactLock(em: EntityManager, key: string): Promise<void> {
   await sql(em, `select pg_advisory_xact_lock(hashtextextended(?, 0))`, [key]);
 }
+
+/** A transaction-scoped advisory lock on a fixed number (one-time set-up steps at start). */
+export async function advisoryXactLockId(em: EntityManager, id: number): Promise<void> {
+  await sql(em, `select pg_advisory_xact_lock(${Math.trunc(id)})`);
+}

@@ -2,6 +2,7 @@ import { storableOrNull } from '../../shared/text.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import type { InboundAnalysis } from './analyze.ts';
+import { newId } from '../../adapters/ids.ts';
 
 export interface WatchRow {
   id: string;
@@ -254,4 +255,23 @@ export async function replyForHandoff(em: EntityManager, workspaceId: string, re
 
 export async function markForwarded(em: EntityManager, replyId: string, now: Date): Promise<void> {
   await sql(em, `update replies set forwarded_at = ? where id = ?`, [now, replyId]);
+}
+
+/** A sender account's INBOX is watched from `since` on: mail received from then is processed, older is not. */
+export async function addSenderWatch(em: EntityManager, workspaceId: string, senderAccountId: string, since: Date): Promise<void> {
+  await sql(em, `insert into mailbox_watches (id, workspace_id, sender_account_id, mailbox, since) values (?, ?, ?, 'INBOX', ?)`, [
+    newId('mbx'),
+    workspaceId,
+    senderAccountId,
+    since,
+  ]);
+}
+
+/** The IMAP health of the workspace's sender accounts' mailboxes. */
+export async function senderWatches(em: EntityManager, workspaceId: string) {
+  return sql<{ sender_account_id: string; status: string }>(
+    em,
+    `select sender_account_id, status from mailbox_watches where workspace_id = ? and sender_account_id is not null`,
+    [workspaceId],
+  );
 }

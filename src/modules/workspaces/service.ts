@@ -1,4 +1,4 @@
-import { sql } from '../../db/sql.ts';
+import { advisoryXactLockId } from '../../db/locks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../shared/errors.ts';
@@ -104,7 +104,7 @@ export class WorkspaceService {
    */
   async bootstrap(): Promise<CreatedKey | null> {
     return this.em.transactional(async (em) => {
-      await sql(em, 'select pg_advisory_xact_lock(7202612)');
+      await advisoryXactLockId(em, 7202612);
       const count = await em.count(WorkspaceSchema, {});
       const seeded = await em.findOne(InstanceSettingSchema, { key: 'bootstrapped_at' });
       if (count > 0 || seeded) return null;
@@ -123,7 +123,7 @@ export class WorkspaceService {
    */
   async checkSecretKey(): Promise<void> {
     await this.em.transactional(async (em) => {
-      await sql(em, 'select pg_advisory_xact_lock(7202613)');
+      await advisoryXactLockId(em, 7202613);
       const row = await em.findOne(InstanceSettingSchema, { key: KEY_CHECK });
       if (!row) {
         em.create(InstanceSettingSchema, { key: KEY_CHECK, value: this.deps.crypto.encrypt(KEY_CHECK_PLAINTEXT), updatedAt: this.deps.clock.now() });
