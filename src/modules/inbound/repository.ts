@@ -275,3 +275,13 @@ export async function senderWatches(em: EntityManager, workspaceId: string) {
     [workspaceId],
   );
 }
+
+/** An SDR's INBOX is watched from `since` (a prospect's answer joins its thread); a reconnect keeps the existing watch's cursor. */
+export async function addSdrWatch(em: EntityManager, workspaceId: string, sdrId: string, since: Date): Promise<void> {
+  await sql(
+    em,
+    `insert into mailbox_watches (id, workspace_id, sdr_id, mailbox, since) values (?, ?, ?, 'INBOX', ?)
+     on conflict (sdr_id, mailbox) where sdr_id is not null do nothing`,
+    [newId('mbx'), workspaceId, sdrId, since],
+  );
+}

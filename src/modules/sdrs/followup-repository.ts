@@ -139,3 +139,38 @@ export async function taskStatus(em: EntityManager, scope: ThreadScope, id: stri
   ]);
   return existing;
 }
+
+/** A follow-up rule as the API and CLI show it. */
+export interface FollowupRuleRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  after_ms: string | number;
+  business_days: boolean;
+  categories: string[] | null;
+  max_attempts: number;
+  created_at: string | Date;
+}
+
+export async function insertRule(
+  em: EntityManager,
+  r: { id: string; workspaceId: string; name: string; afterMs: number; businessDays: boolean; categories: string[] | null; maxAttempts: number },
+  now: Date,
+): Promise<FollowupRuleRow> {
+  const [row] = await sql<FollowupRuleRow>(
+    em,
+    `insert into followup_rules (id, workspace_id, name, after_ms, business_days, categories, max_attempts, created_at)
+     values (?, ?, ?, ?, ?, ?::text[], ?, ?) returning *`,
+    [r.id, r.workspaceId, r.name, r.afterMs, r.businessDays, r.categories, r.maxAttempts, now],
+  );
+  return row;
+}
+
+export async function rulesOfWorkspace(em: EntityManager, workspaceId: string): Promise<FollowupRuleRow[]> {
+  return sql<FollowupRuleRow>(em, 'select * from followup_rules where workspace_id = ? order by created_at asc, id asc', [workspaceId]);
+}
+
+export async function deleteRule(em: EntityManager, id: string): Promise<boolean> {
+  const rows = await sql<{ id: string }>(em, 'delete from followup_rules where id = ? returning id', [id]);
+  return rows.length > 0;
+}

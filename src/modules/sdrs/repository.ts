@@ -42,3 +42,12 @@ export async function icpCriteria(em: EntityManager, workspaceId: string) {
   );
   return criteria;
 }
+
+export async function saveIcpCriteria(em: EntityManager, workspaceId: string, seniority: string[] | null, employeeCounts: string[] | null, now: Date): Promise<void> {
+  await sql(
+    em,
+    `insert into icp_criteria (workspace_id, seniority, employee_counts, updated_at) values (?, ?::text[], ?::text[], ?)
+     on conflict (workspace_id) do update set seniority = excluded.seniority, employee_counts = excluded.employee_counts, updated_at = excluded.updated_at`,
+    [workspaceId, seniority, employeeCounts, now],
+  );
+}
