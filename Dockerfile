@@ -1,9 +1,11 @@
 # syntax=docker/dockerfile:1
-# Stage 1: build. `npm ci` installs everything and runs `prepare`, which compiles src/ into
-# dist/ (tsc); then the dev dependencies (typescript, tsx, smtp-server, ...) are pruned.
+# Stage 1: build. `npm ci` installs everything and runs `prepare`, which bundles src/ into
+# dist/ (scripts/build.mjs, esbuild); then the dev dependencies (typescript, tsx, esbuild,
+# smtp-server, ...) are pruned.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY package.json package-lock.json tsconfig.json ./
+COPY scripts/build.mjs ./scripts/build.mjs
 COPY src ./src
 RUN npm ci --no-audit --no-fund \
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund

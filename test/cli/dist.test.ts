@@ -1,5 +1,5 @@
 // The built output, as `npm ci` leaves it and the daemon, the CLI and the image run it: src/
-// compiled by tsconfig.build.json into a fresh dist/ beside a copy of bin/, run with plain node
+// bundled by scripts/build.mjs into a fresh dist/ beside a copy of bin/, run with plain node
 // (no tsx, no MAILGATE_FROM_SOURCE). Other tests run the sources; this one proves what ships.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -26,7 +26,7 @@ describe('the compiled dist/ (npm run build)', function () {
     copyFileSync(path.join(root, 'package.json'), path.join(dir, 'package.json'));
     cpSync(path.join(root, 'config'), path.join(dir, 'config'), { recursive: true });
     symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
-    await run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.build.json'), '--outDir', path.join(dir, 'dist')], { cwd: root });
+    await run(process.execPath, [path.join(root, 'scripts', 'build.mjs'), '--outdir', path.join(dir, 'dist')], { cwd: root });
     db = await createTestDatabase();
     const { MAILGATE_FROM_SOURCE: _source, NODE_OPTIONS: _opts, ...parent } = process.env;
     env = { ...parent, DATABASE_URL: db.url, MAILGATE_SECRET_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: 'warn' };
@@ -46,7 +46,7 @@ describe('the compiled dist/ (npm run build)', function () {
     await mailgate('sender', 'add', '--workspace', 'built', '--email', 'b@send.example', '--name', 'B', '--smtp', 'smtp://u:p@127.0.0.1:2525', '--json');
     const list = JSON.parse((await mailgate('sender', 'list', '--workspace', ws.id, '--json')).stdout);
     assert.deepEqual(list.data.map((s: { email: string }) => s.email), ['b@send.example']);
-    // A bad setting is reported through config/ (two levels up from dist/config/).
+    // A bad setting is reported through config/ (two levels up from dist/cli/).
     await assert.rejects(run(process.execPath, [path.join(dir, 'bin', 'mailgate.js'), 'workspace', 'list'], { env: { ...env, PORT: 'eighty' } }), (e: { code: number; stderr: string }) => {
       assert.equal(e.code, 1);
       assert.match(e.stderr, /invalid setting PORT/);
