@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, ConfigError } from '../src/config/index.ts';
-import { parseDuration } from '../src/shared/duration.ts';
+import { loadConfig, ConfigError } from '../../src/config/index.ts';
+import { parseDuration } from '../../src/shared/duration.ts';
 
 describe('configuration', () => {
   function dir(files: Record<string, unknown>): string {

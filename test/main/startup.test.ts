@@ -11,13 +11,13 @@ import { PassThrough } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { createTestDatabase } from './support/harness.ts';
-import { withDatabase } from './support/global.ts';
-import { createLogger } from '../src/adapters/logger.ts';
-import { loadConfig } from '../src/config/index.ts';
-import { announceAdminKey, ADMIN_KEY_FILE } from '../src/admin-key.ts';
+import { createTestDatabase } from '../support/harness.ts';
+import { withDatabase } from '../support/global.ts';
+import { createLogger } from '../../src/adapters/logger.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import { announceAdminKey, ADMIN_KEY_FILE } from '../../src/admin-key.ts';
 
-const repo = path.resolve(import.meta.dirname, '..');
+const repo = path.resolve(import.meta.dirname, '..', '..');
 const isRoot = process.getuid?.() === 0;
 // Generous: the exit within it is the assertion (a process that keeps running never exits).
 const EXIT_WITHIN_MS = 30_000;

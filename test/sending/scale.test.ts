@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createTestDatabase, startTestApp, seedWorkspace, type TestApp } from './support/harness.ts';
-import { SmtpSink } from './support/smtp.ts';
+import { createTestDatabase, startTestApp, seedWorkspace, type TestApp } from '../support/harness.ts';
+import { SmtpSink } from '../support/smtp.ts';
 
 /** SMTP connections per sender account of each worker. */
 const CONNECTIONS = 3;

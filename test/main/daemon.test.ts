@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import { createTestDatabase } from './support/harness.ts';
+import { createTestDatabase } from '../support/harness.ts';
 
 const run = promisify(execFile);
 

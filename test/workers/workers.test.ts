@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createTestDatabase, startTestApp, seedWorkspace, type TestApp } from './support/harness.ts';
-import { SmtpSink } from './support/smtp.ts';
-import { HttpsReceiver, testCertificates } from './support/https.ts';
-import { ImapTestServer } from './support/dovecot.ts';
-import { waitFor } from './support/wait.ts';
-import { startWorkerProcess, type WorkerProcess } from './support/worker-process.ts';
-import { recordEvent } from '../src/modules/events/outbox.ts';
-import { anyEvent } from './support/events.ts';
+import { createTestDatabase, startTestApp, seedWorkspace, type TestApp } from '../support/harness.ts';
+import { SmtpSink } from '../support/smtp.ts';
+import { HttpsReceiver, testCertificates } from '../support/https.ts';
+import { ImapTestServer } from '../support/dovecot.ts';
+import { waitFor } from '../support/wait.ts';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.ts';
+import { recordEvent } from '../../src/modules/events/outbox.ts';
+import { anyEvent } from '../support/events.ts';
 
 // A dead worker's work moves on within seconds (issue 15, part 3): real worker processes, one
 // SIGKILLed mid-work, with the shipped lease settings (a 10-minute send lease, webhook leases
