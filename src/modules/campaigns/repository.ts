@@ -3,6 +3,7 @@ import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import type { LeadInput, StandardField } from './leads.ts';
 import type { Schedule } from './entities.ts';
+import type { LeadColumns } from '../messages/send.ts';
 
 const COLUMNS: Record<StandardField, string> = { firstName: 'first_name', lastName: 'last_name', company: 'company', jobTitle: 'job_title' };
 
@@ -148,17 +149,9 @@ export async function startable(em: EntityManager, campaignId: string): Promise<
   return row;
 }
 
-export interface LeadRow {
-  email: string;
-  first_name: string | null;
-  last_name: string | null;
-  company: string | null;
-  job_title: string | null;
-  custom: Record<string, unknown>;
-}
-
-export async function leadById(em: EntityManager, id: string): Promise<LeadRow | undefined> {
-  const [lead] = await sql<LeadRow>(em, `select email, first_name, last_name, company, job_title, custom from leads where id = ?`, [id]);
+/** A lead's personalization columns. */
+export async function leadById(em: EntityManager, id: string): Promise<LeadColumns | undefined> {
+  const [lead] = await sql<LeadColumns>(em, `select email, first_name, last_name, company, job_title, custom from leads where id = ?`, [id]);
   return lead;
 }
 

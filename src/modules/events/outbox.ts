@@ -15,3 +15,19 @@ export async function recordEvent(em: EntityManager, workspaceId: string, event:
   await sql(em, `insert into events (id, workspace_id, type, data, created_at) values (?, ?, ?, ?::jsonb, ?)`, [id, workspaceId, event.type, JSON.stringify(event.data), at]);
   return id;
 }
+
+/**
+ * Retention (maintenance/retention.ts): events in the heap pages [from, to) created before
+ * `cutoff` that were fanned out and have no delivery left. Returns one row per event deleted.
+ */
+export async function pruneEvents(em: EntityManager, from: string, to: string, cutoff: Date): Promise<unknown[]> {
+  // webhook_deliveries_event_webhook_key (0007) answers "no delivery left" per event.
+  return sql(
+    em,
+    `delete from events e
+      where ctid >= ?::tid and ctid < ?::tid and e.created_at < ? and e.fanned_out_at is not null
+        and not exists (select 1 from webhook_deliveries d where d.event_id = e.id)
+      returning 1`,
+    [from, to, cutoff],
+  );
+}

@@ -16,7 +16,7 @@ export interface OutboundRef {
   to_email: string;
 }
 
-/** A lead's personalization columns as hand-written SQL returns them. */
+/** A lead's personalization columns as hand-written SQL returns them (the one declaration of them). */
 export interface LeadColumns {
   email: string;
   first_name: string | null;

@@ -13,6 +13,7 @@ import { lockThreadOfReply, openThread, recategorize, recordHandoff } from './th
 import { markForwarded, replyForHandoff, type ReplyRow } from '../inbound/repository.ts';
 import { accountForSending } from '../senders/repository.ts';
 import { campaignName, leadById } from '../campaigns/repository.ts';
+import type { LeadColumns } from '../messages/send.ts';
 import { recordForward, sentSteps } from '../messages/desk.ts';
 import { priorityScore } from './priority.ts';
 
@@ -174,7 +175,7 @@ export class AssignmentService {
   }
 
   /** Every step sent to the lead (as rendered for them) and the reply, oldest first. */
-  private async snapshot(reply: ReplyRow, lead: { email: string; first_name: string | null; last_name: string | null; company: string | null; job_title: string | null; custom: Record<string, unknown> }, replyText: string, replySubject: string) {
+  private async snapshot(reply: ReplyRow, lead: LeadColumns, replyText: string, replySubject: string) {
     const steps = await sentSteps(this.em, reply.campaign_id, reply.lead_id);
     const name = await campaignName(this.em, reply.campaign_id);
     const values: LeadValues = { email: lead.email, firstName: lead.first_name, lastName: lead.last_name, company: lead.company, jobTitle: lead.job_title, custom: lead.custom ?? {} };

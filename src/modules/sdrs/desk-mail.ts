@@ -1,7 +1,7 @@
 import { storableText } from '../../shared/text.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomBytes } from 'node:crypto';
-import { advisoryXactLock } from '../../db/locks.ts';
+import { advisoryXactLock } from '../../db/admin.ts';
 import { idFromDigest, newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Deps } from '../../deps.ts';

@@ -1,4 +1,4 @@
-import { advisoryXactLockId } from '../../db/locks.ts';
+import { advisoryXactLockId } from '../../db/admin.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../shared/errors.ts';
