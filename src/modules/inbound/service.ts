@@ -73,20 +73,7 @@ export class InboundService {
       const match = await this.match(tx, mail, analysis);
       if (!match) return 'unmatched';
       if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');
-      const inboundId = newId('inb');
-      await storeInbound(tx, {
-        id: inboundId,
-        workspaceId: mail.workspaceId,
-        watchId: mail.watchId,
-        uidValidity: mail.uidValidity,
-        uid: mail.uid,
-        analysis,
-        receivedAt: mail.receivedAt,
-        raw: mail.raw,
-        outboundMessageId: match.id,
-        kind: analysis.kind,
-        now: this.deps.clock.now(),
-      });
+      const inboundId = await this.store(tx, mail, analysis, match.id, analysis.kind);
       if (analysis.kind === 'bounce') await this.bounce(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'complaint') await this.complaint(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'reply') await this.reply(tx, match, analysis, inboundId, mail.receivedAt);
@@ -104,24 +91,30 @@ export class InboundService {
     // Only a person's answer joins a prospect thread: bounces, complaints and unclassified
     // automatic mail never reach an SDR's inbox.
     if (a.kind !== 'reply') return a.kind === 'unclassified' ? 'unclassified' : 'ignored';
-    const inboundId = newId('inb');
     // Stored first (thread_messages points at it); rolled back with everything if unmatched.
+    const inboundId = await this.store(tx, mail, a, null, 'thread_reply');
+    if (await this.prospects.prospectAnswer(tx, mail.sdrId!, a, inboundId, mail.receivedAt)) return 'reply';
+    await dropInbound(tx, inboundId);
+    return 'unmatched';
+  }
+
+  /** The raw message, stored (so a classification can be re-run); returns its id. */
+  private async store(tx: EntityManager, mail: IncomingMail, analysis: InboundAnalysis, outboundMessageId: string | null, kind: string): Promise<string> {
+    const id = newId('inb');
     await storeInbound(tx, {
-      id: inboundId,
+      id,
       workspaceId: mail.workspaceId,
       watchId: mail.watchId,
       uidValidity: mail.uidValidity,
       uid: mail.uid,
-      analysis: a,
+      analysis,
       receivedAt: mail.receivedAt,
       raw: mail.raw,
-      outboundMessageId: null,
-      kind: 'thread_reply',
+      outboundMessageId,
+      kind,
       now: this.deps.clock.now(),
     });
-    if (await this.prospects.prospectAnswer(tx, mail.sdrId!, a, inboundId, mail.receivedAt)) return 'reply';
-    await dropInbound(tx, inboundId);
-    return 'unmatched';
+    return id;
   }
 
   private async match(tx: EntityManager, mail: IncomingMail, a: InboundAnalysis): Promise<MatchedMessage | undefined> {
