@@ -10,7 +10,8 @@ import { bounceDelivered } from '../messages/transitions.ts';
 import { matchByMessageIds, matchBySender, type MatchedMessage } from '../messages/lookups.ts';
 import { oooResumeAt } from '../sending/postpone.ts';
 import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
-import { advanceCursor, alreadyIngested, dropInbound, hasReplyClassified, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
+import { advanceCursor } from '../mailboxes/repository.ts';
+import { alreadyIngested, dropInbound, hasReplyClassified, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
 
 export interface IncomingMail {
   watchId: string;
