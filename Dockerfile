@@ -1,10 +1,12 @@
 # syntax=docker/dockerfile:1
 # Stage 1: build. `npm ci` installs everything and runs `prepare`, which compiles src/ into
-# dist/ (tsc); then the dev dependencies (typescript, tsx, smtp-server, ...) are pruned.
+# dist/ (tsc) and builds the dashboard from web/ into dist/dashboard/ (Vite); then the dev
+# dependencies (typescript, tsx, vite, preact, ...) are pruned.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY web ./web
 RUN npm ci --no-audit --no-fund \
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
