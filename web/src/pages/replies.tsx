@@ -6,6 +6,7 @@ import { ApiError, call, get, post, qs } from '../api.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Ago, ErrorNote, Field, PageHead, Pager, Pill, useLoad } from '../ui.tsx';
 import type { Campaign, Page, Reply } from '../types.ts';
+import { EMPLOYEE_COUNT_VALUES, SENIORITY_VALUES } from '../../../src/modules/sdrs/icp.ts';
 
 const CLASSES = ['interested', 'not_interested', 'out_of_office', 'bounce', 'unsubscribe'];
 const PAGE = 50;
@@ -178,10 +179,24 @@ function Assign({ reply, sdrs, onDone }: { reply: Reply; sdrs: SdrRow[]; onDone:
           </select>
         </Field>
         <Field label="Seniority" hint="asked by the ICP gate">
-          <input name="seniority" required={!skip} disabled={skip} placeholder="e.g. director" />
+          <select name="seniority" required={!skip} disabled={skip}>
+            <option value="">(choose)</option>
+            {SENIORITY_VALUES.map((v) => (
+              <option key={v} value={v}>
+                {v}
+              </option>
+            ))}
+          </select>
         </Field>
         <Field label="Employee count" hint="asked by the ICP gate">
-          <input name="employeeCount" required={!skip} disabled={skip} placeholder="e.g. 51-200" />
+          <select name="employeeCount" required={!skip} disabled={skip}>
+            <option value="">(choose)</option>
+            {EMPLOYEE_COUNT_VALUES.map((v) => (
+              <option key={v} value={v}>
+                {v}
+              </option>
+            ))}
+          </select>
         </Field>
       </div>
       <div class="row">
