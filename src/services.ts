@@ -19,6 +19,8 @@ import { ThreadService } from './modules/sdrs/threads.ts';
 import { FollowupService } from './modules/sdrs/followups.ts';
 import { KbService } from './modules/drafts/kb.ts';
 import { DraftService } from './modules/drafts/service.ts';
+import { DashboardService } from './modules/dashboard/service.ts';
+import { DashboardSessionService } from './modules/dashboard/sessions.ts';
 
 /** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
 export interface Deps {
@@ -49,6 +51,8 @@ export function createServices(deps: Deps, em: EntityManager) {
     followups: new FollowupService(deps, em),
     kb: new KbService(deps, em),
     drafts: new DraftService(deps, em),
+    dashboard: new DashboardService(deps, em),
+    dashboardSessions: new DashboardSessionService(deps, em),
   };
 }
 
