@@ -192,6 +192,7 @@ const TAGS: Record<string, string> = {
   Suppression: 'The workspace-wide list of addresses never contacted.',
   'SDR desk': 'Reply assignment and the SDR\u2019s prospect threads, mailbox and follow-ups.',
   'AI drafts': 'AI-assisted reply drafts, their guardrails and sending.',
+  Workspace: 'The workspace\u2019s API keys (listed here; created and revoked in the dashboard).',
   Webhooks: 'Webhook registrations and their delivery log.',
   Operations: 'Health and readiness probes and this document.',
   Dashboard: 'The dashboard\u2019s session and the flows the spec keeps out of the API (creating and revoking keys, removing a suppressed address, an SDR\u2019s mail connection): session cookie and CSRF token only, never an API key (docs/dashboard.md).',

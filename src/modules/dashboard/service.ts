@@ -8,8 +8,11 @@ import { SdrService, sdrView } from '../sdrs/service.ts';
 import { SdrSchema } from '../sdrs/entities.ts';
 import { isoOrNull } from '../../shared/time.ts';
 import type { Role } from '../workspaces/entities.ts';
-import { getKey } from './keys.ts';
+import { getKey, listKeys } from './keys.ts';
+import { BUCKET_MS, campaignExists, campaignTimeline, listSuppressions, type Bucket } from './queries.ts';
 import { mailUrl, type MailServerInput } from './mail-servers.ts';
+
+export const MAX_BUCKETS = 1000;
 
 /**
  * The flows the spec keeps out of the API (docs/dashboard.md): creating and revoking keys,
@@ -37,6 +40,33 @@ export class DashboardService {
       const view = (await getKey(em, workspaceId, keyId))!;
       return { id: keyId, revoked: true as const, revokedAt: view.revokedAt! };
     });
+  }
+
+  listKeys(workspaceId: string, limit: number, offset: number) {
+    return listKeys(this.em, workspaceId, limit, offset);
+  }
+
+  listSuppressions(workspaceId: string, opts: { q?: string; reason?: string; limit: number; offset: number }) {
+    return listSuppressions(this.em, workspaceId, opts);
+  }
+
+  /**
+   * The campaign's counts per UTC hour or day. Defaults: up to now, over the last 48 hours or
+   * 30 days; at most MAX_BUCKETS buckets.
+   */
+  async timeline(workspaceId: string, campaignId: string, opts: { bucket: Bucket; from?: string; to?: string }) {
+    if (!(await campaignExists(this.em, workspaceId, campaignId))) throw ApiError.notFound('campaign');
+    const size = BUCKET_MS[opts.bucket];
+    const floor = (d: Date) => new Date(Math.floor(d.getTime() / size) * size);
+    const to = floor(opts.to ? new Date(opts.to) : this.deps.clock.now());
+    const from = floor(opts.from ? new Date(opts.from) : new Date(to.getTime() - (opts.bucket === 'hour' ? 47 : 29) * size));
+    if (from > to) throw ApiError.invalid('query from: must not be after to', { errors: [{ field: 'from', message: 'must not be after to' }] });
+    const buckets = (to.getTime() - from.getTime()) / size + 1;
+    if (buckets > MAX_BUCKETS)
+      throw ApiError.invalid(`query from: the range holds ${buckets} ${opts.bucket}s; at most ${MAX_BUCKETS} buckets (use bucket=day or a shorter range)`, {
+        errors: [{ field: 'from', message: `at most ${MAX_BUCKETS} buckets` }],
+      });
+    return { bucket: opts.bucket, from: from.toISOString(), to: to.toISOString(), data: await campaignTimeline(this.em, campaignId, opts.bucket, from, to) };
   }
 
   async removeSuppression(workspaceId: string, email: string) {
