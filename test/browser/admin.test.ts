@@ -71,7 +71,7 @@ describe('dashboard in Chromium: the admin', function () {
 
   it('adds a sender account: the probe fails with the server\'s words, then passes and the account is saved', async () => {
     const p = u.page;
-    await p.getByRole('link', { name: 'Senders' }).click();
+    await u.nav('Senders');
     await p.getByRole('button', { name: 'Add a sender account' }).click();
     await p.getByLabel('From address').fill(SENDER);
     await p.getByLabel('Display name').fill('Acme Outreach');
@@ -121,7 +121,7 @@ describe('dashboard in Chromium: the admin', function () {
   it('registers a webhook (the secret shown once) whose first deliveries fail', async () => {
     world.receiver.respond = () => 503;
     const p = u.page;
-    await p.getByRole('link', { name: 'Webhooks' }).click();
+    await u.nav('Webhooks');
     await p.getByLabel('HTTPS URL').fill(world.receiver.url('/hook'));
     await p.getByLabel('message.sent').check();
     await p.getByRole('button', { name: 'Register' }).click();
@@ -139,7 +139,7 @@ describe('dashboard in Chromium: the admin', function () {
 
   it('creates a campaign, writes a step with a live preview, imports a CSV (one invalid row, downloadable) and starts it', async () => {
     const p = u.page;
-    await p.getByRole('link', { name: 'Overview' }).click();
+    await u.nav('Overview');
     await p.getByRole('button', { name: 'Create the first campaign' }).click();
     await p.getByLabel('Name').fill('Q4 outreach');
     await p.getByLabel('Sender pool').selectOption({ label: 'Main pool' });
@@ -187,7 +187,7 @@ describe('dashboard in Chromium: the admin', function () {
 
   it('shows the campaign\'s stats change as the sink receives the mail, without a reload', async () => {
     const p = u.page;
-    await p.getByRole('link', { name: 'Overview' }).click();
+    await u.nav('Overview');
     const sent = p.locator(`tr[data-campaign="${campaignId}"] td[data-stat="sent"]`);
     await sent.waitFor();
     await waitFor('the sink to receive both messages', async () => world.sink.received.length >= 2, 60_000);
@@ -206,7 +206,7 @@ describe('dashboard in Chromium: the admin', function () {
     const p = u.page;
     await waitFor('two failed attempts', async () => world.receiver.received.length >= 2, 30_000);
     world.receiver.respond = () => 200;
-    await p.getByRole('link', { name: 'Webhooks' }).click();
+    await u.nav('Webhooks');
     await p.getByRole('link', { name: world.receiver.url('/hook') }).click();
     const delivery = p.locator('article[data-delivery]').first();
     await delivery.waitFor();
@@ -223,7 +223,7 @@ describe('dashboard in Chromium: the admin', function () {
 
   it('creates an API key and shows it once; the key works; revoking it asks first', async () => {
     const p = u.page;
-    await p.getByRole('link', { name: 'API keys' }).click();
+    await u.nav('API keys');
     await p.getByLabel('Name').fill('CRM sync');
     await p.getByRole('button', { name: 'Create key' }).click();
     const shown = await p.getByTestId('secret-value').innerText();
@@ -249,7 +249,7 @@ describe('dashboard in Chromium: the admin', function () {
   it('removes a suppressed address (dashboard only), after searching for it', async () => {
     await world.app.request('POST', '/v1/suppression-list', { key, body: { emails: ['gone@lead.example', 'keep@lead.example'] } });
     const p = u.page;
-    await p.getByRole('link', { name: 'Suppression' }).click();
+    await u.nav('Suppression');
     await p.getByLabel('Search addresses').fill('gone');
     await p.getByRole('button', { name: 'Search', exact: true }).click();
     await waitFor('one match', async () => (await p.locator('tbody tr').count()) === 1 && (await p.locator('tbody tr').innerText()).includes('gone@lead.example'));

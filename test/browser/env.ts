@@ -157,6 +157,11 @@ export class UserPage {
     assert.deepEqual(this.problems.cspViolations, [], `${name}: Content-Security-Policy violations`);
   }
 
+  /** Follows a link of the main navigation. */
+  async nav(name: string): Promise<void> {
+    await this.page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+  }
+
   /** Signs in by pasting the key, as a person would. */
   async signIn(key: string): Promise<void> {
     await this.page.goto('/');

@@ -72,7 +72,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
 
   it('the admin assigns a reply from the Replies page: the ICP gate\'s no is shown, then a director passes', async () => {
     const p = a.page;
-    await p.getByRole('link', { name: 'Replies' }).click();
+    await a.nav('Replies');
     await p.getByLabel('Classification').selectOption('interested');
     const row = p.locator(`tr[data-reply="${replyIds.get('ada@lead.example')}"]`);
     await row.waitFor();
@@ -101,7 +101,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
 
   it('the admin edits the SDR\'s profile and creates an SDR key, shown once', async () => {
     const p = a.page;
-    await p.getByRole('link', { name: 'SDRs' }).click();
+    await a.nav('SDRs');
     const card = p.locator(`section[data-sdr="${sdrId}"]`);
     await card.getByRole('button', { name: 'Edit profile' }).click();
     await card.getByLabel('Tone').fill('warm and brief');
@@ -110,7 +110,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await waitFor('the tone saved', async () => (await card.innerText()).includes('warm and brief'));
     await a.check('SDRs');
     await a.screenshot('sdrs.png');
-    await p.getByRole('link', { name: 'API keys' }).click();
+    await a.nav('API keys');
     await p.getByLabel('Name').fill('Sam desk');
     await p.getByLabel('Role').selectOption('sdr');
     await p.getByLabel('SDR', { exact: true }).selectOption({ label: `Sam Rep (${SDR_MAIL})` });
@@ -127,7 +127,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
     s = await world.page(sdrCtx);
     await s.signIn(sdrKey);
     await s.page.getByRole('heading', { name: 'Inbox' }).waitFor();
-    await s.page.getByRole('link', { name: 'Mail connection' }).click();
+    await s.nav('Mail connection');
     await s.page.getByText('Not connected', { exact: true }).first().waitFor();
     await s.check('mail connection, not connected');
     const f = s.page.getByRole('form', { name: 'Mail connection' });
@@ -159,7 +159,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
 
   it('the inbox lists both threads with counts; j/k move through them; only allowed transitions are offered', async () => {
     const p = s.page;
-    await p.getByRole('link', { name: 'Inbox' }).click();
+    await s.nav('Inbox');
     const items = p.locator('ul.threads > li');
     await waitFor('two threads', async () => (await items.count()) === 2);
     assert.match(await p.locator('[data-status-count="new"]').innerText(), /new 2/);
@@ -254,7 +254,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await view.locator('p .pill', { hasText: 'meeting booked' }).waitFor();
     const offered = await view.locator('[data-transition]').evaluateAll((els) => els.map((e) => e.getAttribute('data-transition')));
     assert.deepEqual(offered, allowedTransitions('meeting_booked'));
-    await p.getByRole('link', { name: 'Follow-ups' }).click();
+    await s.nav('Follow-ups');
     await p.getByRole('heading', { name: 'Follow-ups' }).waitFor();
     await s.check('follow-ups');
     await sdrCtx.close();
