@@ -232,7 +232,7 @@ describe('dashboard in Chromium: the admin', function () {
     await u.check('API keys, new key shown');
     assert.equal((await world.app.request('GET', '/v1/campaigns', { key: shown })).status, 200);
     await p.reload();
-    await p.getByRole('heading', { name: 'Keys' }).waitFor();
+    await p.getByRole('heading', { name: 'Keys', exact: true }).waitFor();
     assert.ok(!(await p.content()).includes(shown), 'the key is not shown again');
     const row = p.locator('tr', { hasText: 'CRM sync' });
     assert.match(await row.innerText(), /active/);
@@ -267,7 +267,7 @@ describe('dashboard in Chromium: the admin', function () {
     try {
       const d = await world.page(dark);
       await d.signIn(key);
-      await d.page.getByRole('heading', { name: /Campaigns/ }).waitFor();
+      await d.page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
       const bg = await d.page.evaluate(() => getComputedStyle(document.body).backgroundColor);
       assert.equal(bg, 'rgb(13, 17, 23)');
       await d.check('overview, dark');
