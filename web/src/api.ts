@@ -34,11 +34,18 @@ export class ApiError extends Error {
 }
 
 let csrfToken = '';
-let onSignedOut: (() => void) | undefined;
+let current: Session | null = null;
 
-export function setCsrfToken(token: string) {
-  csrfToken = token;
+/** The signed-in session (set at sign-in and when the page loads). */
+export function session(): Session | null {
+  return current;
 }
+
+export function setSession(s: Session | null) {
+  current = s;
+  csrfToken = s?.csrfToken ?? '';
+}
+let onSignedOut: (() => void) | undefined;
 
 /** Called when a request answers 401: the session ended (expired, signed out, key revoked). */
 export function whenSignedOut(fn: () => void) {

@@ -2,7 +2,7 @@
 // and the page chosen by the path.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call, describeError, get, setCsrfToken, whenSignedOut, type Session } from './api.ts';
+import { call, describeError, get, setSession, whenSignedOut, type Session } from './api.ts';
 import { Link, match, navigate, useLocation } from './router.tsx';
 import { Field } from './ui.tsx';
 import { Overview } from './pages/overview.tsx';
@@ -25,18 +25,21 @@ function applyTheme(t: Theme) {
 }
 
 export function App() {
-  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const [session, setCurrent] = useState<Session | null | undefined>(undefined);
   const [theme, setTheme] = useState<Theme>(() => (localStorage.getItem('mailgate.theme') as Theme) || 'system');
   const { path } = useLocation();
 
   useEffect(() => {
-    whenSignedOut(() => setSession(null));
+    whenSignedOut(() => {
+      setSession(null);
+      setCurrent(null);
+    });
     get<Session>('/dashboard/api/session')
       .then((s) => {
-        setCsrfToken(s.csrfToken);
         setSession(s);
+        setCurrent(s);
       })
-      .catch(() => setSession(null));
+      .catch(() => setCurrent(null));
   }, []);
   useEffect(() => {
     applyTheme(theme);
@@ -48,13 +51,14 @@ export function App() {
   }, [path, session]);
 
   if (session === undefined) return <p class="loading">Loading…</p>;
-  if (session === null) return <SignIn onSignedIn={setSession} />;
+  if (session === null) return <SignIn onSignedIn={setCurrent} />;
 
   const signOut = async () => {
     try {
       await call('DELETE', '/dashboard/api/session');
     } finally {
       setSession(null);
+      setCurrent(null);
       navigate('/');
     }
   };
@@ -174,7 +178,7 @@ function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
           setError('');
           try {
             const { body } = await call<Session>('POST', '/dashboard/api/session', { apiKey });
-            setCsrfToken(body.csrfToken);
+            setSession(body);
             onSignedIn(body);
           } catch (err) {
             setError(describeError(err));

@@ -1,6 +1,6 @@
 // API keys: the list (never a secret), create (the key shown once, with a copy button), revoke.
 import { useState } from 'preact/hooks';
-import { get, post, qs } from '../api.ts';
+import { get, post, qs, session } from '../api.ts';
 import { setQuery, useLocation } from '../router.tsx';
 import { Action, Ago, ErrorNote, Field, PageHead, Pager, Pill, SecretOnce, formValues, useLoad } from '../ui.tsx';
 import type { Page } from '../types.ts';
@@ -107,7 +107,10 @@ export function KeysPage() {
                 <tbody>
                   {keys.data.data.map((k) => (
                     <tr key={k.id} data-key={k.id}>
-                      <td>{k.name ?? <span class="muted">(unnamed)</span>}</td>
+                      <td>
+                        {k.name ?? <span class="muted">(unnamed)</span>}
+                        {k.id === session()?.keyId && <div class="hint">this session signed in with it</div>}
+                      </td>
                       <td>
                         <code>{k.keyPrefix}…</code> <code class="muted">{k.id}</code>
                       </td>
@@ -127,7 +130,7 @@ export function KeysPage() {
                             label={`Revoke ${k.name ?? k.id}`}
                             confirm={{
                               title: `Revoke the key "${k.name ?? k.id}"?`,
-                              body: `Every request with this ${k.role} key, and every dashboard session signed in with it, is refused from now on. This cannot be undone.`,
+                              body: `Every request with this ${k.role} key, and every dashboard session signed in with it, is refused from now on${k.id === session()?.keyId ? ' (this one too: you will be signed out)' : ''}. This cannot be undone.`,
                               yes: 'Revoke the key',
                             }}
                             run={async () => {
