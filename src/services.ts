@@ -21,6 +21,7 @@ import { KbService } from './modules/drafts/kb.ts';
 import { DraftService } from './modules/drafts/service.ts';
 import { DashboardService } from './modules/dashboard/service.ts';
 import { DashboardSessionService } from './modules/dashboard/sessions.ts';
+import { DashboardSenderService } from './modules/dashboard/senders.ts';
 
 /** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
 export interface Deps {
@@ -53,6 +54,7 @@ export function createServices(deps: Deps, em: EntityManager) {
     drafts: new DraftService(deps, em),
     dashboard: new DashboardService(deps, em),
     dashboardSessions: new DashboardSessionService(deps, em),
+    dashboardSenders: new DashboardSenderService(deps, em),
   };
 }
 

@@ -186,7 +186,7 @@ function operationOf(r: AnyRoute, defs: Record<string, unknown>): Json {
 }
 
 const TAGS: Record<string, string> = {
-  Senders: 'Sender accounts and pools (created with the CLI, read here).',
+  Senders: 'Sender accounts and pools: listed with their health and usage; added (after a live test of their servers), paused, resumed and pooled here or with the CLI.',
   Campaigns: 'Campaigns, their sequence steps, lead enrollment, start/pause and metrics.',
   Replies: 'Inbound replies and bounces as classified from the sender accounts\u2019 mailboxes.',
   Suppression: 'The workspace-wide list of addresses never contacted.',

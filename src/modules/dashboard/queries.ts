@@ -87,3 +87,21 @@ export async function campaignTimeline(em: EntityManager, campaignId: string, bu
 export async function campaignExists(em: EntityManager, workspaceId: string, campaignId: string): Promise<boolean> {
   return (await sql(em, 'select 1 from campaigns where workspace_id = ? and id = ?', [workspaceId, campaignId])).length > 0;
 }
+
+/**
+ * Each sender account's rolling 24-hour sends (outbound_sender_sent_idx) and its pools
+ * (pool_members), for the dashboard's sender list.
+ */
+export async function senderUsage(em: EntityManager, workspaceId: string, now: Date): Promise<Map<string, { sentLast24h: number; poolIds: string[] }>> {
+  const rows = await sql<{ id: string; sent: string; pools: string[] }>(
+    em,
+    `select a.id,
+            (select count(*) from outbound_messages m
+              where m.sender_account_id = a.id and m.sent_at is not null and m.sent_at > ?::timestamptz - interval '24 hours') as sent,
+            coalesce((select array_agg(pm.pool_id order by pm.added_at, pm.pool_id) from pool_members pm where pm.sender_account_id = a.id), '{}') as pools
+       from sender_accounts a
+      where a.workspace_id = ?`,
+    [now, workspaceId],
+  );
+  return new Map(rows.map((r) => [r.id, { sentLast24h: Number(r.sent), poolIds: r.pools }]));
+}
