@@ -29,6 +29,9 @@ describe('dashboard in Chromium: the admin', function () {
     ctx = await world.context();
     u = await world.page(ctx);
   });
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed') await u?.dump(`admin ${this.currentTest.title}`);
+  });
   after(async () => {
     await ctx?.close();
     await world.stop();

@@ -170,6 +170,19 @@ export class UserPage {
     await this.page.getByRole('button', { name: 'Sign out' }).waitFor();
   }
 
+  /** After a failed test: what the page showed, in .tmp/browser-failures/ (not committed). */
+  async dump(name: string): Promise<void> {
+    const dir = path.join(repo, '.tmp', 'browser-failures');
+    mkdirSync(dir, { recursive: true });
+    const base = path.join(dir, name.replace(/[^a-z0-9]+/gi, '-').slice(0, 80));
+    try {
+      writeFileSync(`${base}.png`, await this.page.screenshot({ fullPage: true }));
+      writeFileSync(`${base}.txt`, `${this.page.url()}\n\n${await this.page.locator('body').innerText()}\n\n${JSON.stringify(this.problems, null, 2)}`);
+    } catch {
+      // The page may be gone; the assertion's message is what matters.
+    }
+  }
+
   async screenshot(file: string): Promise<void> {
     if (process.env.MAILGATE_SCREENSHOTS !== '1') return;
     const to = path.join(repo, 'docs/screenshots', file);

@@ -65,6 +65,11 @@ describe('dashboard in Chromium: the SDR desk', function () {
     a = await world.page(admin);
     await a.signIn(adminKey);
   });
+  afterEach(async function () {
+    if (this.currentTest?.state !== 'failed') return;
+    await a?.dump(`sdr-admin ${this.currentTest.title}`);
+    await s?.dump(`sdr ${this.currentTest.title}`);
+  });
   after(async () => {
     await admin?.close();
     await world.stop();

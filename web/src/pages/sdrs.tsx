@@ -135,20 +135,20 @@ function ProfileForm({ sdr, onDone }: { sdr: SdrProfile; onDone: () => Promise<v
     >
       <div class="row">
         <Field label="Name">
-          <input name="name" value={sdr.name} required />
+          <input name="name" defaultValue={sdr.name} required />
         </Field>
         <Field label="Tone" hint="how drafts should sound, e.g. warm and brief">
-          <input name="tone" value={sdr.tone ?? ''} />
+          <input name="tone" defaultValue={sdr.tone ?? ''} />
         </Field>
         <Field label="Language">
-          <input name="language" value={sdr.language ?? ''} placeholder="en" />
+          <input name="language" defaultValue={sdr.language ?? ''} placeholder="en" />
         </Field>
         <Field label="Calendar link">
-          <input name="calendarUrl" type="url" value={sdr.calendarUrl ?? ''} />
+          <input name="calendarUrl" type="url" defaultValue={sdr.calendarUrl ?? ''} />
         </Field>
       </div>
       <Field label="Signature">
-        <textarea name="signature" rows={3} value={sdr.signature ?? ''} />
+        <textarea name="signature" rows={3} defaultValue={sdr.signature ?? ''} />
       </Field>
       <button type="submit">Save profile</button>
       <ErrorNote error={error} />
@@ -188,7 +188,7 @@ export function MailConnectForm({ sdrId, email, onConnected }: { sdrId: string; 
       <h3>Mail connection</h3>
       <p class="muted">mailgate logs in to both servers now; nothing is saved unless both work. The passwords are stored encrypted.</p>
       <Field label="Mailbox address">
-        <input name="email" type="email" value={email} />
+        <input name="email" type="email" defaultValue={email} />
       </Field>
       <ServerFields prefix="smtp" label="SMTP" defaults={{ port: 587, secure: false }} />
       <ServerFields prefix="imap" label="IMAP" defaults={{ port: 993, secure: true }} />

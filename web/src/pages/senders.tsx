@@ -47,7 +47,7 @@ export function ServerFields({ prefix, label, defaults }: { prefix: string; labe
           <input name={`${prefix}.host`} required placeholder="smtp.example.com" />
         </Field>
         <Field label={`${label} port`}>
-          <input name={`${prefix}.port`} type="number" min={1} max={65535} required value={String(defaults.port)} />
+          <input name={`${prefix}.port`} type="number" min={1} max={65535} required defaultValue={String(defaults.port)} />
         </Field>
         <label class="checks">
           <input name={`${prefix}.secure`} type="checkbox" defaultChecked={defaults.secure} /> implicit TLS
@@ -273,7 +273,7 @@ function ImapOptional() {
           <input name="imap.host" placeholder="imap.example.com" />
         </Field>
         <Field label="IMAP port">
-          <input name="imap.port" type="number" min={1} max={65535} value="993" />
+          <input name="imap.port" type="number" min={1} max={65535} defaultValue="993" />
         </Field>
         <label class="checks">
           <input name="imap.secure" type="checkbox" defaultChecked /> implicit TLS
