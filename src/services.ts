@@ -22,6 +22,8 @@ import { DraftService } from './modules/drafts/service.ts';
 import { DashboardService } from './modules/dashboard/service.ts';
 import { DashboardSessionService } from './modules/dashboard/sessions.ts';
 import { DashboardSenderService } from './modules/dashboard/senders.ts';
+import { SdrProfileService } from './modules/dashboard/sdr-profiles.ts';
+import { CampaignPreviewService } from './modules/dashboard/preview.ts';
 
 /** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
 export interface Deps {
@@ -55,6 +57,8 @@ export function createServices(deps: Deps, em: EntityManager) {
     dashboard: new DashboardService(deps, em),
     dashboardSessions: new DashboardSessionService(deps, em),
     dashboardSenders: new DashboardSenderService(deps, em),
+    sdrProfiles: new SdrProfileService(deps, em),
+    campaignPreview: new CampaignPreviewService(deps, em),
   };
 }
 

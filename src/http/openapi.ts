@@ -191,6 +191,7 @@ const TAGS: Record<string, string> = {
   Replies: 'Inbound replies and bounces as classified from the sender accounts\u2019 mailboxes.',
   Suppression: 'The workspace-wide list of addresses never contacted.',
   'SDR desk': 'Reply assignment and the SDR\u2019s prospect threads, mailbox and follow-ups.',
+  'SDR admin': 'SDR profiles, active flags and mail connection states, managed by admins (the SDR desk itself is under SDR desk).',
   'AI drafts': 'AI-assisted reply drafts, their guardrails and sending.',
   Workspace: 'The workspace\u2019s API keys (listed here; created and revoked in the dashboard).',
   Webhooks: 'Webhook registrations and their delivery log.',
