@@ -217,7 +217,7 @@ describe('dashboard in Chromium: the admin', function () {
     await u.check('webhook deliveries');
     await u.screenshot('webhook-deliveries.png');
     const id = (await delivery.getAttribute('data-delivery'))!;
-    await delivery.getByRole('button', { name: /Retry delivery/ }).click();
+    await delivery.getByRole('button', { name: /^Retry now/ }).click();
     // The log refreshes itself (every 10 s): no reload.
     const retried = p.locator(`article[data-delivery="${id}"]`);
     await retried.locator('.pill', { hasText: /^delivered$/ }).waitFor({ timeout: 30_000 });

@@ -99,6 +99,7 @@ interface Preview {
   subject: string;
   html: string;
   text: string;
+  lead: { source: 'lead' | 'inline' | 'first_enrolled' | 'sample'; leadId: string | null; email: string };
 }
 
 function Steps({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Promise<void> }) {
@@ -176,6 +177,11 @@ function StepPreview({ campaignId, step }: { campaignId: string; step: SequenceS
   const [preview, setPreview] = useState<Preview | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   useEffect(() => {
+    if (!step.subject.trim() || !step.bodyHtml.trim()) {
+      setPreview(undefined);
+      setError(undefined);
+      return;
+    }
     const t = setTimeout(async () => {
       try {
         setPreview(await post<Preview>(`/v1/campaigns/${campaignId}/preview`, { subject: step.subject, bodyHtml: step.bodyHtml }));
@@ -190,8 +196,12 @@ function StepPreview({ campaignId, step }: { campaignId: string; step: SequenceS
     <div aria-live="polite">
       <h3>Preview</h3>
       <ErrorNote error={error} />
+      {!preview && !error && <p class="muted">Write a subject and a body to see them rendered.</p>}
       {preview && (
         <>
+          <p class="muted">
+            Rendered for {preview.lead.email} ({preview.lead.source === 'sample' ? 'a sample lead: import leads to preview with a real one' : 'the first enrolled lead'})
+          </p>
           <p>
             <strong>Subject:</strong> <span data-testid="preview-subject">{preview.subject}</span>
           </p>

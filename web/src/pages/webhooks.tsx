@@ -191,7 +191,7 @@ export function WebhookPage({ id }: { id: string }) {
               </span>
               <span class="page-actions">
                 {d.state !== 'delivered' && (
-                  <Action label={`Retry delivery ${d.id}`} disabled={w.status !== 'active'} run={async () => (await post(`/v1/webhooks/${id}/deliveries/${d.id}/retry`), await deliveries.reload())}>
+                  <Action label={`Retry now: delivery ${d.id}`} disabled={w.status !== 'active'} run={async () => (await post(`/v1/webhooks/${id}/deliveries/${d.id}/retry`), await deliveries.reload())}>
                     Retry now
                   </Action>
                 )}
