@@ -172,7 +172,7 @@ for (let r = 0; r < RUNS; r++) {
   await page.evaluate(() => (document.querySelector('form[role="search"]') as HTMLFormElement).requestSubmit());
   await page.waitForTimeout(300);
   inbox['order by last message'].push(
-    await measure(page, `const s = [...document.querySelectorAll('label.field')].find((l) => l.querySelector('.field-label').textContent === 'Order').querySelector('select'); s.value = 'lastMessage'; s.dispatchEvent(new Event('change', { bubbles: true }))`),
+    await measure(page, `const s = [...document.querySelectorAll('.field')].find((l) => l.querySelector('.field-label').textContent === 'Order').querySelector('select'); s.value = 'lastMessage'; s.dispatchEvent(new Event('change', { bubbles: true }))`),
   );
   await close();
 }

@@ -93,7 +93,7 @@ describe('dashboard in Chromium: the admin', function () {
     await p.getByText('IMAP (replies and bounces are read from here)').click();
     await p.getByLabel('IMAP host').fill('127.0.0.1');
     await p.getByLabel('IMAP port').fill(String(world.imap.port));
-    await p.getByLabel('implicit TLS').nth(1).uncheck();
+    await p.getByLabel('IMAP: implicit TLS').uncheck();
     await p.getByLabel('IMAP user').fill(SENDER);
     await p.getByLabel('IMAP password').fill('imap-pw');
     await p.getByRole('button', { name: 'Test connection' }).click();
@@ -177,6 +177,7 @@ describe('dashboard in Chromium: the admin', function () {
     await p.locator('#leads tbody tr').nth(1).waitFor();
     assert.equal(await p.locator('#leads tbody tr').count(), 2);
     await u.check('campaign, imported');
+    await u.screenshot('campaign.png');
 
     // Search the leads table (server side).
     await p.getByLabel('Search leads').fill('grace');
@@ -201,6 +202,8 @@ describe('dashboard in Chromium: the admin', function () {
     assert.deepEqual(navigations, [], 'the stats changed in place');
     assert.equal(await p.locator(`tr[data-campaign="${campaignId}"] td[data-stat="delivered"]`).innerText(), '2');
     await p.locator('.chart canvas').first().waitFor();
+    // The time chart (GET /v1/campaigns/{id}/timeline) counts the same two sends.
+    await waitFor('the chart to count 2 sent', async () => /sent 2\b/.test(await p.locator('.legend').innerText()), 30_000);
     await u.check('overview with a running campaign');
     await u.screenshot('overview.png');
   });

@@ -86,14 +86,14 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await a.screenshot('replies.png');
     await row.getByRole('button', { name: 'Assign…' }).click();
     const form = p.getByRole('form', { name: 'Assign the reply from ada@lead.example' });
-    await form.getByLabel('SDR').selectOption({ label: 'Sam Rep (mail not connected)' });
+    await form.getByLabel('SDR', { exact: true }).selectOption({ label: 'Sam Rep (mail not connected)' });
     await form.getByLabel('Category').selectOption('A');
     await form.getByLabel('Seniority').selectOption('manager');
     await form.getByLabel('Employee count').selectOption('51-200');
     await form.getByRole('button', { name: 'Assign and forward' }).click();
     const gate = p.getByTestId('icp-answer');
     await gate.waitFor();
-    assert.match(await gate.innerText(), /^The ICP gate said no: .*seniority/i);
+    assert.match(await gate.innerText(), /^The ICP gate said no: the contact is outside the workspace.s ICP criteria \(answered: seniority manager, 51-200 employees\)/);
     await a.check('replies, ICP gate refused');
     await form.getByLabel('Seniority').selectOption('director');
     await form.getByRole('button', { name: 'Assign and forward' }).click();
@@ -133,7 +133,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await s.signIn(sdrKey);
     await s.page.getByRole('heading', { name: 'Inbox' }).waitFor();
     await s.nav('Mail connection');
-    await s.page.getByText('Not connected', { exact: true }).first().waitFor();
+    await s.page.getByTestId('mail-status').filter({ hasText: /^Not connected/ }).waitFor();
     await s.check('mail connection, not connected');
     const f = s.page.getByRole('form', { name: 'Mail connection' });
     await f.getByLabel('SMTP host').fill('127.0.0.1');
@@ -142,7 +142,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await f.getByLabel('SMTP password').fill('sam-smtp');
     await f.getByLabel('IMAP host').fill('127.0.0.1');
     await f.getByLabel('IMAP port').fill(String(world.imap.port));
-    await f.getByLabel('implicit TLS').nth(1).uncheck();
+    await f.getByLabel('IMAP: implicit TLS').uncheck();
     await f.getByLabel('IMAP user').fill(SDR_MAIL);
     await f.getByLabel('IMAP password').fill('not-the-password');
     await f.getByRole('button', { name: 'Test and connect' }).click();

@@ -100,14 +100,11 @@ export function App() {
           </ul>
         </nav>
         <div class="top-right">
-          <label class="theme">
-            <span class="sr-only">Theme</span>
-            <select value={theme} onChange={(e) => setTheme(e.currentTarget.value as Theme)}>
+            <select aria-label="Theme" value={theme} onChange={(e) => setTheme(e.currentTarget.value as Theme)}>
               <option value="system">System theme</option>
               <option value="light">Light</option>
               <option value="dark">Dark</option>
             </select>
-          </label>
           <span class="muted who">
             {session.workspaceName} · {session.role === 'admin' ? 'admin' : 'SDR'}
           </span>

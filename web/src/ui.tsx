@@ -1,7 +1,7 @@
 // Small shared pieces: loading with polling, status pills, relative times, paging, secrets shown
 // once, confirmations, action buttons that report their errors.
-import type { ComponentChildren, TargetedEvent } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { cloneElement, type ComponentChildren, type TargetedEvent, type VNode } from 'preact';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
 
 export interface Loaded<T> {
@@ -199,14 +199,25 @@ export function Action(props: {
   );
 }
 
-/** A labelled input; the label wraps it so it is always associated. */
-export function Field({ label, hint, children }: { label: string; hint?: string; children: ComponentChildren }) {
+/**
+ * A labelled control: the label names it through for/id (not by wrapping it, which would put a
+ * select's chosen option into its accessible name), the hint describes it.
+ */
+export function Field({ label, hint, children }: { label: string; hint?: string; children: VNode<any> }) {
+  const id = useId();
+  const control = cloneElement(children, { id, 'aria-describedby': hint ? `${id}-hint` : undefined });
   return (
-    <label class="field">
-      <span class="field-label">{label}</span>
-      {children}
-      {hint && <span class="hint">{hint}</span>}
-    </label>
+    <div class="field">
+      <label class="field-label" for={id}>
+        {label}
+      </label>
+      {control}
+      {hint && (
+        <span class="hint" id={`${id}-hint`}>
+          {hint}
+        </span>
+      )}
+    </div>
   );
 }
 

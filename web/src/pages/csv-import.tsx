@@ -155,9 +155,7 @@ export function CsvImport({ campaignId, onImported }: { campaignId: string; onIm
                       <td>{h}</td>
                       <td class="muted">{body[0]?.[i]}</td>
                       <td>
-                        <label>
-                          <span class="sr-only">Column {h} becomes</span>
-                          <select value={mapping[i]} onChange={(e) => setMapping(mapping.map((m, j) => (j === i ? e.currentTarget.value : m)))}>
+                          <select aria-label={`Column ${h} becomes`} value={mapping[i]} onChange={(e) => setMapping(mapping.map((m, j) => (j === i ? e.currentTarget.value : m)))}>
                             {STANDARD.map((f) => (
                               <option key={f} value={f}>
                                 {f}
@@ -166,7 +164,6 @@ export function CsvImport({ campaignId, onImported }: { campaignId: string; onIm
                             <option value={`custom:${customName(h)}`}>custom field {customName(h)}</option>
                             <option value="ignore">(ignore)</option>
                           </select>
-                        </label>
                       </td>
                     </tr>
                   ))}

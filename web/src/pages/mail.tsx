@@ -24,7 +24,7 @@ export function MailPage({ session }: { session: Session }) {
       {s && (
         <section class="card" aria-labelledby="mail-status-h">
           <h2 id="mail-status-h">Status</h2>
-          <p>
+          <p data-testid="mail-status">
             {s.connected ? 'Connected' : 'Not connected'} {s.email && <strong>{s.email}</strong>} <Pill state={s.connected ? s.healthState : 'disconnected'} label={s.connected ? undefined : 'not connected'} />
           </p>
           <p class="muted">

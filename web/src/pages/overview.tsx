@@ -135,7 +135,7 @@ export function Overview() {
 
 export function Timeline({ campaigns, campaignId, fixed }: { campaigns: Campaign[]; campaignId: string; fixed?: boolean }) {
   const [bucket, setBucket] = useState<'hour' | 'day'>('hour');
-  const timeline = useLoad(() => get<{ data: TimelinePoint[] }>(`/v1/campaigns/${campaignId}/timeline${qs({ bucket })}`), [campaignId, bucket], 30_000);
+  const timeline = useLoad(() => get<{ data: TimelinePoint[] }>(`/v1/campaigns/${campaignId}/timeline${qs({ bucket })}`), [campaignId, bucket], STATS_POLL_MS);
   const name = campaigns.find((c) => c.id === campaignId)?.name ?? campaignId;
   return (
     <section class="card" aria-labelledby="timeline-h">
@@ -143,24 +143,18 @@ export function Timeline({ campaigns, campaignId, fixed }: { campaigns: Campaign
         <h2 id="timeline-h">Activity{fixed ? '' : `: ${name}`}</h2>
         <div class="page-actions">
           {!fixed && (
-            <label>
-              <span class="sr-only">Campaign</span>
-              <select value={campaignId} onChange={(e) => setQuery({ chart: e.currentTarget.value })}>
+              <select aria-label="Campaign" value={campaignId} onChange={(e) => setQuery({ chart: e.currentTarget.value })}>
                 {campaigns.map((c) => (
                   <option key={c.id} value={c.id}>
                     {c.name}
                   </option>
                 ))}
               </select>
-            </label>
           )}
-          <label>
-            <span class="sr-only">Bucket</span>
-            <select value={bucket} onChange={(e) => setBucket(e.currentTarget.value as 'hour' | 'day')}>
+            <select aria-label="Bucket" value={bucket} onChange={(e) => setBucket(e.currentTarget.value as 'hour' | 'day')}>
               <option value="hour">per hour</option>
               <option value="day">per day</option>
             </select>
-          </label>
         </div>
       </div>
       <ErrorNote error={timeline.error} prefix="Could not load the timeline" />

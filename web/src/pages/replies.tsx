@@ -153,7 +153,8 @@ function Assign({ reply, sdrs, onDone }: { reply: Reply; sdrs: SdrRow[]; onDone:
           });
           setDone(`Forwarded to ${sdrs.find((x) => x.id === s('sdrId'))?.name}: the thread ${r.data.threadId} is in their inbox.`);
         } catch (err) {
-          if (err instanceof ApiError && err.code === 'icp_failed') setIcp(`The ICP gate said no: ${err.message} Change the answers, or skip the ICP check if this lead should go through anyway.`);
+          if (err instanceof ApiError && err.code === 'icp_failed')
+            setIcp(`The ICP gate said no: ${err.message} (answered: seniority ${s('seniority')}, ${s('employeeCount')} employees). Change the answers, or skip the ICP check if this lead should go through anyway.`);
           else setError(err);
         } finally {
           setBusy(false);

@@ -50,7 +50,7 @@ export function ServerFields({ prefix, label, defaults }: { prefix: string; labe
           <input name={`${prefix}.port`} type="number" min={1} max={65535} required defaultValue={String(defaults.port)} />
         </Field>
         <label class="checks">
-          <input name={`${prefix}.secure`} type="checkbox" defaultChecked={defaults.secure} /> implicit TLS
+          <input name={`${prefix}.secure`} type="checkbox" defaultChecked={defaults.secure} /> {label}: implicit TLS
         </label>
       </div>
       <div class="row">
@@ -276,7 +276,7 @@ function ImapOptional() {
           <input name="imap.port" type="number" min={1} max={65535} defaultValue="993" />
         </Field>
         <label class="checks">
-          <input name="imap.secure" type="checkbox" defaultChecked /> implicit TLS
+          <input name="imap.secure" type="checkbox" defaultChecked /> IMAP: implicit TLS
         </label>
       </div>
       <div class="row">
@@ -367,16 +367,13 @@ function AddMember({ pool, accounts, onChange }: { pool: SenderPool; accounts: A
   const chosen = pick || accounts[0].id;
   return (
     <div class="row">
-      <label>
-        <span class="sr-only">Account to add to {pool.name}</span>
-        <select value={chosen} onChange={(e) => setPick(e.currentTarget.value)}>
+        <select aria-label={`Account to add to ${pool.name}`} value={chosen} onChange={(e) => setPick(e.currentTarget.value)}>
           {accounts.map((a) => (
             <option key={a.id} value={a.id}>
               {a.email}
             </option>
           ))}
         </select>
-      </label>
       <Action label={`Add to ${pool.name}`} run={async () => (await post(`/v1/sender-pools/${pool.id}/members`, { senderAccountId: chosen }), await onChange())}>
         Add
       </Action>

@@ -284,10 +284,7 @@ function DraftCard({ draft, insight, onInsight, onChanged }: { draft: Draft; ins
         <Action class="secondary" disabled={!dirty} run={async () => (await patch(`/v1/sdr/drafts/${draft.id}`, { bodyText: text }), await onChanged())}>
           Save edit
         </Action>
-        <label>
-          <span class="sr-only">Instructions for the new version</span>
-          <input value={again} placeholder="what to change" onInput={(e) => setAgain(e.currentTarget.value)} />
-        </label>
+        <input aria-label="Instructions for the new version" value={again} placeholder="what to change" onInput={(e) => setAgain(e.currentTarget.value)} />
         <Action
           class="secondary"
           run={async () => {
