@@ -208,6 +208,29 @@ describe('dashboard in Chromium: the admin', function () {
     await u.screenshot('overview.png');
   });
 
+  it('pauses and resumes the campaign from its page, and pauses and resumes the sender', async () => {
+    const p = u.page;
+    await p.getByRole('link', { name: 'Q4 outreach' }).click();
+    await p.getByRole('heading', { name: 'Q4 outreach', level: 1 }).waitFor();
+    await p.locator('[data-stat="sent"] .n', { hasText: '2' }).waitFor();
+    await p.getByRole('button', { name: 'Pause' }).click();
+    await p.locator('.page-head .pill', { hasText: 'paused' }).waitFor();
+    assert.equal((await world.app.request('GET', `/v1/campaigns/${campaignId}`, { key })).body.status, 'paused');
+    await u.check('campaign, paused');
+    await p.getByRole('button', { name: 'Resume' }).click();
+    await p.locator('.page-head .pill', { hasText: 'running' }).waitFor();
+    assert.equal((await world.app.request('GET', `/v1/campaigns/${campaignId}`, { key })).body.status, 'running');
+
+    await u.nav('Senders');
+    const row = p.locator(`tr[data-sender="${SENDER}"]`);
+    await row.getByRole('button', { name: `Pause ${SENDER}` }).click();
+    await row.locator('.pill', { hasText: /^paused$/ }).waitFor();
+    assert.equal((await world.app.request('GET', '/v1/sender-accounts', { key })).body[0].status, 'paused');
+    await row.getByRole('button', { name: `Resume ${SENDER}` }).click();
+    await row.locator('.pill', { hasText: /^active$/ }).waitFor();
+    assert.match(await row.innerText(), /2 \/ 500/, 'the rolling 24-hour usage counts the two sends');
+  });
+
   it('retries a failed webhook delivery from its log: the new attempt is delivered', async () => {
     const p = u.page;
     await waitFor('two failed attempts', async () => world.receiver.received.length >= 2, 30_000);
