@@ -27,6 +27,7 @@ export function buildDashboard(): Promise<string> {
   built ??= (async () => {
     const out = path.join(repo, '.tmp', `dashboard-test-${process.pid}`);
     mkdirSync(path.dirname(out), { recursive: true });
+    process.once('exit', () => rmSync(out, { recursive: true, force: true }));
     await run(process.execPath, [path.join(repo, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(repo, 'web/vite.config.ts')], { cwd: repo, env: { ...process.env, MAILGATE_DASHBOARD_OUT: out } });
     return out;
   })();
