@@ -130,6 +130,7 @@ describe('dashboard in Chromium: the admin', function () {
     await p.getByRole('button', { name: 'Register' }).click();
     const secret = await p.getByTestId('secret-value').innerText();
     assert.match(secret, /\S{16,}/);
+    firstSecret = secret;
     await p.getByRole('button', { name: 'Copy' }).click();
     await p.getByText('Copied to the clipboard.').waitFor();
     assert.equal(await p.evaluate(() => navigator.clipboard.readText()), secret);
@@ -139,6 +140,7 @@ describe('dashboard in Chromium: the admin', function () {
   });
 
   let campaignId = '';
+  let firstSecret = '';
 
   it('creates a campaign, writes a step with a live preview, imports a CSV (one invalid row, downloadable) and starts it', async () => {
     const p = u.page;
@@ -248,6 +250,17 @@ describe('dashboard in Chromium: the admin', function () {
     const retried = p.locator(`article[data-delivery="${id}"]`);
     await retried.locator('.pill', { hasText: /^delivered$/ }).waitFor({ timeout: 30_000 });
     assert.match(await retried.innerText(), /HTTP 200/);
+
+    // Edit the events; rotate the secret (asked first, the new one shown once).
+    await p.getByLabel('reply.received').check();
+    await p.getByRole('button', { name: 'Save events' }).click();
+    await waitFor('the events saved', async () => (await world.app.request('GET', '/v1/webhooks', { key })).body.data[0].events.includes('reply.received'));
+    await p.getByRole('button', { name: 'Rotate secret' }).click();
+    await p.getByRole('dialog', { name: /Rotate the signing secret/ }).getByRole('button', { name: 'Rotate the secret' }).click();
+    const rotated = await p.getByTestId('secret-value').innerText();
+    assert.match(rotated, /\S{16,}/);
+    assert.notEqual(rotated, firstSecret);
+    await u.check('webhook, secret rotated');
   });
 
   it('creates an API key and shows it once; the key works; revoking it asks first', async () => {

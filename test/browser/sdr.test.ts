@@ -71,6 +71,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await s?.dump(`sdr ${this.currentTest.title}`);
   });
   after(async () => {
+    await sdrCtx?.close();
     await admin?.close();
     await world.stop();
   });
@@ -262,6 +263,53 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await s.nav('Follow-ups');
     await p.getByRole('heading', { name: 'Follow-ups' }).waitFor();
     await s.check('follow-ups');
-    await sdrCtx.close();
+  });
+
+  it('on the other thread: regenerates and discards a draft, snoozes and unsnoozes, and sends a manual reply (r)', async () => {
+    const p = s.page;
+    await s.nav('Inbox');
+    const items = p.locator('ul.threads > li');
+    await items.filter({ hasText: 'Grace' }).getByRole('link').click();
+    const view = p.locator('[data-thread-view]');
+    await waitFor('Grace\'s thread', async () => (await view.innerText()).includes('grace@lead.example'));
+    const graceId = (await view.getAttribute('data-thread-view'))!;
+
+    await view.getByRole('button', { name: 'Generate drafts' }).click();
+    const draft = view.locator('[data-draft]').first();
+    await draft.waitFor({ timeout: 60_000 });
+    const firstId = await draft.getAttribute('data-draft');
+    await draft.getByLabel('Instructions for the new version').fill('shorter, and ask about their timeline');
+    await draft.getByRole('button', { name: 'Regenerate' }).click();
+    const liveIds = () => view.locator('[data-draft]').evaluateAll((els) => els.map((e) => e.getAttribute('data-draft')));
+    await waitFor('the new version in place of the old', async () => {
+      const ids = await liveIds();
+      return ids.length === 1 && ids[0] !== firstId;
+    });
+    const superseded = (await world.app.request('GET', `/v1/sdr/drafts/${firstId}`, { key: sdrKey })).body.data.draft;
+    assert.equal(superseded.state, 'superseded');
+    const secondId = (await liveIds())[0]!;
+    await view.locator('[data-draft]').first().getByRole('button', { name: 'Discard' }).click();
+    await waitFor('no draft left', async () => (await view.locator('[data-draft]').count()) === 0);
+    assert.equal((await world.app.request('GET', `/v1/sdr/drafts/${secondId}`, { key: sdrKey })).body.data.draft.state, 'discarded');
+
+    await view.getByRole('button', { name: '1 day' }).click();
+    await view.getByRole('button', { name: 'Unsnooze' }).waitFor();
+    // The list hides snoozed threads by default: it refreshes in place.
+    await waitFor('Grace out of the default list', async () => (await items.filter({ hasText: 'Grace' }).count()) === 0);
+    await s.check('thread, snoozed');
+    await view.getByRole('button', { name: 'Unsnooze' }).click();
+    await view.getByRole('button', { name: '1 day' }).waitFor();
+    await waitFor('Grace back in the list', async () => (await items.filter({ hasText: 'Grace' }).count()) === 1);
+
+    await view.getByRole('heading', { name: /Compilers Inc/ }).click();
+    await p.keyboard.press('r');
+    assert.equal(await p.evaluate(() => document.activeElement?.id), 'manual-reply');
+    await p.keyboard.type('Happy to share pricing: plans start at 49 per seat. Does March suit you?');
+    await view.getByRole('button', { name: 'Send reply' }).click();
+    await view.getByRole('status').filter({ hasText: 'Reply sent from your mailbox.' }).waitFor();
+    const sent = await waitFor('the manual reply at the sink', async () => world.sink.received.find((r) => r.to.includes('grace@lead.example') && r.user === SDR_MAIL));
+    assert.match(sent.parsed.text ?? '', /plans start at 49 per seat/);
+    await p.locator(`[data-thread-view="${graceId}"] p .pill`, { hasText: 'awaiting reply' }).waitFor();
+    await s.check('thread, manual reply sent');
   });
 });
