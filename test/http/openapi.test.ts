@@ -146,7 +146,7 @@ describe('OpenAPI document', function () {
         assert.ok(schema.allOf[1].properties.error.properties.code.enum.length > 0, `${at} ${s}: its codes`);
       }
       // Named after what they identify: no bare {id} (a suppression entry is identified by its address).
-      for (const name of p.match(/\{(\w+)\}/g) ?? []) assert.match(name, /^\{([a-z]+Id|token|email)\}$/, `${at}: path parameter ${name}`);
+      for (const name of p.match(/\{(\w+)\}/g) ?? []) assert.match(name, /^\{([a-z][A-Za-z]*Id|token|email)\}$/, `${at}: path parameter ${name}`);
     }
     const envelope = doc.components.schemas.Error;
     assert.deepEqual(envelope.required, ['error']);
