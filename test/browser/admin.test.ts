@@ -8,11 +8,12 @@ import { readFileSync } from 'node:fs';
 import type { BrowserContext } from 'playwright-core';
 import { seedWorkspace } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
-import { World, UserPage, axeLog } from './env.ts';
+import { World, UserPage, axeLog, axeSummary } from './env.ts';
 
 describe('dashboard in Chromium: the admin', function () {
   this.timeout(180_000);
   const world = new World();
+  let axeFrom = 0;
   let ctx: BrowserContext;
   let u: UserPage;
   let key: string;
@@ -20,6 +21,7 @@ describe('dashboard in Chromium: the admin', function () {
   const SENDER = 'outreach@acme.example';
 
   before(async () => {
+    axeFrom = axeLog.length;
     await world.start();
     const ws = await seedWorkspace(world.app, 'Acme');
     key = ws.adminKey;
@@ -35,9 +37,7 @@ describe('dashboard in Chromium: the admin', function () {
   after(async () => {
     await ctx?.close();
     await world.stop();
-    const pages = axeLog.length;
-    const all = axeLog.flatMap((l) => l.violations);
-    console.log(`      axe: ${pages} page checks, ${all.length} violations (${all.filter((v) => v.impact === 'serious' || v.impact === 'critical').length} serious/critical): ${[...new Set(all.map((v) => `${v.id}/${v.impact}`))].join(', ') || 'none'}`);
+    console.log(`      ${axeSummary(axeFrom)}`);
   });
 
   it('serves the dashboard with its security headers, and a wrong key is refused in plain words', async () => {
@@ -252,9 +252,9 @@ describe('dashboard in Chromium: the admin', function () {
     assert.match(await retried.innerText(), /HTTP 200/);
 
     // Edit the events; rotate the secret (asked first, the new one shown once).
-    await p.getByLabel('reply.received').check();
+    await p.getByLabel('campaign.started').check();
     await p.getByRole('button', { name: 'Save events' }).click();
-    await waitFor('the events saved', async () => (await world.app.request('GET', '/v1/webhooks', { key })).body.data[0].events.includes('reply.received'));
+    await waitFor('the events saved', async () => (await world.app.request('GET', '/v1/webhooks', { key })).body.data[0].events.includes('campaign.started'));
     await p.getByRole('button', { name: 'Rotate secret' }).click();
     await p.getByRole('dialog', { name: /Rotate the signing secret/ }).getByRole('button', { name: 'Rotate the secret' }).click();
     const rotated = await p.getByTestId('secret-value').innerText();

@@ -80,6 +80,15 @@ export async function startDaemon(env: NodeJS.ProcessEnv): Promise<Daemon> {
 /** Every page checked: its name and axe's violations of any impact. */
 export const axeLog: { page: string; violations: AxeViolation[] }[] = [];
 
+/** One line for the run's record: the checks made since `from` (an index into axeLog) and what axe found. */
+export function axeSummary(from: number): string {
+  const log = axeLog.slice(from);
+  const all = log.flatMap((l) => l.violations);
+  const bad = all.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  const kinds = [...new Set(all.map((v) => `${v.id}/${v.impact}`))].join(', ') || 'none';
+  return `axe: ${log.length} page checks, ${all.length} violations (${bad.length} serious/critical): ${kinds}`;
+}
+
 /** Console messages Chromium writes for a fetch answered 4xx (a 401 before sign-in, a 422 the page explains). */
 const EXPECTED_HTTP = /^Failed to load resource: the server responded with a status of 4\d\d/;
 

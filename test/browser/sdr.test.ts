@@ -8,12 +8,13 @@ import assert from 'node:assert/strict';
 import type { BrowserContext } from 'playwright-core';
 import { seedWorkspace, seedSdr } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
-import { World, UserPage } from './env.ts';
+import { World, UserPage, axeLog, axeSummary } from './env.ts';
 import { allowedTransitions } from '../../src/modules/sdrs/threads-state.ts';
 
 describe('dashboard in Chromium: the SDR desk', function () {
   this.timeout(180_000);
   const world = new World();
+  let axeFrom = 0;
   const SENDER = 'outreach@acme.example';
   const SDR_MAIL = 'sam@acme.example';
   let adminKey: string;
@@ -25,6 +26,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
   const replyIds = new Map<string, string>();
 
   before(async () => {
+    axeFrom = axeLog.length;
     await world.start();
     const ws = await seedWorkspace(world.app, 'Acme');
     adminKey = ws.adminKey;
@@ -74,6 +76,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await sdrCtx?.close();
     await admin?.close();
     await world.stop();
+    console.log(`      ${axeSummary(axeFrom)}`);
   });
 
   it('the admin assigns a reply from the Replies page: the ICP gate\'s no is shown, then a director passes', async () => {
@@ -168,7 +171,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await s.nav('Inbox');
     const items = p.locator('ul.threads > li');
     await waitFor('two threads', async () => (await items.count()) === 2);
-    assert.match(await p.locator('[data-status-count="new"]').innerText(), /new 2/);
+    await waitFor('the count of new threads', async () => /^new 2$/.test(await p.locator('[data-status-count="new"]').innerText()));
     await s.check('inbox');
     await p.keyboard.press('j');
     await p.locator('[data-thread-view]').waitFor();

@@ -120,7 +120,7 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
   const [copied, setCopied] = useState<'' | 'yes' | 'no'>('');
   return (
     <section class="secret" aria-label={label}>
-      <h3>{label}</h3>
+      <h2>{label}</h2>
       <p>Copy it now: mailgate keeps only a hash and will not show it again.</p>
       <div class="secret-row">
         <code class="secret-value" data-testid="secret-value">
