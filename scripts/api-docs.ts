@@ -12,11 +12,11 @@ export const END = '<!-- end of operations -->';
 
 type Json = Record<string, any>;
 
-const ROLE: Record<string, string> = { admin: 'admin', sdr: 'SDR', none: 'none' };
+const ROLE: Record<string, string> = { admin: 'admin', sdr: 'SDR', none: 'none', 'dashboard-admin': 'dashboard session (admin)', 'dashboard-any': 'dashboard session', 'dashboard-sign-in': 'none (sign-in)' };
 
 /** The table of every operation: method and path, operationId, role, summary, the codes of its own. */
 export function operationTable(doc: Json): string {
-  const common = new Set(['invalid_request', 'authentication_failed', 'forbidden', 'workspace_not_found', 'payload_too_large', 'unsupported_media_type', 'internal_error']);
+  const common = new Set(['invalid_request', 'authentication_failed', 'forbidden', 'csrf_failed', 'workspace_not_found', 'payload_too_large', 'unsupported_media_type', 'internal_error']);
   const rows = ['| operation | operationId | role | summary | its own error codes |', '|---|---|---|---|---|'];
   for (const [p, methods] of Object.entries(doc.paths as Json)) {
     for (const [method, op] of Object.entries(methods as Json)) {

@@ -30,7 +30,8 @@ const external = Object.keys(pkg.dependencies)
   .filter((name) => !BUNDLED.has(name))
   .flatMap((name) => [name, `${name}/*`]);
 
-rmSync(outRoot, { recursive: true, force: true });
+// Only our own output: dist/dashboard/ (the front end's build) lives beside it.
+rmSync(path.join(outRoot, 'cli'), { recursive: true, force: true });
 await build({
   entryPoints: [path.join(root, 'src', 'cli', 'main.ts')],
   outdir: path.join(outRoot, 'cli'),

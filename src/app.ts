@@ -22,14 +22,22 @@ import { mountTrackingRoutes, trackingOperations } from './modules/tracking/rout
 import { systemOperations } from './http/system-docs.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
 import { draftRoutes } from './modules/drafts/routes.ts';
+import { dashboardRoutes } from './modules/dashboard/routes.ts';
+import { dashboardApiRoutes } from './modules/dashboard/api-routes.ts';
+import { dashboardAuthorizer } from './http/auth.ts';
+import { touchSessions } from './http/session.ts';
+import { dashboardStatic, DEFAULT_DASHBOARD_DIR } from './http/dashboard-static.ts';
 
-export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...replyRoutes, ...assignRoutes, ...deskMailRoutes, ...suppressionRoutes, ...sdrRoutes, ...followupRoutes, ...draftRoutes, ...webhookRoutes];
+export const apiRoutes: AnyRoute[] = [...senderRoutes, ...campaignRoutes, ...replyRoutes, ...assignRoutes, ...deskMailRoutes, ...suppressionRoutes, ...sdrRoutes, ...followupRoutes, ...draftRoutes, ...webhookRoutes, ...dashboardApiRoutes];
+
+/** The dashboard's session and dashboard-only routes (docs/dashboard.md): no API key. */
+export { dashboardRoutes };
 
 const VERSION = '0.1.0';
 
 /** The document GET /v1/openapi.json serves: every route of the API process. */
 export function openApiDocument() {
-  return buildOpenApi(apiRoutes, VERSION, [...systemOperations, ...trackingOperations]);
+  return buildOpenApi([...apiRoutes, ...dashboardRoutes], VERSION, [...systemOperations, ...trackingOperations]);
 }
 
 /**
@@ -69,8 +77,11 @@ export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
     router.get('/v1/openapi.json', (ctx) => {
       ctx.body = openapi;
     });
-    const authorize = authorizer(deps.clock);
+    const sessions = { crypto: deps.crypto, idleMs: deps.config.dashboardSessionIdle };
+    const authorize = authorizer(deps.clock, sessions);
     for (const route of apiRoutes) mount(router, route, authorize);
+    const dashboardAuthorize = dashboardAuthorizer(deps.clock, sessions);
+    for (const route of dashboardRoutes) mount(router, route, dashboardAuthorize(route.dashboard!));
     mountTrackingRoutes(router);
   }
 
@@ -85,6 +96,10 @@ export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
     ctx.state.services = createServices(deps, em);
     await next();
   });
+  if (opts.api !== false) {
+    app.use(touchSessions(() => deps.clock.now()));
+    app.use(dashboardStatic({ dir: deps.config.dashboardDir ?? DEFAULT_DASHBOARD_DIR, log: deps.log }));
+  }
   app.use(router.routes());
   app.use(router.allowedMethods());
   return app;

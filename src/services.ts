@@ -1,5 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Deps } from './deps.ts';
+
+// Deps lives in deps.ts; this re-export keeps older imports of it from here compiling.
+export type { Deps };
 import { WorkspaceService } from './modules/workspaces/service.ts';
 import { SenderService } from './modules/senders/service.ts';
 import { SuppressionService } from './modules/suppression/service.ts';
@@ -14,7 +17,11 @@ import { ThreadService } from './modules/sdrs/threads.ts';
 import { FollowupService } from './modules/sdrs/followups.ts';
 import { KbService } from './modules/drafts/kb.ts';
 import { DraftService } from './modules/drafts/service.ts';
-import { addSenderWatch, senderWatches } from './modules/inbound/repository.ts';
+import { DashboardService } from './modules/dashboard/service.ts';
+import { DashboardSessionService } from './modules/dashboard/sessions.ts';
+import { DashboardSenderService } from './modules/dashboard/senders.ts';
+import { SdrProfileService } from './modules/dashboard/sdr-profiles.ts';
+import { CampaignPreviewService } from './modules/dashboard/preview.ts';
 
 /** The services of one unit of work (an HTTP request, a CLI command, a job run). */
 export function createServices(deps: Deps, em: EntityManager) {
@@ -24,7 +31,7 @@ export function createServices(deps: Deps, em: EntityManager) {
   const deskMail = new DeskMailService(deps, em);
   return {
     workspaces: new WorkspaceService(deps, em),
-    senders: new SenderService(deps, em, { watch: addSenderWatch, health: senderWatches }),
+    senders: new SenderService(deps, em),
     suppression: new SuppressionService(deps, em),
     sdrs: new SdrService(deps, em),
     campaigns: new CampaignService(deps, em),
@@ -37,6 +44,11 @@ export function createServices(deps: Deps, em: EntityManager) {
     followups: new FollowupService(deps, em),
     kb: new KbService(deps, em),
     drafts: new DraftService(deps, em, deskMail),
+    dashboard: new DashboardService(deps, em),
+    dashboardSessions: new DashboardSessionService(deps, em),
+    dashboardSenders: new DashboardSenderService(deps, em),
+    sdrProfiles: new SdrProfileService(deps, em),
+    campaignPreview: new CampaignPreviewService(deps, em),
   };
 }
 

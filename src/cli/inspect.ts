@@ -68,12 +68,16 @@ const LISTS: ListSpec[] = [
   {
     group: 'sender',
     what: 'sender accounts with their SMTP health and the state of their IMAP watch',
-    columns: ['id', 'workspaceId', 'email', 'name', 'status', 'health', 'imapHealth', 'dailyLimit', 'healthError', 'healthRetryAt'],
+    columns: ['id', 'workspaceId', 'email', 'name', 'status', 'health', 'imapHealth', 'dailyLimit', 'sentLast24h', 'healthError', 'healthRetryAt'],
     async rows(query, workspace) {
       const f = await workspaceFilter(query, workspace, 's.workspace_id');
       const rows = await query<Row>(
         `select s.id, s.workspace_id, s.email, s.name, s.status, s.health, s.health_error, s.health_retry_at, s.daily_limit,
-                (select w.status from mailbox_watches w where w.sender_account_id = s.id limit 1) as imap_health
+                (select w.status from mailbox_watches w where w.sender_account_id = s.id limit 1) as imap_health,
+                -- The usage of dashboard/queries.ts senderUsage, on a bare connection.
+                (select count(*) from outbound_messages m
+                  where m.sender_account_id = s.id and m.sent_at is not null and m.sent_at > now() - interval '24 hours') as sent,
+                coalesce((select array_agg(pm.pool_id order by pm.added_at, pm.pool_id) from pool_members pm where pm.sender_account_id = s.id), '{}') as pools
            from sender_accounts s ${f.where}
           order by s.created_at, s.id`,
         f.params,
@@ -89,6 +93,8 @@ const LISTS: ListSpec[] = [
         dailyLimit: r.daily_limit,
         healthError: r.health_error,
         healthRetryAt: isoOrNull(r.health_retry_at as Date | null),
+        sentLast24h: Number(r.sent),
+        poolIds: r.pools as string[],
       }));
     },
   },

@@ -150,6 +150,18 @@ export const settings = {
     default: '30d',
     doc: 'events older than this, and their finished webhook deliveries with their attempts, are deleted (hourly); 0 keeps everything',
   },
+  dashboardSessionIdle: {
+    env: 'MAILGATE_DASHBOARD_SESSION_IDLE',
+    schema: duration.refine((ms) => ms >= 60_000, 'must be at least 1m'),
+    default: '12h',
+    doc: 'a dashboard session unused for this long is signed out (docs/dashboard.md)',
+  },
+  dashboardDir: {
+    env: 'MAILGATE_DASHBOARD_DIR',
+    schema: z.string().min(1).optional(),
+    default: undefined,
+    doc: 'directory of the built dashboard (index.html and assets/); default dist/dashboard of the installation',
+  },
   llmBaseUrl: {
     env: 'MAILGATE_LLM_BASE_URL',
     schema: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL (an OpenAI-compatible /v1 base)').optional(),

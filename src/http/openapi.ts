@@ -40,16 +40,30 @@ const errorEnvelope = {
 };
 
 const ROLE_LINE: Record<Access, string> = {
-  admin: 'Role: **admin** API key (`Authorization: Bearer <key>`).',
-  sdr: 'Role: **SDR** API key (`Authorization: Bearer <key>` of a key with role `sdr` linked to an active SDR); the operation acts for that SDR.',
+  admin: 'Role: **admin** API key (`Authorization: Bearer <key>`), or the dashboard session of one.',
+  sdr: 'Role: **SDR** API key (`Authorization: Bearer <key>` of a key with role `sdr` linked to an active SDR), or the dashboard session of one; the operation acts for that SDR.',
   none: 'Role: none; no API key.',
 };
 
 const SECURITY: Record<Access, unknown[]> = {
   // OpenAPI 3.1 lets a non-OAuth requirement name the roles it needs.
-  admin: [{ bearer: ['admin'] }],
-  sdr: [{ bearer: ['sdr'] }],
+  admin: [{ bearer: ['admin'] }, { session: ['admin'] }],
+  sdr: [{ bearer: ['sdr'] }, { session: ['sdr'] }],
   none: [],
+};
+
+type DashboardAccess = NonNullable<AnyRoute['dashboard']>;
+
+const DASHBOARD_LINE: Record<DashboardAccess, string> = {
+  admin: 'Dashboard only: the session cookie of an **admin** key and its `X-CSRF-Token`; an API key (`Authorization` header) is refused with 403 `forbidden`.',
+  any: 'Dashboard only: a session cookie (admin or SDR key) and its `X-CSRF-Token`; an API key (`Authorization` header) is refused with 403 `forbidden`.',
+  'sign-in': 'Dashboard sign-in: exchanges an API key for a session cookie; no key in the `Authorization` header.',
+};
+
+const DASHBOARD_SECURITY: Record<DashboardAccess, unknown[]> = {
+  admin: [{ session: ['admin'] }],
+  any: [{ session: [] }],
+  'sign-in': [],
 };
 
 /**
@@ -106,7 +120,11 @@ function sharedResponse(status: number, codes: string[]): Json | undefined {
 /** The codes every route can answer, by status, before its own. */
 function commonErrors(r: AnyRoute): Record<number, string[]> {
   const codes: Record<number, string[]> = { 400: ['invalid_request'] };
-  if (r.access !== 'none') Object.assign(codes, { 401: ['authentication_failed'], 403: ['forbidden'], 404: ['workspace_not_found'] });
+  // A state-changing request authenticated by the dashboard session cookie needs its CSRF token.
+  const forbidden = r.method === 'get' ? ['forbidden'] : ['forbidden', 'csrf_failed'];
+  if (r.dashboard) {
+    if (r.dashboard !== 'sign-in') Object.assign(codes, { 401: ['authentication_failed'], 403: forbidden });
+  } else if (r.access !== 'none') Object.assign(codes, { 401: ['authentication_failed'], 403: forbidden, 404: ['workspace_not_found'] });
   // The JSON body reader runs before routing on every POST/PATCH.
   if (r.method === 'post' || r.method === 'patch') Object.assign(codes, { 413: ['payload_too_large'], 415: ['unsupported_media_type'] });
   codes[500] = ['internal_error'];
@@ -157,10 +175,10 @@ function operationOf(r: AnyRoute, defs: Record<string, unknown>): Json {
   return {
     operationId: r.operationId,
     summary: r.summary,
-    description: [ROLE_LINE[r.access], r.description].filter(Boolean).join('\n\n'),
+    description: [r.dashboard ? DASHBOARD_LINE[r.dashboard] : ROLE_LINE[r.access], r.description].filter(Boolean).join('\n\n'),
     tags: [r.tag],
-    security: SECURITY[r.access],
-    'x-mailgate-role': r.access,
+    security: r.dashboard ? DASHBOARD_SECURITY[r.dashboard] : SECURITY[r.access],
+    'x-mailgate-role': r.dashboard ? `dashboard-${r.dashboard}` : r.access,
     ...(parameters.length ? { parameters } : {}),
     ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input', defs) } } } } : {}),
     responses,
@@ -168,14 +186,17 @@ function operationOf(r: AnyRoute, defs: Record<string, unknown>): Json {
 }
 
 const TAGS: Record<string, string> = {
-  Senders: 'Sender accounts and pools (created with the CLI, read here).',
+  Senders: 'Sender accounts and pools: listed with their health and usage; added (after a live test of their servers), paused, resumed and pooled here or with the CLI.',
   Campaigns: 'Campaigns, their sequence steps, lead enrollment, start/pause and metrics.',
   Replies: 'Inbound replies and bounces as classified from the sender accounts\u2019 mailboxes.',
   Suppression: 'The workspace-wide list of addresses never contacted.',
   'SDR desk': 'Reply assignment and the SDR\u2019s prospect threads, mailbox and follow-ups.',
+  'SDR admin': 'SDR profiles, active flags and mail connection states, managed by admins (the SDR desk itself is under SDR desk).',
   'AI drafts': 'AI-assisted reply drafts, their guardrails and sending.',
+  Workspace: 'The workspace\u2019s API keys (listed here; created and revoked in the dashboard).',
   Webhooks: 'Webhook registrations and their delivery log.',
   Operations: 'Health and readiness probes and this document.',
+  Dashboard: 'The dashboard\u2019s session and the flows the spec keeps out of the API (creating and revoking keys, removing a suppressed address, an SDR\u2019s mail connection): session cookie and CSRF token only, never an API key (docs/dashboard.md).',
   Tracking: 'The open-tracking pixel and unsubscribe links put into emails (no API key; signed tokens).',
 };
 
@@ -216,6 +237,13 @@ export function buildOpenApi(routes: AnyRoute[], version: string, others: Static
           type: 'http',
           scheme: 'bearer',
           description: 'An API key: `Authorization: Bearer mgk_...`. Keys have the role `admin` or `sdr` (`mailgate key create`); each operation names the role it needs.',
+        },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'mailgate_session',
+          description:
+            'A dashboard session (POST /dashboard/api/session): the cookie acts with the role of the key it signed in with; every POST, PATCH and DELETE also needs the header `X-CSRF-Token` (403 `csrf_failed` otherwise).',
         },
       },
       schemas: { Error: errorEnvelope, FieldError: fieldError, ...Object.fromEntries(Object.entries(defs).sort(([a], [b]) => a.localeCompare(b))) },

@@ -21,6 +21,12 @@ export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z
   /** Path parameters are named after what they identify (`:campaignId`, never `:id`). */
   path: string;
   access: Access;
+  /**
+   * A dashboard-only route (docs/dashboard.md): served to signed-in dashboard sessions (`admin`
+   * sessions, or `any` session), never to an API key; `sign-in` needs no session. Its `access`
+   * is `none` (no API key).
+   */
+  dashboard?: 'admin' | 'any' | 'sign-in';
   /** Stable camelCase name of the operation (generated clients name their methods after it). */
   operationId: string;
   summary: string;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { EVENT_FIELDS, EVENT_TYPES, messageBounced, messageSent, messageSentJsonb, type MessageFacts } from '../../src/modules/events/catalogue.ts';
+import { EVENT_FIELDS, EVENT_TYPES, messageBounced, messageSent, type MessageFacts } from '../../src/modules/events/catalogue.ts';
+import { MESSAGE_SENT_DATA } from '../../src/modules/messages/transitions.ts';
 import { envelope } from '../../src/modules/webhooks/payload.ts';
 
 /**
@@ -20,15 +21,8 @@ describe('events: one builder per event', () => {
   const sentAt = new Date('2026-05-04T10:00:01.234Z');
 
   it('message.sent from the SQL statement equals the builder, and enveloped bytes are identical', async () => {
-    const expr = messageSentJsonb({
-      campaignId: 'campaign_id',
-      leadId: 'lead_id',
-      email: 'to_email',
-      sequenceStep: 'step_index',
-      messageId: 'id',
-      messageIdHeader: 'message_id_header',
-      sentAt: 'sent',
-    });
+    // The expression the accepted-outcome statement (markSent) embeds, over its columns.
+    const expr = MESSAGE_SENT_DATA;
     const { rows } = await admin.query(
       `select ${expr} as data
          from (values ($1::text, $2::text, $3::text, $4::int, $5::text, $6::text, $7::text))

@@ -119,7 +119,7 @@ describe('HTTP fuzz: every route of the OpenAPI document under hostile input', f
   before(async () => {
     app = await startTestApp({ config: { webhookAllowPrivate: true } });
     const { workspace, adminKey } = await seedWorkspace(app);
-    const { sdrKey } = await seedSdr(app, workspace.id);
+    const { sdrKey, sdr } = await seedSdr(app, workspace.id);
     keys = { admin: adminKey, sdr: sdrKey };
     const s = app.services();
     const campaign = await s.campaigns.create(workspace.id, { name: 'fuzz', sequenceSteps: [{ subject: 'Hi', bodyHtml: '<p>Hi</p>' }] });
@@ -127,6 +127,12 @@ describe('HTTP fuzz: every route of the OpenAPI document under hostile input', f
     const hook = await s.webhooks.create(workspace.id, { url: 'https://127.0.0.1:9/hook', events: ['message.sent'] });
     realIds.campaignId = campaign.id;
     realIds.webhookId = hook.id;
+    // The dashboard's /v1 routes (issue 17): a sender account, a pool and an SDR to act on.
+    const sender = await s.senders.add({ workspaceId: workspace.id, email: 'fuzz-sender@example.com', name: 'Fuzz', smtpUrl: 'smtp://u:p@127.0.0.1:9' });
+    const pool = await s.senders.createPool(workspace.id, 'fuzz', 10, [sender.id]);
+    realIds.senderAccountId = sender.id;
+    realIds.poolId = pool.id;
+    realIds.sdrId = sdr.id;
 
     const doc = (await app.request('GET', '/v1/openapi.json')).body;
     const access = new Map(apiRoutes.map((r) => [`${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`, r.access]));

@@ -108,7 +108,7 @@ describe('metrics and access logs', function () {
     assert.equal(made.status, 404);
     const generated = made.headers.get('x-request-id')!;
     assert.match(generated, /^[0-9a-f-]{36}$/);
-    const tooLong = await app.request('GET', '/nowhere/at/all', { headers: { 'x-request-id': 'x'.repeat(129) } });
+    const tooLong = await app.request('GET', '/v1/nowhere/at/all', { headers: { 'x-request-id': 'x'.repeat(129) } });
     assert.notEqual(tooLong.headers.get('x-request-id'), 'x'.repeat(129));
 
     const lines = app.logs.lines.flatMap((l) => l.split('\n')).filter(Boolean).map((l) => JSON.parse(l));

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type Router from '@koa/router';
 import pg from 'pg';
-import { buildApp, apiRoutes } from '../../src/app.ts';
+import { buildApp, apiRoutes, dashboardRoutes } from '../../src/app.ts';
 import { apiMarkdown, documentText } from '../../scripts/api-docs.ts';
 import { startTestApp, seedWorkspace, type TestApp } from '../support/harness.ts';
 import { checkResponse } from '../support/openapi-check.ts';
@@ -93,7 +93,7 @@ describe('OpenAPI document', function () {
       .filter((o) => !o.op.servers)
       .map((o) => `${o.method} ${o.path}`);
     assert.deepEqual([...mounted].sort(), [...documented].sort());
-    assert.equal(apiRoutes.length, documented.length - 6, 'the route declarations plus health, readiness, the document and the three tracking endpoints');
+    assert.equal(apiRoutes.length + dashboardRoutes.length, documented.length - 6, 'the route declarations (API and dashboard) plus health, readiness, the document and the three tracking endpoints');
   });
 
   it('the metrics listener answers GET /metrics as documented', async () => {
@@ -118,12 +118,25 @@ describe('OpenAPI document', function () {
       ids.add(op.operationId);
       assert.ok(op.summary?.length > 5, `${at}: summary`);
       const role = op['x-mailgate-role'];
-      assert.ok(['admin', 'sdr', 'none'].includes(role), `${at}: x-mailgate-role`);
-      assert.match(op.description, role === 'none' ? /^Role: none/ : role === 'admin' ? /^Role: \*\*admin\*\*/ : /^Role: \*\*SDR\*\*/, `${at}: the role line`);
-      assert.deepEqual(op.security, role === 'none' ? [] : [{ bearer: [role] }], `${at}: security`);
+      assert.ok(['admin', 'sdr', 'none', 'dashboard-admin', 'dashboard-any', 'dashboard-sign-in'].includes(role), `${at}: x-mailgate-role`);
+      const dashboard = role.startsWith('dashboard-');
+      if (dashboard) {
+        // The dashboard's own routes (docs/dashboard.md): a session cookie, never an API key.
+        assert.ok(p.startsWith('/dashboard/api/'), `${at}: under /dashboard/api`);
+        assert.match(op.description, role === 'dashboard-sign-in' ? /^Dashboard sign-in/ : /^Dashboard only: .*refused with 403/, `${at}: the role line`);
+        assert.deepEqual(op.security, role === 'dashboard-admin' ? [{ session: ['admin'] }] : role === 'dashboard-any' ? [{ session: [] }] : [], `${at}: security`);
+      } else {
+        assert.match(op.description, role === 'none' ? /^Role: none/ : role === 'admin' ? /^Role: \*\*admin\*\*/ : /^Role: \*\*SDR\*\*/, `${at}: the role line`);
+        assert.deepEqual(op.security, role === 'none' ? [] : [{ bearer: [role] }, { session: [role] }], `${at}: security`);
+      }
       const statuses = Object.keys(op.responses);
       assert.ok(statuses.includes('500'), `${at}: 500`);
-      if (role !== 'none') for (const s of ['400', '401', '403', '404']) assert.ok(statuses.includes(s), `${at}: ${s}`);
+      if (role !== 'none' && role !== 'dashboard-sign-in') for (const s of dashboard ? ['400', '401', '403'] : ['400', '401', '403', '404']) assert.ok(statuses.includes(s), `${at}: ${s}`);
+      if (role !== 'none' && method !== 'get') {
+        const forbidden = op.responses['403'];
+        const codes = (forbidden.$ref ? doc.components.responses[forbidden.$ref.split('/').pop()] : forbidden).content['application/json'].schema.allOf[1].properties.error.properties.code.enum;
+        assert.ok(codes.includes('csrf_failed'), `${at}: 403 csrf_failed (a session's write without its CSRF token)`);
+      }
       if (role !== 'none' && (method === 'post' || method === 'patch')) for (const s of ['413', '415']) assert.ok(statuses.includes(s), `${at}: ${s}`);
       // A readiness 503 is the probe's answer ({status, pending}), not an error envelope.
       for (const s of statuses.filter((x) => Number(x) >= 400 && !(op.operationId === 'getReadiness' && x === '503'))) {
@@ -132,8 +145,8 @@ describe('OpenAPI document', function () {
         assert.equal(schema.allOf[0].$ref, '#/components/schemas/Error', `${at} ${s}: the envelope`);
         assert.ok(schema.allOf[1].properties.error.properties.code.enum.length > 0, `${at} ${s}: its codes`);
       }
-      // Named after what they identify: no bare {id}.
-      for (const name of p.match(/\{(\w+)\}/g) ?? []) assert.match(name, /^\{([a-z]+Id|token)\}$/, `${at}: path parameter ${name}`);
+      // Named after what they identify: no bare {id} (a suppression entry is identified by its address).
+      for (const name of p.match(/\{(\w+)\}/g) ?? []) assert.match(name, /^\{([a-z][A-Za-z]*Id|token|email)\}$/, `${at}: path parameter ${name}`);
     }
     const envelope = doc.components.schemas.Error;
     assert.deepEqual(envelope.required, ['error']);

@@ -8,14 +8,8 @@ describe('sending engine: pool capacity, account limits and schedule', function 
   this.timeout(60_000);
   const w = sendingWorld();
   const { clock, sink, setup, stats, to } = w;
-  let app: TestApp;
-  let db: pg.Client;
-  let dispatcher: SendDispatcher;
-  before(() => {
-    app = w.app;
-    db = w.db;
-    dispatcher = w.dispatcher;
-  });
+  let app: TestApp, db: pg.Client, dispatcher: SendDispatcher;
+  before(() => ({ app, db, dispatcher } = w));
 
   it('pool capacity: never more than dailyCapacity in any rolling 24 hours; remainingVolume exact', async () => {
     const leads = Array.from({ length: 5 }, (_, i) => ({ email: `cap${i}@lead.example` }));

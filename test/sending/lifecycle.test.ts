@@ -12,16 +12,8 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
   this.timeout(60_000);
   const w = sendingWorld();
   const { clock, sink, setup, stats, to } = w;
-  let app: TestApp;
-  let db: pg.Client;
-  let messenger: SmtpMessenger;
-  let dispatcher: SendDispatcher;
-  before(() => {
-    app = w.app;
-    db = w.db;
-    messenger = w.messenger;
-    dispatcher = w.dispatcher;
-  });
+  let app: TestApp, db: pg.Client, messenger: SmtpMessenger, dispatcher: SendDispatcher;
+  before(() => ({ app, db, messenger, dispatcher } = w));
 
   it('pause: nothing starts sending after the pause commits; in-flight finishes; resume sends the rest once', async () => {
     const leads = Array.from({ length: 6 }, (_, i) => ({ email: `pz${i}@lead.example` }));

@@ -9,14 +9,8 @@ describe('sending engine: outcomes (suppression, bounces, retries, account failu
   this.timeout(60_000);
   const w = sendingWorld();
   const { clock, sink, setup, stats, to } = w;
-  let app: TestApp;
-  let db: pg.Client;
-  let dispatcher: SendDispatcher;
-  before(() => {
-    app = w.app;
-    db = w.db;
-    dispatcher = w.dispatcher;
-  });
+  let app: TestApp, db: pg.Client, dispatcher: SendDispatcher;
+  before(() => ({ app, db, dispatcher } = w));
 
   it('an address suppressed after it was queued is not sent to', async () => {
     const t = await setup({ leads: [{ email: 'late@lead.example' }, { email: 'fine@lead.example' }] });

@@ -8,14 +8,8 @@ describe('sending engine: rendering and threading', function () {
   this.timeout(60_000);
   const w = sendingWorld();
   const { clock, sink, setup, stats, to } = w;
-  let app: TestApp;
-  let db: pg.Client;
-  let dispatcher: SendDispatcher;
-  before(() => {
-    app = w.app;
-    db = w.db;
-    dispatcher = w.dispatcher;
-  });
+  let app: TestApp, db: pg.Client, dispatcher: SendDispatcher;
+  before(() => ({ app, db, dispatcher } = w));
 
   it('renders and sends step 0: tokens, escaping, text part, headers, pixel; records and counts it', async () => {
     const t = await setup({

@@ -8,14 +8,8 @@ describe('tracking and unsubscribe links of sent messages', function () {
   this.timeout(60_000);
   const w = sendingWorld();
   const { clock, setup, stats, to } = w;
-  let app: TestApp;
-  let db: pg.Client;
-  let dispatcher: SendDispatcher;
-  before(() => {
-    app = w.app;
-    db = w.db;
-    dispatcher = w.dispatcher;
-  });
+  let app: TestApp, db: pg.Client, dispatcher: SendDispatcher;
+  before(() => ({ app, db, dispatcher } = w));
 
   it('open tracking: a 1x1 GIF, first open counted once; a tampered token is 404', async () => {
     const t = await setup({ leads: [{ email: 'open@lead.example' }] });

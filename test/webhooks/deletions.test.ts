@@ -9,12 +9,8 @@ import { deliveryWorld } from './delivery-world.ts';
 describe('webhook delivery: deleted and disabled webhooks and workspaces', function () {
   this.timeout(60_000);
   const d = deliveryWorld();
-  let w: WebhookWorld;
-  let db: pg.Client;
-  let dispatcher: WebhookDispatcher;
-  before(() => {
-    ({ w, db, dispatcher } = d);
-  });
+  let w: WebhookWorld, db: pg.Client, dispatcher: WebhookDispatcher;
+  before(() => ({ w, db, dispatcher } = d));
   const { oneHookOneEvent, attemptsOf, staleClaim } = d;
 
   it('deleting a workspace (mailgate workspace delete) deletes its deliveries with their attempts; so does deleting a webhook (0009)', async () => {

@@ -9,12 +9,8 @@ import { deliveryWorld } from './delivery-world.ts';
 describe("webhook delivery: the dispatcher's statements and their plans", function () {
   this.timeout(60_000);
   const d = deliveryWorld();
-  let w: WebhookWorld;
-  let db: pg.Client;
-  let dispatcher: WebhookDispatcher;
-  before(() => {
-    ({ w, db, dispatcher } = d);
-  });
+  let w: WebhookWorld, db: pg.Client, dispatcher: WebhookDispatcher;
+  before(() => ({ w, db, dispatcher } = d));
   const { oneHookOneEvent, attemptsOf, staleClaim } = d;
 
   it("the dispatcher's statements plan with indexes only, whatever the statistics say", async () => {

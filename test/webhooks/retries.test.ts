@@ -10,12 +10,8 @@ import { deliveryWorld, DELAYS } from './delivery-world.ts';
 describe('webhook delivery: attempts, retries, timeouts, the delivery log', function () {
   this.timeout(60_000);
   const d = deliveryWorld();
-  let w: WebhookWorld;
-  let db: pg.Client;
-  let dispatcher: WebhookDispatcher;
-  before(() => {
-    ({ w, db, dispatcher } = d);
-  });
+  let w: WebhookWorld, db: pg.Client, dispatcher: WebhookDispatcher;
+  before(() => ({ w, db, dispatcher } = d));
   const { oneHookOneEvent, attemptsOf, staleClaim } = d;
 
   it('a failing receiver gets exactly 6 attempts on the configured schedule, then nothing; the delivery is failed', async () => {

@@ -9,12 +9,8 @@ import { deliveryWorld, DELAYS } from './delivery-world.ts';
 describe('webhook delivery: guards', function () {
   this.timeout(60_000);
   const d = deliveryWorld();
-  let w: WebhookWorld;
-  let db: pg.Client;
-  let dispatcher: WebhookDispatcher;
-  before(() => {
-    ({ w, db, dispatcher } = d);
-  });
+  let w: WebhookWorld, db: pg.Client, dispatcher: WebhookDispatcher;
+  before(() => ({ w, db, dispatcher } = d));
   const { oneHookOneEvent, attemptsOf, staleClaim } = d;
 
   describe('SSRF guard at delivery time (MAILGATE_WEBHOOK_ALLOW_PRIVATE off for the dispatcher)', () => {

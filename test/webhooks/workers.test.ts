@@ -8,12 +8,8 @@ import { deliveryWorld, DELAYS } from './delivery-world.ts';
 describe('webhook delivery: restarts, workers, leases', function () {
   this.timeout(60_000);
   const d = deliveryWorld();
-  let w: WebhookWorld;
-  let db: pg.Client;
-  let dispatcher: WebhookDispatcher;
-  before(() => {
-    ({ w, db, dispatcher } = d);
-  });
+  let w: WebhookWorld, db: pg.Client, dispatcher: WebhookDispatcher;
+  before(() => ({ w, db, dispatcher } = d));
   const { oneHookOneEvent, attemptsOf, staleClaim } = d;
 
   it('a restart mid-retry continues the schedule: a new dispatcher takes over the pending retries', async () => {

@@ -13,6 +13,7 @@ import { Migration0012Workers } from './0012_workers.ts';
 import { Migration0013Complaints } from './0013_complaints.ts';
 import { Migration0015CampaignFinished } from './0015_campaign_finished.ts';
 import { Migration0014SenderHealth } from './0014_sender_health.ts';
+import { Migration0016Dashboard } from './0016_dashboard.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -31,4 +32,5 @@ export const migrations = [
   { name: '0013_complaints', class: Migration0013Complaints },
   { name: '0014_sender_health', class: Migration0014SenderHealth },
   { name: '0015_campaign_finished', class: Migration0015CampaignFinished },
+  { name: '0016_dashboard', class: Migration0016Dashboard },
 ];

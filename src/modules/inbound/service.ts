@@ -10,7 +10,8 @@ import { bounceDelivered } from '../messages/transitions.ts';
 import { matchByMessageIds, matchBySender, type MatchedMessage } from '../messages/lookups.ts';
 import { oooResumeAt } from '../sending/postpone.ts';
 import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
-import { advanceCursor, alreadyIngested, dropInbound, hasReplyClassified, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
+import { advanceCursor } from '../mailboxes/repository.ts';
+import { alreadyIngested, dropInbound, hasReplyClassified, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
 
 export interface IncomingMail {
   watchId: string;
@@ -73,20 +74,7 @@ export class InboundService {
       const match = await this.match(tx, mail, analysis);
       if (!match) return 'unmatched';
       if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');
-      const inboundId = newId('inb');
-      await storeInbound(tx, {
-        id: inboundId,
-        workspaceId: mail.workspaceId,
-        watchId: mail.watchId,
-        uidValidity: mail.uidValidity,
-        uid: mail.uid,
-        analysis,
-        receivedAt: mail.receivedAt,
-        raw: mail.raw,
-        outboundMessageId: match.id,
-        kind: analysis.kind,
-        now: this.deps.clock.now(),
-      });
+      const inboundId = await this.store(tx, mail, analysis, match.id, analysis.kind);
       if (analysis.kind === 'bounce') await this.bounce(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'complaint') await this.complaint(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'reply') await this.reply(tx, match, analysis, inboundId, mail.receivedAt);
@@ -104,24 +92,30 @@ export class InboundService {
     // Only a person's answer joins a prospect thread: bounces, complaints and unclassified
     // automatic mail never reach an SDR's inbox.
     if (a.kind !== 'reply') return a.kind === 'unclassified' ? 'unclassified' : 'ignored';
-    const inboundId = newId('inb');
     // Stored first (thread_messages points at it); rolled back with everything if unmatched.
+    const inboundId = await this.store(tx, mail, a, null, 'thread_reply');
+    if (await this.prospects.prospectAnswer(tx, mail.sdrId!, a, inboundId, mail.receivedAt)) return 'reply';
+    await dropInbound(tx, inboundId);
+    return 'unmatched';
+  }
+
+  /** The raw message, stored (so a classification can be re-run); returns its id. */
+  private async store(tx: EntityManager, mail: IncomingMail, analysis: InboundAnalysis, outboundMessageId: string | null, kind: string): Promise<string> {
+    const id = newId('inb');
     await storeInbound(tx, {
-      id: inboundId,
+      id,
       workspaceId: mail.workspaceId,
       watchId: mail.watchId,
       uidValidity: mail.uidValidity,
       uid: mail.uid,
-      analysis: a,
+      analysis,
       receivedAt: mail.receivedAt,
       raw: mail.raw,
-      outboundMessageId: null,
-      kind: 'thread_reply',
+      outboundMessageId,
+      kind,
       now: this.deps.clock.now(),
     });
-    if (await this.prospects.prospectAnswer(tx, mail.sdrId!, a, inboundId, mail.receivedAt)) return 'reply';
-    await dropInbound(tx, inboundId);
-    return 'unmatched';
+    return id;
   }
 
   private async match(tx: EntityManager, mail: IncomingMail, a: InboundAnalysis): Promise<MatchedMessage | undefined> {

@@ -5,7 +5,7 @@ import type { Deps } from '../../deps.ts';
 import { imapClient } from '../../adapters/imap.ts';
 import { toDate } from '../../shared/time.ts';
 import type { InboundService } from './service.ts';
-import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, type WatchRow, type WatchStatus } from './repository.ts';
+import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, type WatchRow, type WatchStatus } from '../mailboxes/repository.ts';
 
 export interface WatcherOptions {
   /** Fallback poll when a server has no IDLE (MAILGATE_IMAP_POLL_INTERVAL). */

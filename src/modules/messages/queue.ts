@@ -133,10 +133,22 @@ export interface EnrollmentRow extends LeadColumns {
   next_send_at: Date | string | null;
 }
 
-export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string; limit: number; offset: number }) {
+export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string; q?: string; limit: number; offset: number }) {
   // enrollments_campaign_seq_idx for the page and the count; outbound_enrollment_step_key for each enrollment's pending message.
-  const filter = opts.status ? 'and e.status = ?' : '';
-  const params = opts.status ? [campaignId, opts.status] : [campaignId];
+  // A search (q) filters the campaign's enrollments by their lead (leads primary key), no index of its own.
+  const conditions: string[] = [];
+  const params: unknown[] = [campaignId];
+  if (opts.status) {
+    conditions.push('and e.status = ?');
+    params.push(opts.status);
+  }
+  if (opts.q) {
+    const like = `%${opts.q.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`;
+    conditions.push(`and exists (select 1 from leads s where s.id = e.lead_id and (s.email_key like ? escape '\\' or lower(coalesce(s.first_name, '')) like ? escape '\\'
+                      or lower(coalesce(s.last_name, '')) like ? escape '\\' or lower(coalesce(s.company, '')) like ? escape '\\'))`);
+    params.push(like, like, like, like);
+  }
+  const filter = conditions.join(' ');
   const rows = await sql<EnrollmentRow>(
     em,
     `select e.id as enrollment_id, e.status, e.last_event, e.last_event_at, e.created_at,

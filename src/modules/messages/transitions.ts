@@ -80,7 +80,7 @@ export async function requeueAfterAccountFailure(em: EntityManager, id: string, 
 }
 
 /** message.sent's payload over the columns of the accepted statement's `m` (events/catalogue.ts). */
-const MESSAGE_SENT_DATA = messageSentJsonb({
+export const MESSAGE_SENT_DATA = messageSentJsonb({
   campaignId: 'campaign_id',
   leadId: 'lead_id',
   email: 'to_email',

@@ -9,9 +9,10 @@ import { SdrSchema, SdrMailboxSchema, type Sdr, type SdrMailbox, type MailHealth
 import type { ProbeOutcome } from '../../adapters/mailprobe.ts';
 import { icpCriteria, saveIcpCriteria } from './repository.ts';
 import { deleteRule, insertRule, rulesOfWorkspace, type FollowupRuleRow } from './followup-repository.ts';
-import { addSdrWatch } from '../inbound/repository.ts';
+import { addSdrWatch } from '../mailboxes/repository.ts';
 import { isoOrNull, toIso } from '../../shared/time.ts';
 import type { IcpCriteria } from './icp.ts';
+import { probeFailed } from '../dashboard/mail-servers.ts';
 
 export interface ProfileInput {
   tone?: string;
@@ -92,9 +93,11 @@ export class SdrService {
   /**
    * Connects the SDR's mailbox: the credentials are checked against the real SMTP and IMAP
    * servers and the outcome becomes the mailbox's health (active, needs_reauth, rate_limited
-   * or disconnected). The connection is stored either way so it can be retried.
+   * or disconnected). The connection is stored either way so it can be retried -- unless
+   * `onlyIfWorking` (the dashboard's flow): then a refusal is 422 mail_probe_failed and nothing
+   * is stored.
    */
-  async connectMail(sdrId: string, input: { smtpUrl: string; imapUrl: string; email?: string }) {
+  async connectMail(sdrId: string, input: { smtpUrl: string; imapUrl: string; email?: string }, onlyIfWorking = false) {
     const sdr = await this.get(sdrId);
     for (const [field, url, proto] of [['smtp', input.smtpUrl, 'smtp'], ['imap', input.imapUrl, 'imap']] as const) {
       try {
@@ -109,6 +112,7 @@ export class SdrService {
     const imap = smtp.ok ? await this.deps.mailProbe.imap(input.imapUrl) : smtp;
     const now = this.deps.clock.now();
     const outcome = smtp.ok ? imap : smtp;
+    if (onlyIfWorking && !outcome.ok) throw probeFailed(smtp.ok ? 'imap' : 'smtp', outcome);
     const row: SdrMailbox = {
       sdrId: sdr.id,
       workspaceId: sdr.workspaceId,

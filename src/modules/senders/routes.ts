@@ -12,6 +12,8 @@ const senderAccount = z.object({
   healthRetryAt: z.string().nullable().describe('an unreachable or rate_limited account is skipped until then, then tried again'),
   imapHealth: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable', 'rate_limited']).nullable().describe('IMAP connection of the watched mailbox; null without one'),
   dailyLimit: z.number().int().nullable(),
+  sentLast24h: z.number().int().describe('messages sent in the rolling 24 hours (compare with dailyLimit)'),
+  poolIds: z.array(z.string()).describe('the pools the account belongs to'),
 }).meta({ id: 'SenderAccount' });
 
 const senderPool = z.object({
@@ -24,6 +26,8 @@ const senderPool = z.object({
   senderCount: z.number().int(),
 }).meta({ id: 'SenderPool' });
 
+export { senderAccount, senderPool };
+
 export const senderRoutes = [
   defineRoute({
     method: 'get',
@@ -34,7 +38,7 @@ export const senderRoutes = [
     summary: 'List sender accounts',
     response: z.array(senderAccount),
     async handler({ auth, services }) {
-      return services.senders.listWithMailboxes(auth.workspaceId);
+      return services.dashboardSenders.list(auth.workspaceId);
     },
   }),
   defineRoute({

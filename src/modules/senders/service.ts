@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../adapters/ids.ts';
+import { addSenderWatch, senderWatches } from '../mailboxes/repository.ts';
 import { parseMailUrl } from '../../adapters/mailurl.ts';
 import type { Deps } from '../../deps.ts';
 import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema, type SenderAccount, type SenderStatus } from './entities.ts';
@@ -48,20 +49,10 @@ export function poolView(p: PoolRow) {
 }
 
 
-/**
- * The mailboxes of sender accounts are the inbound module's (mailbox_watches): an account added
- * with an IMAP URL is watched from then on, and its listing shows the connection's health.
- */
-export interface SenderMailboxes {
-  watch(em: EntityManager, workspaceId: string, senderAccountId: string, since: Date): Promise<void>;
-  health(em: EntityManager, workspaceId: string): Promise<Array<{ sender_account_id: string; status: string }>>;
-}
 export class SenderService {
   constructor(
     private readonly deps: Deps,
     private readonly em: EntityManager,
-    /** Where an account's IMAP mailbox gets watched (the inbound module's, wired in services.ts). */
-    private readonly mailboxes: SenderMailboxes,
   ) {}
 
   async add(input: AddSenderInput): Promise<SenderAccount> {
@@ -101,7 +92,7 @@ export class SenderService {
         await em.insert(SenderAccountSchema, sender);
         // Its mailbox is watched from now on: mail received from here is processed, older is not.
         if (input.imapUrl)
-          await this.mailboxes.watch(em, input.workspaceId, sender.id, now);
+          await addSenderWatch(em, input.workspaceId, sender.id, now);
         if (input.poolId) await em.insert(PoolMemberSchema, { poolId: input.poolId, senderAccountId: sender.id, addedAt: now });
       });
     } catch (err) {
@@ -136,7 +127,7 @@ export class SenderService {
   /** Accounts with the health of their IMAP connection (null: no mailbox watched). */
   async listWithMailboxes(workspaceId: string) {
     const senders = await this.list(workspaceId);
-    const watches = await this.mailboxes.health(this.em, workspaceId);
+    const watches = await senderWatches(this.em, workspaceId);
     const byId = new Map(watches.map((w) => [w.sender_account_id, w.status]));
     return senders.map((s) => senderView(s, byId.get(s.id) ?? null));
   }

@@ -1,0 +1,137 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Context } from 'koa';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../shared/errors.ts';
+import type { Crypto } from '../adapters/crypto.ts';
+import { sql } from '../db/sql.ts';
+import { toDate } from '../shared/time.ts';
+import type { Role } from '../modules/workspaces/entities.ts';
+
+// Dashboard sessions (docs/dashboard.md): an opaque random token in an HttpOnly, SameSite=Strict
+// cookie, stored only as its SHA-256. The CSRF token is derived from the session token with the
+// secret key, so it needs no storage and cannot be computed from what the database holds.
+
+export const SESSION_COOKIE = 'mailgate_session';
+export const CSRF_HEADER = 'x-csrf-token';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+// last_seen_at drives the idle expiry; writing it at most once a minute keeps reads read-only.
+const TOUCH_EVERY_MS = 60_000;
+
+export function hashSessionToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+export function csrfTokenFor(crypto: Crypto, sessionToken: string): string {
+  return crypto.digest('dashboard csrf', sessionToken).toString('base64url');
+}
+
+/** The session token of the request's cookie, or null. Only well-formed tokens count. */
+export function readSessionToken(ctx: Context): string | null {
+  const value = ctx.cookies.get(SESSION_COOKIE);
+  return value && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : null;
+}
+
+export function setSessionCookie(ctx: Context, token: string) {
+  ctx.cookies.set(SESSION_COOKIE, token, { httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: '/', overwrite: true });
+}
+
+export function clearSessionCookie(ctx: Context) {
+  ctx.cookies.set(SESSION_COOKIE, '', { httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: '/', overwrite: true, expires: new Date(0) });
+}
+
+/**
+ * A request that states its origin must come from this origin (the host it was sent to, with
+ * the scheme the proxy reports). Browsers send Origin on every cross-origin request and on
+ * same-origin non-GET requests; a request without one (curl, tests) passes here and still needs
+ * the CSRF token.
+ */
+export function checkOrigin(ctx: Context) {
+  const origin = ctx.get('origin');
+  if (!origin) return;
+  // Koa 3's ctx.origin is the Origin header itself: this origin is built from scheme and host.
+  if (origin !== `${ctx.protocol}://${ctx.host}`) throw new ApiError(403, 'csrf_failed', `requests from ${origin.slice(0, 200)} are refused: the dashboard accepts requests from its own origin only`);
+}
+
+/** CSRF protection of a state-changing request authenticated by the session cookie. */
+export function checkCsrf(ctx: Context, crypto: Crypto, sessionToken: string) {
+  if (SAFE_METHODS.has(ctx.method)) return;
+  checkOrigin(ctx);
+  const given = ctx.get(CSRF_HEADER);
+  if (!given) throw new ApiError(403, 'csrf_failed', 'missing X-CSRF-Token header: a state-changing request of a dashboard session must carry the csrfToken of GET /dashboard/api/session');
+  const a = Buffer.from(given);
+  const b = Buffer.from(csrfTokenFor(crypto, sessionToken));
+  if (a.length !== b.length || !timingSafeEqual(a, b)) throw new ApiError(403, 'csrf_failed', 'the X-CSRF-Token header does not match this session');
+}
+
+export interface SessionKey {
+  tokenHash: string;
+  keyId: string;
+  workspaceId: string;
+  role: Role;
+  sdrId: string | null;
+  /** null when the key has no SDR, or its SDR is gone or of another workspace. */
+  sdrActive: boolean | null;
+  lastUsedAt: Date | null;
+  /** last_seen_at is over a minute old: moved forward when the request succeeds (touchSession). */
+  touch: boolean;
+}
+
+interface SessionRow {
+  token_hash: string;
+  last_seen_at: Date | string;
+  key_id: string;
+  workspace_id: string | null;
+  role: Role;
+  sdr_id: string | null;
+  revoked_at: Date | string | null;
+  last_used_at: Date | string | null;
+  sdr_active: boolean | null;
+}
+
+/**
+ * The session of `token` with its API key: 401 authentication_failed when there is none, it
+ * was idle longer than `idleMs`, or its key was revoked.
+ */
+export async function lookupSession(em: EntityManager, token: string, now: Date, idleMs: number): Promise<SessionKey> {
+  const [row] = await sql<SessionRow>(
+    em,
+    `select s.token_hash, s.last_seen_at, k.id as key_id, k.workspace_id, k.role, k.sdr_id, k.revoked_at, k.last_used_at, d.active as sdr_active
+       from dashboard_sessions s
+       join api_keys k on k.id = s.key_id
+       left join sdrs d on d.id = k.sdr_id and d.workspace_id = k.workspace_id
+      where s.token_hash = ?`,
+    [hashSessionToken(token)],
+    { name: 'mailgate_dashboard_session_v1' },
+  );
+  if (!row || !row.workspace_id) throw new ApiError(401, 'authentication_failed', 'not signed in (or the session has ended): sign in with an API key');
+  if (row.revoked_at) throw new ApiError(401, 'authentication_failed', 'the API key of this session has been revoked: sign in again with another key');
+  const seen = toDate(row.last_seen_at);
+  if (now.getTime() - seen.getTime() > idleMs) throw new ApiError(401, 'authentication_failed', 'the session expired after a period without use: sign in again');
+  return {
+    touch: now.getTime() - seen.getTime() > TOUCH_EVERY_MS,
+    tokenHash: row.token_hash,
+    keyId: row.key_id,
+    workspaceId: row.workspace_id,
+    role: row.role,
+    sdrId: row.sdr_id,
+    sdrActive: row.sdr_active,
+    lastUsedAt: row.last_used_at ? toDate(row.last_used_at) : null,
+  };
+}
+
+/**
+ * Marks the request's session as used once the request has succeeded: a refused request writes
+ * nothing, not even this (at most once a minute per session).
+ */
+export function noteSessionUse(ctx: Context, session: SessionKey) {
+  if (session.touch) ctx.state.sessionUsed = session.tokenHash;
+}
+
+/** Middleware: after a successful answer, moves the used session's last_seen_at forward. */
+export function touchSessions(now: () => Date) {
+  return async (ctx: Context, next: () => Promise<void>) => {
+    await next();
+    const tokenHash = ctx.state.sessionUsed as string | undefined;
+    if (tokenHash && ctx.status < 400) await sql(ctx.state.em as EntityManager, 'update dashboard_sessions set last_seen_at = ? where token_hash = ?', [now(), tokenHash]);
+  };
+}

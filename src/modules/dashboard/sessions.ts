@@ -1,0 +1,71 @@
+import { randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../../shared/errors.ts';
+import { sql } from '../../db/sql.ts';
+import type { Deps } from '../../services.ts';
+import { findKey, checkRole } from '../../http/auth.ts';
+import { csrfTokenFor, hashSessionToken } from '../../http/session.ts';
+import type { Role } from '../workspaces/entities.ts';
+
+export interface SessionView {
+  role: Role;
+  workspaceId: string;
+  workspaceName: string;
+  sdrId: string | null;
+  keyId: string;
+  csrfToken: string;
+  idleTimeoutSeconds: number;
+}
+
+/** Dashboard sign-in and sign-out (docs/dashboard.md); the lookup is http/session.ts's. */
+export class DashboardSessionService {
+  constructor(
+    private readonly deps: Deps,
+    private readonly em: EntityManager,
+  ) {}
+
+  /**
+   * Exchanges an API key for a new session: the key must be one a request could use (not
+   * revoked, its workspace there, an SDR key's SDR active). Returns the cookie's token (shown
+   * to nobody else) and what the front end needs.
+   */
+  async signIn(apiKey: string): Promise<{ token: string; view: SessionView }> {
+    const key = await findKey(this.em, apiKey.trim());
+    if (!key || key.revoked_at) throw new ApiError(401, 'authentication_failed', key ? 'this API key has been revoked' : 'invalid API key');
+    if (!key.workspace_id) throw new ApiError(404, 'workspace_not_found', 'the workspace of this API key no longer exists');
+    if (key.role === 'sdr') checkRole('sdr', { role: key.role, sdrId: key.sdr_id, sdrActive: key.sdr_active });
+    const token = randomBytes(32).toString('base64url');
+    const now = this.deps.clock.now();
+    const workspaceId = key.workspace_id;
+    await this.em.transactional(async (em) => {
+      // Sessions idle past the limit are over; sign-in is where they are swept (dashboard_sessions_seen_idx).
+      await sql(em, 'delete from dashboard_sessions where last_seen_at < ?', [new Date(now.getTime() - this.deps.config.dashboardSessionIdle)]);
+      await sql(em, 'insert into dashboard_sessions (token_hash, workspace_id, key_id, created_at, last_seen_at) values (?, ?, ?, ?, ?)', [
+        hashSessionToken(token),
+        workspaceId,
+        key.id,
+        now,
+        now,
+      ]);
+      await sql(em, 'update api_keys set last_used_at = ? where id = ?', [now, key.id]);
+    });
+    return { token, view: await this.view(token, { keyId: key.id, workspaceId, role: key.role, sdrId: key.sdr_id }) };
+  }
+
+  async view(token: string, s: { keyId: string; workspaceId: string; role: Role; sdrId: string | null }): Promise<SessionView> {
+    const [ws] = await sql<{ name: string }>(this.em, 'select name from workspaces where id = ?', [s.workspaceId]);
+    return {
+      role: s.role,
+      workspaceId: s.workspaceId,
+      workspaceName: ws?.name ?? '',
+      sdrId: s.role === 'sdr' ? s.sdrId : null,
+      keyId: s.keyId,
+      csrfToken: csrfTokenFor(this.deps.crypto, token),
+      idleTimeoutSeconds: Math.floor(this.deps.config.dashboardSessionIdle / 1000),
+    };
+  }
+
+  async signOut(token: string): Promise<void> {
+    await sql(this.em, 'delete from dashboard_sessions where token_hash = ?', [hashSessionToken(token)]);
+  }
+}

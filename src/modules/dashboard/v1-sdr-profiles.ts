@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { defineRoute, type AnyRoute } from '../../http/route.ts';
+import { emailText, isoTime } from '../../http/doc-schemas.ts';
+import { pageQuery } from '../campaigns/schemas.ts';
+
+// SDR management for admins (docs/dashboard.md). Not under /v1/sdrs, which is the SDR keys'
+// (contract §3: sdr keys call /v1/sdrs and /v1/sdr/... only; admin keys everything else).
+
+const sdrAdminProfile = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    email: emailText.describe('where assigned replies are forwarded'),
+    active: z.boolean().describe('an inactive SDR cannot be assigned to and its keys get 403'),
+    tone: z.string().nullable(),
+    signature: z.string().nullable(),
+    calendarUrl: z.string().nullable(),
+    language: z.string().nullable(),
+    mailConnected: z.boolean().describe('the mailbox is connected and its health is active'),
+    mailEmail: emailText.nullable().describe('the connected mailbox address, if any'),
+    healthState: z.enum(['active', 'needs_reauth', 'rate_limited', 'disconnected']),
+    lastSyncError: z.string().nullable().describe("the mail server's answer behind a health other than active"),
+    lastSyncedAt: isoTime.nullable(),
+    createdAt: isoTime,
+  })
+  .meta({ id: 'SdrAdminProfile' });
+
+const profileFields = {
+  tone: z.string().max(500, 'at most 500 characters').optional().describe('writing tone for drafts, e.g. "warm, concise"; empty clears it'),
+  signature: z.string().max(10_000, 'at most 10000 characters').optional().describe('plain-text signature; empty clears it'),
+  calendarUrl: z.string().max(2000).optional().describe('https booking link; empty clears it'),
+  language: z.string().max(35).optional().describe('language tag such as en or pt-BR; empty clears it'),
+};
+
+const sdrParams = z.object({ sdrId: z.string().min(1).max(200).describe('an SDR id (`sdr_...`)') });
+
+export const sdrProfileRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'get',
+    path: '/v1/sdr-profiles',
+    access: 'admin',
+    tag: 'SDR admin',
+    operationId: 'listSdrProfiles',
+    summary: 'Every SDR of the workspace with profile, active flag and mail connection',
+    query: pageQuery.extend({ active: z.enum(['true', 'false']).optional().describe('only active (true) or inactive (false) SDRs') }),
+    response: z.object({ data: z.array(sdrAdminProfile), total: z.number().int(), hasMore: z.boolean() }),
+    handler: ({ query, auth, services }) =>
+      services.sdrProfiles.list(auth.workspaceId, { active: query.active === undefined ? undefined : query.active === 'true', limit: query.limit, offset: query.offset }),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/v1/sdr-profiles',
+    access: 'admin',
+    tag: 'SDR admin',
+    operationId: 'createSdrProfile',
+    summary: 'Add an SDR (active), with its profile',
+    body: z.strictObject({
+      name: z.string().trim().min(1, 'must not be empty').max(200, 'at most 200 characters'),
+      email: z.string().trim().min(1, 'must not be empty').max(320, 'at most 320 characters'),
+      ...profileFields,
+    }),
+    response: sdrAdminProfile,
+    errors: { 409: 'already_exists' },
+    handler: ({ body, auth, services }) => services.sdrProfiles.create(auth.workspaceId, body),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/v1/sdr-profiles/:sdrId',
+    access: 'admin',
+    tag: 'SDR admin',
+    operationId: 'getSdrProfile',
+    summary: 'One SDR with profile, active flag and mail connection',
+    params: sdrParams,
+    response: sdrAdminProfile,
+    errors: { 404: 'sdr_not_found' },
+    handler: ({ params, auth, services }) => services.sdrProfiles.get(auth.workspaceId, params.sdrId),
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/v1/sdr-profiles/:sdrId',
+    access: 'admin',
+    tag: 'SDR admin',
+    operationId: 'updateSdrProfile',
+    summary: "Change an SDR's name, profile or active flag (fields not given stay)",
+    params: sdrParams,
+    body: z.strictObject({
+      name: z.string().trim().min(1, 'must not be empty').max(200, 'at most 200 characters').optional(),
+      active: z.boolean().optional(),
+      ...profileFields,
+    }),
+    response: sdrAdminProfile,
+    errors: { 404: 'sdr_not_found' },
+    handler: ({ params, body, auth, services }) => services.sdrProfiles.update(auth.workspaceId, params.sdrId, body),
+  }),
+];

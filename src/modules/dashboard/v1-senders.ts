@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { defineRoute, type AnyRoute } from '../../http/route.ts';
+import { senderAccount, senderPool } from '../senders/routes.ts';
+import { mailServerSchema, probeFailedFields, probeView } from './mail-servers.ts';
+
+// Adding, pausing and resuming sender accounts and building pools from the dashboard
+// (docs/dashboard.md): the CLI's operations as API routes; an account is saved only after its
+// servers accepted the login.
+
+const senderParams = z.object({ senderAccountId: z.string().min(1).max(200).describe('a sender account id (`snd_...`)') });
+const poolParams = z.object({ poolId: z.string().min(1).max(200).describe('a sender pool id (`pool_...`)') });
+
+const addSenderBody = z.strictObject({
+  email: z.string().trim().min(1, 'must not be empty').max(320, 'at most 320 characters').describe('the From address'),
+  name: z.string().trim().min(1, 'must not be empty').max(200, 'at most 200 characters').describe('the display name in the From header'),
+  smtp: mailServerSchema,
+  imap: mailServerSchema.optional().describe('the mailbox watched for replies and bounces'),
+  poolId: z.string().min(1).max(200).optional().describe('add the account to this pool'),
+  dailyLimit: z.number().int().min(1).max(1_000_000).optional().describe('most messages in any 24 hours'),
+  minIntervalSeconds: z.number().min(0).max(86_400).optional().describe('least time between two sends of the account'),
+});
+
+const statusRoute = (action: 'pause' | 'resume') =>
+  defineRoute({
+    method: 'post',
+    path: `/v1/sender-accounts/:senderAccountId/${action}`,
+    access: 'admin',
+    tag: 'Senders',
+    operationId: action === 'pause' ? 'pauseSenderAccount' : 'resumeSenderAccount',
+    summary:
+      action === 'pause'
+        ? 'Pause a sender account: it sends nothing until resumed (a no-op when paused)'
+        : 'Resume a sender account; also clears an auth-failure or back-off so it is tried at once',
+    params: senderParams,
+    response: senderAccount,
+    errors: { 404: 'sender_account_not_found' },
+    handler: ({ params, auth, services }) => services.dashboardSenders.setStatus(auth.workspaceId, params.senderAccountId, action === 'pause' ? 'paused' : 'active'),
+  });
+
+export const senderApiRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'post',
+    path: '/v1/sender-accounts/probe',
+    access: 'admin',
+    tag: 'Senders',
+    operationId: 'probeSenderAccount',
+    summary: 'Test SMTP (and IMAP) settings against the real servers without saving anything',
+    body: z.strictObject({ smtp: mailServerSchema, imap: mailServerSchema.optional() }),
+    response: z.object({ ok: z.boolean().describe('every server given accepted the login'), smtp: probeView, imap: probeView.nullable() }),
+    handler: ({ body, services }) => services.dashboardSenders.probe(body),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/v1/sender-accounts',
+    access: 'admin',
+    tag: 'Senders',
+    operationId: 'createSenderAccount',
+    summary: 'Add a sender account; its SMTP (and IMAP) login is tested against the real servers before it is saved',
+    description:
+      'SMTP is tested first, then IMAP when given (the probe of `mailgate sdr connect-mail`). A refusal is 422 `mail_probe_failed` with `probe` (which server, why, its words) and nothing is saved. Its mailbox is watched from now on.',
+    body: addSenderBody,
+    response: senderAccount,
+    errors: { 404: 'sender_pool_not_found', 409: 'already_exists', 422: 'mail_probe_failed' },
+    errorFields: { 422: probeFailedFields },
+    handler: ({ body, auth, services }) => services.dashboardSenders.add(auth.workspaceId, body),
+  }),
+  statusRoute('pause'),
+  statusRoute('resume'),
+  defineRoute({
+    method: 'post',
+    path: '/v1/sender-pools',
+    access: 'admin',
+    tag: 'Senders',
+    operationId: 'createSenderPool',
+    summary: 'Create a sender pool with its rolling 24-hour capacity and members',
+    body: z.strictObject({
+      name: z.string().trim().min(1, 'must not be empty').max(200, 'at most 200 characters'),
+      dailyCapacity: z.number().int().min(0).max(10_000_000).describe('most messages through the pool in any rolling 24 hours'),
+      senderAccountIds: z.array(z.string().min(1).max(200)).max(1000).optional(),
+    }),
+    response: senderPool,
+    errors: { 404: 'sender_account_not_found' },
+    handler: ({ body, auth, services }) => services.dashboardSenders.createPool(auth.workspaceId, body),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/v1/sender-pools/:poolId/members',
+    access: 'admin',
+    tag: 'Senders',
+    operationId: 'addSenderPoolMember',
+    summary: 'Add a sender account to a pool (a no-op when it is a member)',
+    params: poolParams,
+    body: z.strictObject({ senderAccountId: z.string().min(1).max(200) }),
+    response: senderPool,
+    errors: { 404: 'sender_pool_not_found | sender_account_not_found' },
+    handler: ({ params, body, auth, services }) => services.dashboardSenders.addMember(auth.workspaceId, params.poolId, body.senderAccountId),
+  }),
+];

@@ -1,0 +1,165 @@
+// Sender accounts and pools through /v1 (issue 17, docs/dashboard.md): the live probe against a
+// real SMTP server (smtp-server) and Dovecot before an account is saved, pause/resume, the
+// rolling 24-hour usage, pools and their members. A refused request writes nothing.
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { startTestApp, seedWorkspace, type TestApp } from '../support/harness.ts';
+import { signIn } from '../support/dashboard.ts';
+import { ImapTestServer } from '../support/dovecot.ts';
+import { SmtpSink } from '../support/smtp.ts';
+
+describe('dashboard /v1 senders and pools', function () {
+  this.timeout(90_000);
+  let app: TestApp;
+  let db: pg.Client;
+  const imap = new ImapTestServer();
+  const smtp = new SmtpSink();
+
+  before(async () => {
+    await Promise.all([imap.start(), smtp.start()]);
+    imap.addUser('box@acme.example', 'imap-pw');
+    smtp.users.set('box@acme.example', 'smtp-pw');
+    app = await startTestApp();
+    db = new pg.Client({ connectionString: app.databaseUrl });
+    await db.connect();
+  });
+  after(async () => {
+    await db.end();
+    await app.close();
+    await imap.stop();
+    await smtp.stop();
+  });
+
+  const smtpServer = (pass = 'smtp-pw', port = smtp.port) => ({ host: '127.0.0.1', port, secure: false, user: 'box@acme.example', pass });
+  const imapServer = (pass = 'imap-pw', port = imap.port) => ({ host: '127.0.0.1', port, secure: false, user: 'box@acme.example', pass });
+  const senders = async (ws: string) => Number((await db.query('select count(*)::int as n from sender_accounts where workspace_id = $1', [ws])).rows[0].n);
+
+  it('probes servers without saving: each server\u2019s answer in its words', async () => {
+    const { workspace, adminKey } = await seedWorkspace(app);
+    const ok = await app.request('POST', '/v1/sender-accounts/probe', { key: adminKey, body: { smtp: smtpServer(), imap: imapServer() } });
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(ok.body, { ok: true, smtp: { ok: true }, imap: { ok: true } });
+    const smtpOnly = await app.request('POST', '/v1/sender-accounts/probe', { key: adminKey, body: { smtp: smtpServer() } });
+    assert.deepEqual(smtpOnly.body, { ok: true, smtp: { ok: true }, imap: null });
+    const bad = await app.request('POST', '/v1/sender-accounts/probe', { key: adminKey, body: { smtp: smtpServer('nope'), imap: imapServer('nope') } });
+    assert.equal(bad.status, 200);
+    assert.equal(bad.body.ok, false);
+    assert.equal(bad.body.smtp.kind, 'auth_failed');
+    assert.match(bad.body.smtp.error, /535/);
+    assert.equal(bad.body.imap.kind, 'auth_failed');
+    assert.match(bad.body.imap.error, /AUTHENTICATIONFAILED|Authentication failed|auth/i);
+    assert.equal(await senders(workspace.id), 0);
+  });
+
+  it('adds an account only when its servers accept: 422 mail_probe_failed otherwise, nothing saved; duplicates, unknown pools and bad input refused', async () => {
+    const { workspace, adminKey } = await seedWorkspace(app);
+    const body = { email: 'box@acme.example', name: 'Box', smtp: smtpServer(), imap: imapServer(), dailyLimit: 200, minIntervalSeconds: 30 };
+    const wrongSmtp = await app.request('POST', '/v1/sender-accounts', { key: adminKey, body: { ...body, smtp: smtpServer('wrong') } });
+    assert.equal(wrongSmtp.status, 422, wrongSmtp.text);
+    assert.equal(wrongSmtp.body.error.code, 'mail_probe_failed');
+    assert.deepEqual([wrongSmtp.body.probe.protocol, wrongSmtp.body.probe.kind], ['smtp', 'auth_failed']);
+    const wrongImap = await app.request('POST', '/v1/sender-accounts', { key: adminKey, body: { ...body, imap: imapServer('wrong') } });
+    assert.equal(wrongImap.status, 422);
+    assert.equal(wrongImap.body.probe.protocol, 'imap');
+    const closed = await app.request('POST', '/v1/sender-accounts', { key: adminKey, body: { ...body, smtp: smtpServer('smtp-pw', 1) } });
+    assert.equal(closed.status, 422);
+    assert.equal(closed.body.probe.kind, 'unreachable');
+    for (const b of [
+      { ...body, email: 'not an address' },
+      { ...body, smtp: { ...body.smtp, port: 0 } },
+      { ...body, dailyLimit: 0 },
+      { ...body, minIntervalSeconds: -1 },
+      { ...body, smtpUrl: 'smtp://x' },
+      { ...body, name: '' },
+    ]) {
+      const res = await app.request('POST', '/v1/sender-accounts', { key: adminKey, body: b });
+      assert.equal(res.status, 400, `${JSON.stringify(b)}: ${res.text}`);
+    }
+    const noPool = await app.request('POST', '/v1/sender-accounts', { key: adminKey, body: { ...body, poolId: 'pool_nope' } });
+    assert.equal(noPool.status, 404);
+    assert.equal(noPool.body.error.code, 'sender_pool_not_found');
+    assert.equal(await senders(workspace.id), 0);
+    assert.equal(Number((await db.query('select count(*)::int as n from mailbox_watches where workspace_id = $1', [workspace.id])).rows[0].n), 0);
+
+    const pool = await app.services().senders.createPool(workspace.id, 'main', 500);
+    const admin = await signIn(app, adminKey);
+    const added = await admin.request('POST', '/v1/sender-accounts', { body: { ...body, poolId: pool.id } });
+    assert.equal(added.status, 200, added.text);
+    assert.equal(added.body.email, 'box@acme.example');
+    assert.equal(added.body.status, 'active');
+    assert.equal(added.body.dailyLimit, 200);
+    assert.equal(added.body.imapHealth, 'unknown');
+    assert.equal(added.body.sentLast24h, 0);
+    assert.deepEqual(added.body.poolIds, [pool.id]);
+    assert.ok(!added.text.includes('smtp-pw'));
+    const row = (await db.query('select smtp_url_enc, min_interval_ms from sender_accounts where id = $1', [added.body.id])).rows[0];
+    assert.equal(app.deps.crypto.decrypt(row.smtp_url_enc), `smtp://box%40acme.example:smtp-pw@127.0.0.1:${smtp.port}`);
+    assert.equal(Number(row.min_interval_ms), 30_000);
+    assert.ok(!app.logs.text.includes('smtp-pw') && !app.logs.text.includes('imap-pw'));
+    const again = await app.request('POST', '/v1/sender-accounts', { key: adminKey, body: { ...body, email: 'BOX@acme.example' } });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error.code, 'already_exists');
+    assert.equal(await senders(workspace.id), 1);
+  });
+
+  it('pauses and resumes an account of the workspace, lists rolling 24-hour usage; pools are created and grow', async () => {
+    const { workspace, adminKey } = await seedWorkspace(app);
+    const s = app.services();
+    const a = await s.senders.add({ workspaceId: workspace.id, email: 'a@acme.example', name: 'A', smtpUrl: smtp.url() });
+    const b = await s.senders.add({ workspaceId: workspace.id, email: 'b@acme.example', name: 'B', smtpUrl: smtp.url(), dailyLimit: 50 });
+    await db.query(`update sender_accounts set health = 'auth_failed', health_error = '535 no' where id = $1`, [b.id]);
+
+    const paused = await app.request('POST', `/v1/sender-accounts/${a.id}/pause`, { key: adminKey });
+    assert.equal(paused.status, 200, paused.text);
+    assert.equal(paused.body.status, 'paused');
+    assert.equal((await app.request('POST', `/v1/sender-accounts/${a.id}/pause`, { key: adminKey })).body.status, 'paused');
+    const resumed = await app.request('POST', `/v1/sender-accounts/${b.id}/resume`, { key: adminKey });
+    assert.equal(resumed.body.status, 'active');
+    assert.equal(resumed.body.health, 'unknown', 'resume clears the auth failure');
+
+    const other = await seedWorkspace(app);
+    const foreign = await app.request('POST', `/v1/sender-accounts/${a.id}/resume`, { key: other.adminKey });
+    assert.equal(foreign.status, 404);
+    assert.equal(foreign.body.error.code, 'sender_account_not_found');
+    assert.equal((await app.request('GET', '/v1/sender-accounts', { key: adminKey })).body.find((x: { id: string }) => x.id === a.id).status, 'paused');
+
+    // Pools: created with members, grown by one, another workspace's ids refused.
+    const created = await app.request('POST', '/v1/sender-pools', { key: adminKey, body: { name: 'EU', dailyCapacity: 300, senderAccountIds: [a.id] } });
+    assert.equal(created.status, 200, created.text);
+    assert.deepEqual([created.body.name, created.body.dailyCapacity, created.body.remainingVolume, created.body.senderAccountIds], ['EU', 300, 300, [a.id]]);
+    const grown = await app.request('POST', `/v1/sender-pools/${created.body.id}/members`, { key: adminKey, body: { senderAccountId: b.id } });
+    assert.equal(grown.status, 200);
+    assert.deepEqual(grown.body.senderAccountIds, [a.id, b.id]);
+    assert.equal(grown.body.senderCount, 2);
+    const twice = await app.request('POST', `/v1/sender-pools/${created.body.id}/members`, { key: adminKey, body: { senderAccountId: b.id } });
+    assert.deepEqual(twice.body.senderAccountIds, [a.id, b.id]);
+    const pools = async () => Number((await db.query('select count(*)::int as n from sender_pools where workspace_id = $1', [workspace.id])).rows[0].n);
+    const before = await pools();
+    const otherSender = await s.senders.add({ workspaceId: other.workspace.id, email: 'x@other.example', name: 'X', smtpUrl: smtp.url() });
+    const mixed = await app.request('POST', '/v1/sender-pools', { key: adminKey, body: { name: 'mixed', dailyCapacity: 10, senderAccountIds: [a.id, otherSender.id] } });
+    assert.equal(mixed.status, 404);
+    assert.equal(mixed.body.error.code, 'sender_account_not_found');
+    assert.equal(await pools(), before, 'a refused pool leaves nothing behind');
+    assert.equal((await app.request('POST', `/v1/sender-pools/${created.body.id}/members`, { key: adminKey, body: { senderAccountId: otherSender.id } })).status, 404);
+    assert.equal((await app.request('POST', `/v1/sender-pools/${created.body.id}/members`, { key: other.adminKey, body: { senderAccountId: otherSender.id } })).body.error.code, 'sender_pool_not_found');
+    for (const bad of [{ name: 'x', dailyCapacity: -1 }, { name: 'x' }, { name: 'x', dailyCapacity: 1.5 }, { name: ' ', dailyCapacity: 1 }]) {
+      assert.equal((await app.request('POST', '/v1/sender-pools', { key: adminKey, body: bad })).status, 400, JSON.stringify(bad));
+    }
+
+    // Rolling 24-hour usage: two messages sent from B in the window, one before it.
+    const campaign = await s.campaigns.create(workspace.id, { name: 'c', sequenceSteps: [{ subject: 'Hi', bodyHtml: '<p>x</p>' }, { subject: '', bodyHtml: '<p>y</p>' }, { subject: '', bodyHtml: '<p>z</p>' }] });
+    await s.campaigns.enroll(workspace.id, campaign.id, [{ email: 'lead@x.example' }]);
+    const { rows: [e] } = await db.query('select id, lead_id from enrollments where campaign_id = $1', [campaign.id]);
+    for (const [step, hoursAgo] of [[0, 30], [1, 5], [2, 1]] as const)
+      await db.query(
+        `insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, sender_account_id, sent_at, created_at, updated_at)
+         values ($1, $2, $3, $4, $5, $6, 'sent', now(), 'lead@x.example', $7, now() - make_interval(hours => $8), now(), now())`,
+        [`msg_u${step}_${b.id}`, workspace.id, campaign.id, e.id, e.lead_id, step, b.id, hoursAgo],
+      );
+    const list = await app.request('GET', '/v1/sender-accounts', { key: adminKey });
+    const byId = new Map(list.body.map((x: any) => [x.id, x]));
+    assert.equal((byId.get(b.id) as any).sentLast24h, 2);
+    assert.equal((byId.get(a.id) as any).sentLast24h, 0);
+    assert.deepEqual((byId.get(b.id) as any).poolIds, [created.body.id]);
+  });
+});
