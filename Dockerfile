@@ -1,12 +1,14 @@
 # syntax=docker/dockerfile:1
 # Stage 1: build. `npm ci` installs everything and runs `prepare`, which bundles src/ into
-# dist/ (scripts/build.mjs, esbuild); then the dev dependencies (typescript, tsx, esbuild,
+# dist/cli/ (scripts/build.mjs, esbuild) and builds the dashboard from web/ into
+# dist/dashboard/ (Vite); then the dev dependencies (typescript, tsx, esbuild, vite, preact,
 # smtp-server, ...) are pruned.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 COPY scripts/build.mjs ./scripts/build.mjs
 COPY src ./src
+COPY web ./web
 RUN npm ci --no-audit --no-fund \
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 

@@ -1,0 +1,318 @@
+// The reply desk in a real Chromium against a real `mailgate serve`: two leads of a running
+// campaign reply (into Dovecot); the admin assigns one from the Replies page (the ICP gate says
+// no, then yes) and creates an SDR key; the SDR signs in, connects the mailbox through the form
+// (a wrong password first), opens the thread, generates a draft, edits it (a blocked send
+// explains why), sends it, and sees the thread's status change; the prospect's answer appears
+// without a reload.
+import assert from 'node:assert/strict';
+import type { BrowserContext } from 'playwright-core';
+import { seedWorkspace, seedSdr } from '../support/harness.ts';
+import { waitFor } from '../support/wait.ts';
+import { World, UserPage, axeLog, axeSummary } from './env.ts';
+import { allowedTransitions } from '../../src/modules/sdrs/threads-state.ts';
+
+describe('dashboard in Chromium: the SDR desk', function () {
+  this.timeout(180_000);
+  const world = new World();
+  let axeFrom = 0;
+  const SENDER = 'outreach@acme.example';
+  const SDR_MAIL = 'sam@acme.example';
+  let adminKey: string;
+  let workspaceId: string;
+  let sdrId: string;
+  let admin: BrowserContext;
+  let a: UserPage;
+  let sdrKey = '';
+  const replyIds = new Map<string, string>();
+
+  before(async () => {
+    axeFrom = axeLog.length;
+    await world.start();
+    const ws = await seedWorkspace(world.app, 'Acme');
+    adminKey = ws.adminKey;
+    workspaceId = ws.workspace.id;
+    world.sink.users.set(SENDER, 'smtp-pw');
+    world.imap.addUser(SENDER, 'imap-pw');
+    world.sink.users.set(SDR_MAIL, 'sam-smtp');
+    world.imap.addUser(SDR_MAIL, 'sam-imap');
+    const s = world.app.services();
+    const sender = await s.senders.add({ workspaceId, email: SENDER, name: 'Acme', smtpUrl: world.sink.url(SENDER, 'smtp-pw'), imapUrl: world.imap.url(SENDER, 'imap-pw') });
+    const pool = await s.senders.createPool(workspaceId, 'Main', 100, [sender.id]);
+    await s.sdrs.setIcp(workspaceId, { seniority: ['director', 'vp', 'cxo'], employeeCounts: null });
+    ({
+      sdr: { id: sdrId },
+    } = await seedSdr(world.app, workspaceId, 'Sam Rep', SDR_MAIL));
+    const c = await world.app.request('POST', '/v1/campaigns', {
+      key: adminKey,
+      body: { name: 'Q4 outreach', senderPoolId: pool.id, sequenceSteps: [{ subject: 'An idea for {{company}}', bodyHtml: '<p>Hi {{firstName}}, a quick idea for {{company}}.</p>' }] },
+    });
+    const leads = [
+      { email: 'ada@lead.example', firstName: 'Ada', lastName: 'Lovelace', company: 'Engines Ltd', jobTitle: 'CTO' },
+      { email: 'grace@lead.example', firstName: 'Grace', lastName: 'Hopper', company: 'Compilers Inc', jobTitle: 'VP Engineering' },
+    ];
+    await world.app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key: adminKey, body: { leads } });
+    await world.app.request('POST', `/v1/campaigns/${c.body.id}/start`, { key: adminKey });
+    await waitFor('the campaign mail at the sink', async () => world.sink.received.length >= 2, 60_000);
+    for (const r of world.sink.received) {
+      const lead = r.to[0];
+      const text = lead.startsWith('ada') ? 'Yes, interested! Could you send pricing and propose a time for a call next week?' : 'Sounds interesting, tell me more about pricing.';
+      await world.imap.append(SENDER, 'imap-pw', [`From: ${lead}`, `To: ${SENDER}`, `Subject: Re: ${r.parsed.subject}`, `Date: ${new Date().toUTCString()}`, `Message-ID: <reply.${lead}>`, `In-Reply-To: ${r.parsed.messageId}`, 'Content-Type: text/plain; charset=utf-8', '', text, ''].join('\r\n'));
+    }
+    await waitFor('both replies classified', async () => {
+      for (const r of (await world.app.request('GET', '/v1/replies', { key: adminKey })).body) replyIds.set(r.email, r.id);
+      return replyIds.size === 2;
+    }, 60_000);
+    world.sink.received.length = 0;
+    admin = await world.context();
+    a = await world.page(admin);
+    await a.signIn(adminKey);
+  });
+  afterEach(async function () {
+    if (this.currentTest?.state !== 'failed') return;
+    await a?.dump(`sdr-admin ${this.currentTest.title}`);
+    await s?.dump(`sdr ${this.currentTest.title}`);
+  });
+  after(async () => {
+    await sdrCtx?.close();
+    await admin?.close();
+    await world.stop();
+    console.log(`      ${axeSummary(axeFrom)}`);
+  });
+
+  it('the admin assigns a reply from the Replies page: the ICP gate\'s no is shown, then a director passes', async () => {
+    const p = a.page;
+    await a.nav('Replies');
+    await p.getByLabel('Classification').selectOption('interested');
+    const row = p.locator(`tr[data-reply="${replyIds.get('ada@lead.example')}"]`);
+    await row.waitFor();
+    assert.match(await row.innerText(), /Q4 outreach/);
+    await a.check('replies');
+    await a.screenshot('replies.png');
+    await row.getByRole('button', { name: 'Assign…' }).click();
+    const form = p.getByRole('form', { name: 'Assign the reply from ada@lead.example' });
+    await form.getByLabel('SDR', { exact: true }).selectOption({ label: 'Sam Rep (mail not connected)' });
+    await form.getByLabel('Category').selectOption('A');
+    await form.getByLabel('Seniority').selectOption('manager');
+    await form.getByLabel('Employee count').selectOption('51-200');
+    await form.getByRole('button', { name: 'Assign and forward' }).click();
+    const gate = p.getByTestId('icp-answer');
+    await gate.waitFor();
+    assert.match(await gate.innerText(), /^The ICP gate said no: the contact is outside the workspace.s ICP criteria \(answered: seniority manager, 51-200 employees\)/);
+    await a.check('replies, ICP gate refused');
+    await form.getByLabel('Seniority').selectOption('director');
+    await form.getByRole('button', { name: 'Assign and forward' }).click();
+    await form.getByRole('status').filter({ hasText: /Forwarded to Sam Rep/ }).waitFor();
+    await waitFor('the forward at the SDR', async () => world.sink.received.some((r) => r.to.includes(SDR_MAIL)));
+    // The second reply through the API, so the inbox has two threads.
+    const r2 = await world.app.request('POST', `/v1/replies/${replyIds.get('grace@lead.example')}/assign`, { key: adminKey, body: { sdrId, category: 'B', skipIcpCheck: true } });
+    assert.equal(r2.status, 200, JSON.stringify(r2.body));
+  });
+
+  it('the admin edits the SDR\'s profile and creates an SDR key, shown once', async () => {
+    const p = a.page;
+    await a.nav('SDRs');
+    const card = p.locator(`section[data-sdr="${sdrId}"]`);
+    await card.getByRole('button', { name: 'Edit profile' }).click();
+    await card.getByLabel('Tone').fill('warm and brief');
+    await card.getByLabel('Signature').fill('Sam Rep\nAcme');
+    await card.getByRole('button', { name: 'Save profile' }).click();
+    await waitFor('the tone saved', async () => (await card.innerText()).includes('warm and brief'));
+    await a.check('SDRs');
+    await a.screenshot('sdrs.png');
+    await a.nav('API keys');
+    await p.getByLabel('Name').fill('Sam desk');
+    await p.getByLabel('Role').selectOption('sdr');
+    await p.getByLabel('SDR', { exact: true }).selectOption({ label: `Sam Rep (${SDR_MAIL})` });
+    await p.getByRole('button', { name: 'Create key' }).click();
+    sdrKey = await p.getByTestId('secret-value').innerText();
+    assert.match(sdrKey, /^mgk_/);
+  });
+
+  let s: UserPage;
+  let sdrCtx: BrowserContext;
+
+  it('the SDR signs in and connects the mailbox through the form: a wrong password is refused in the server\'s words', async () => {
+    sdrCtx = await world.context();
+    s = await world.page(sdrCtx);
+    await s.signIn(sdrKey);
+    await s.page.getByRole('heading', { name: 'Inbox' }).waitFor();
+    await s.nav('Mail connection');
+    await s.page.getByTestId('mail-status').filter({ hasText: /^Not connected/ }).waitFor();
+    await s.check('mail connection, not connected');
+    const f = s.page.getByRole('form', { name: 'Mail connection' });
+    await f.getByLabel('SMTP host').fill('127.0.0.1');
+    await f.getByLabel('SMTP port').fill(String(world.sink.port));
+    await f.getByLabel('SMTP user').fill(SDR_MAIL);
+    await f.getByLabel('SMTP password').fill('sam-smtp');
+    await f.getByLabel('IMAP host').fill('127.0.0.1');
+    await f.getByLabel('IMAP port').fill(String(world.imap.port));
+    await f.getByLabel('IMAP: implicit TLS').uncheck();
+    await f.getByLabel('IMAP user').fill(SDR_MAIL);
+    await f.getByLabel('IMAP password').fill('not-the-password');
+    await f.getByRole('button', { name: 'Test and connect' }).click();
+    const refused = f.getByRole('alert');
+    await refused.waitFor();
+    assert.match(await refused.innerText(), /^The IMAP server refused the login: .+/);
+    await s.check('mail connection, refused');
+    assert.equal((await world.app.request('GET', '/v1/sdr/mail/status', { key: sdrKey })).body.data.connected, false, 'nothing saved');
+    await f.getByLabel('IMAP password').fill('sam-imap');
+    await f.getByRole('button', { name: 'Test and connect' }).click();
+    await s.page.getByText(`Connected ${SDR_MAIL}`).first().waitFor();
+    const status = (await world.app.request('GET', '/v1/sdr/mail/status', { key: sdrKey })).body.data;
+    assert.equal(status.connected, true);
+    assert.equal(status.healthState, 'active');
+    await s.check('mail connection, connected');
+  });
+
+  let threadId = '';
+
+  it('the inbox lists both threads with counts; j/k move through them; only allowed transitions are offered', async () => {
+    const p = s.page;
+    await s.nav('Inbox');
+    const items = p.locator('ul.threads > li');
+    await waitFor('two threads', async () => (await items.count()) === 2);
+    await waitFor('the count of new threads', async () => /^new 2$/.test(await p.locator('[data-status-count="new"]').innerText()));
+    await s.check('inbox');
+    await p.keyboard.press('j');
+    await p.locator('[data-thread-view]').waitFor();
+    const first = await p.locator('[data-thread-view]').getAttribute('data-thread-view');
+    await p.keyboard.press('j');
+    await waitFor('the second thread open', async () => (await p.locator('[data-thread-view]').getAttribute('data-thread-view')) !== first);
+    await p.keyboard.press('k');
+    await waitFor('the first thread open again', async () => (await p.locator('[data-thread-view]').getAttribute('data-thread-view')) === first);
+    // Open Ada's thread (category A, so first in priority order or not: by name).
+    await items.filter({ hasText: 'ada@lead.example' }).or(items.filter({ hasText: 'Ada' })).first().getByRole('link').click();
+    const view = p.locator('[data-thread-view]');
+    await waitFor('Ada\'s thread', async () => (await view.innerText()).includes('ada@lead.example'));
+    threadId = (await view.getAttribute('data-thread-view'))!;
+    const offered = await view.locator('[data-transition]').evaluateAll((els) => els.map((e) => e.getAttribute('data-transition')));
+    assert.deepEqual(offered, allowedTransitions('new'));
+    // Prospect mail is shown as text: the message body is in a <pre>, never parsed as HTML.
+    assert.match(await view.locator('.message pre').last().innerText(), /propose a time for a call/);
+    await p.keyboard.press('?');
+    await p.getByRole('dialog', { name: 'Keyboard shortcuts' }).waitFor();
+    await s.check('inbox, shortcuts');
+    await p.keyboard.press('Escape');
+    await s.check('thread');
+    await s.screenshot('inbox.png');
+  });
+
+  it('generates a draft, edits it; a blocked send explains why; the fixed draft is sent and the thread\'s status changes', async () => {
+    const p = s.page;
+    const view = p.locator('[data-thread-view]');
+    await view.getByRole('button', { name: 'Generate drafts' }).click();
+    const draft = view.locator('[data-draft]').first();
+    await draft.waitFor({ timeout: 60_000 });
+    await draft.locator('.scores').first().waitFor();
+    const text = draft.getByLabel('Draft text');
+    const original = await text.inputValue();
+    assert.ok(original.length > 20, original);
+    await s.check('thread with a draft');
+    await s.screenshot('draft.png');
+
+    // A link from nowhere (not the knowledge base, the profile or the thread) blocks the send.
+    await text.fill(`${original}\n\nBook here: https://unknown-tracker.example/book?id=1`);
+    await draft.getByRole('button', { name: 'Send this draft' }).click();
+    const guard = draft.getByTestId('guardrails');
+    await guard.waitFor();
+    assert.match(await guard.innerText(), /^Not sent: the pre-send checks blocked this draft\./);
+    assert.match(await guard.innerText(), /blocks: /);
+    await s.check('draft, send blocked');
+    assert.equal(world.sink.received.filter((r) => r.to.includes('ada@lead.example')).length, 0);
+
+    await text.fill(`${original}\n\nTuesday at 10:00 works on our side.`);
+    await draft.getByRole('button', { name: 'Save edit' }).click();
+    await draft.locator('.pill', { hasText: 'edited' }).waitFor();
+    await draft.getByRole('button', { name: 'Send this draft' }).click();
+    await waitFor('the SDR\'s reply at the sink', async () => world.sink.received.find((r) => r.to.includes('ada@lead.example') && r.user === SDR_MAIL));
+    const sent = world.sink.received.find((r) => r.to.includes('ada@lead.example'))!;
+    assert.match(sent.parsed.text ?? '', /Tuesday at 10:00 works on our side/);
+    await view.locator('p .pill', { hasText: 'awaiting reply' }).waitFor();
+    assert.match(await view.locator('.message').last().innerText(), /Tuesday at 10:00/);
+    s.assertClean('draft sent');
+  });
+
+  it('the prospect\'s answer appears in the open thread without a reload', async () => {
+    const p = s.page;
+    const out = world.sink.received.find((r) => r.to.includes('ada@lead.example'))!;
+    const navigations: string[] = [];
+    p.on('framenavigated', (f) => f === p.mainFrame() && navigations.push(f.url()));
+    await world.imap.append(SDR_MAIL, 'sam-imap', [
+      'From: ada@lead.example',
+      `To: ${SDR_MAIL}`,
+      `Subject: Re: ${out.parsed.subject}`,
+      `Date: ${new Date().toUTCString()}`,
+      'Message-ID: <answer.ada@lead.example>',
+      `In-Reply-To: ${out.parsed.messageId}`,
+      `References: ${out.parsed.messageId}`,
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      'Tuesday 10:00 is perfect, see you then.',
+      '',
+    ].join('\r\n'));
+    const view = p.locator(`[data-thread-view="${threadId}"]`);
+    await waitFor('the answer in the thread', async () => (await view.innerText()).includes('Tuesday 10:00 is perfect'), 45_000);
+    assert.deepEqual(navigations, []);
+    s.assertClean('answer arrived');
+  });
+
+  it('moves the thread by the state machine, and the follow-ups page answers', async () => {
+    const p = s.page;
+    const view = p.locator(`[data-thread-view="${threadId}"]`);
+    await view.locator('[data-transition="meeting_booked"]').click();
+    await view.locator('p .pill', { hasText: 'meeting booked' }).waitFor();
+    const offered = await view.locator('[data-transition]').evaluateAll((els) => els.map((e) => e.getAttribute('data-transition')));
+    assert.deepEqual(offered, allowedTransitions('meeting_booked'));
+    await s.nav('Follow-ups');
+    await p.getByRole('heading', { name: 'Follow-ups' }).waitFor();
+    await s.check('follow-ups');
+  });
+
+  it('on the other thread: regenerates and discards a draft, snoozes and unsnoozes, and sends a manual reply (r)', async () => {
+    const p = s.page;
+    await s.nav('Inbox');
+    const items = p.locator('ul.threads > li');
+    await items.filter({ hasText: 'Grace' }).getByRole('link').click();
+    const view = p.locator('[data-thread-view]');
+    await waitFor('Grace\'s thread', async () => (await view.innerText()).includes('grace@lead.example'));
+    const graceId = (await view.getAttribute('data-thread-view'))!;
+
+    await view.getByRole('button', { name: 'Generate drafts' }).click();
+    const draft = view.locator('[data-draft]').first();
+    await draft.waitFor({ timeout: 60_000 });
+    const firstId = await draft.getAttribute('data-draft');
+    await draft.getByLabel('Instructions for the new version').fill('shorter, and ask about their timeline');
+    await draft.getByRole('button', { name: 'Regenerate' }).click();
+    const liveIds = () => view.locator('[data-draft]').evaluateAll((els) => els.map((e) => e.getAttribute('data-draft')));
+    await waitFor('the new version in place of the old', async () => {
+      const ids = await liveIds();
+      return ids.length === 1 && ids[0] !== firstId;
+    });
+    const superseded = (await world.app.request('GET', `/v1/sdr/drafts/${firstId}`, { key: sdrKey })).body.data.draft;
+    assert.equal(superseded.state, 'superseded');
+    const secondId = (await liveIds())[0]!;
+    await view.locator('[data-draft]').first().getByRole('button', { name: 'Discard' }).click();
+    await waitFor('no draft left', async () => (await view.locator('[data-draft]').count()) === 0);
+    assert.equal((await world.app.request('GET', `/v1/sdr/drafts/${secondId}`, { key: sdrKey })).body.data.draft.state, 'discarded');
+
+    await view.getByRole('button', { name: '1 day' }).click();
+    await view.getByRole('button', { name: 'Unsnooze' }).waitFor();
+    // The list hides snoozed threads by default: it refreshes in place.
+    await waitFor('Grace out of the default list', async () => (await items.filter({ hasText: 'Grace' }).count()) === 0);
+    await s.check('thread, snoozed');
+    await view.getByRole('button', { name: 'Unsnooze' }).click();
+    await view.getByRole('button', { name: '1 day' }).waitFor();
+    await waitFor('Grace back in the list', async () => (await items.filter({ hasText: 'Grace' }).count()) === 1);
+
+    await view.getByRole('heading', { name: /Compilers Inc/ }).click();
+    await p.keyboard.press('r');
+    assert.equal(await p.evaluate(() => document.activeElement?.id), 'manual-reply');
+    await p.keyboard.type('Happy to share pricing: plans start at 49 per seat. Does March suit you?');
+    await view.getByRole('button', { name: 'Send reply' }).click();
+    await view.getByRole('status').filter({ hasText: 'Reply sent from your mailbox.' }).waitFor();
+    const sent = await waitFor('the manual reply at the sink', async () => world.sink.received.find((r) => r.to.includes('grace@lead.example') && r.user === SDR_MAIL));
+    assert.match(sent.parsed.text ?? '', /plans start at 49 per seat/);
+    await p.locator(`[data-thread-view="${graceId}"] p .pill`, { hasText: 'awaiting reply' }).waitFor();
+    await s.check('thread, manual reply sent');
+  });
+});

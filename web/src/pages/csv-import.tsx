@@ -1,0 +1,213 @@
+// Leads from a CSV file: map the columns, send them in chunks through the bulk endpoint with a
+// progress bar, then a summary of enrolled / updated / invalid rows, the invalid ones downloadable.
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, post } from '../api.ts';
+import { parseCsv, toCsv } from '../csv.ts';
+import { ErrorNote, Field } from '../ui.tsx';
+
+export const CHUNK = 1000;
+const STANDARD = ['email', 'firstName', 'lastName', 'company', 'jobTitle'];
+const RESERVED = new Set([...STANDARD, 'unsubscribeUrl']);
+
+/** The column's default target: a standard field by a loose name match, else a custom field. */
+function guess(header: string): string {
+  const h = header.toLowerCase().replace(/[^a-z]/g, '');
+  const known: Record<string, string> = { email: 'email', emailaddress: 'email', mail: 'email', firstname: 'firstName', first: 'firstName', givenname: 'firstName', lastname: 'lastName', last: 'lastName', surname: 'lastName', familyname: 'lastName', company: 'company', companyname: 'company', organization: 'company', organisation: 'company', jobtitle: 'jobTitle', title: 'jobTitle', position: 'jobTitle', role: 'jobTitle' };
+  return known[h] ?? `custom:${customName(header)}`;
+}
+
+function customName(header: string): string {
+  let n = header.trim().replace(/[^A-Za-z0-9_]+/g, '_').replace(/^_+|_+$/g, '');
+  if (!/^[A-Za-z_]/.test(n)) n = `f_${n}`;
+  n = n.slice(0, 64) || 'field';
+  return RESERVED.has(n) ? `${n}_custom` : n;
+}
+
+interface Invalid {
+  line: number;
+  row: string[];
+  reason: string;
+}
+
+interface Progress {
+  done: number;
+  total: number;
+  enrolled: number;
+  updated: number;
+  invalid: Invalid[];
+  finished: boolean;
+  failure?: unknown;
+}
+
+export function CsvImport({ campaignId, onImported }: { campaignId: string; onImported: () => void }) {
+  const [rows, setRows] = useState<string[][] | null>(null);
+  const [fileName, setFileName] = useState('');
+  const [mapping, setMapping] = useState<string[]>([]);
+  const [progress, setProgress] = useState<Progress | null>(null);
+  const [error, setError] = useState<unknown>(undefined);
+  const [downloadUrl, setDownloadUrl] = useState('');
+  useEffect(() => () => void (downloadUrl && URL.revokeObjectURL(downloadUrl)), [downloadUrl]);
+
+  const header = rows?.[0] ?? [];
+  const body = rows?.slice(1) ?? [];
+  const running = progress !== null && !progress.finished;
+
+  const readFile = async (file: File | undefined) => {
+    setProgress(null);
+    setError(undefined);
+    if (!file) return setRows(null);
+    const parsed = parseCsv(await file.text());
+    if (parsed.length < 2) {
+      setRows(null);
+      setError(new Error(`${file.name} has ${parsed.length === 0 ? 'no rows' : 'a header but no rows'}: the first line names the columns, each further line is a lead.`));
+      return;
+    }
+    setFileName(file.name);
+    setRows(parsed);
+    setMapping(parsed[0].map(guess));
+  };
+
+  const toLead = (row: string[]) => {
+    const lead: Record<string, string> = {};
+    mapping.forEach((target, i) => {
+      const v = (row[i] ?? '').trim();
+      if (target === 'ignore' || v === '') return;
+      lead[target.startsWith('custom:') ? target.slice(7) : target] = v;
+    });
+    return lead;
+  };
+
+  const start = async () => {
+    const p: Progress = { done: 0, total: body.length, enrolled: 0, updated: 0, invalid: [], finished: false };
+    setProgress({ ...p });
+    for (let from = 0; from < body.length; from += CHUNK) {
+      // Rows are checked by the server; a rejected chunk writes nothing, so its invalid rows are
+      // set aside (with the server's words) and the rest sent again.
+      let chunk = body.slice(from, from + CHUNK).map((row, k) => ({ row, line: from + k + 2 }));
+      const noEmail = chunk.filter((c) => !toLead(c.row).email);
+      noEmail.forEach((c) => p.invalid.push({ ...c, reason: 'no email address' }));
+      chunk = chunk.filter((c) => toLead(c.row).email);
+      for (let attempt = 0; chunk.length > 0 && attempt < 5; attempt++) {
+        try {
+          const r = await post<{ enrolled: number; updated: number }>(`/v1/campaigns/${campaignId}/leads/bulk`, { leads: chunk.map((c) => toLead(c.row)) });
+          p.enrolled += r.enrolled;
+          p.updated += r.updated;
+          chunk = [];
+        } catch (e) {
+          if (!(e instanceof ApiError) || e.status !== 422 || e.errors.length === 0) {
+            p.failure = e;
+            p.finished = true;
+            setProgress({ ...p });
+            onImported();
+            return;
+          }
+          const bad = new Map<number, string>();
+          for (const it of e.errors) if (it.index !== undefined) bad.set(it.index, [bad.get(it.index), (it.field ? `${it.field}: ` : '') + it.message].filter(Boolean).join('; '));
+          if (bad.size === 0) {
+            p.failure = e;
+            p.finished = true;
+            setProgress({ ...p });
+            return;
+          }
+          chunk.forEach((c, k) => bad.has(k) && p.invalid.push({ ...c, reason: bad.get(k)! }));
+          chunk = chunk.filter((_, k) => !bad.has(k));
+        }
+      }
+      p.done = Math.min(body.length, from + CHUNK);
+      setProgress({ ...p });
+    }
+    p.finished = true;
+    p.invalid.sort((a, b) => a.line - b.line);
+    setProgress({ ...p });
+    if (p.invalid.length) {
+      const csv = toCsv([[...header, 'line', 'error'], ...p.invalid.map((x) => [...x.row, String(x.line), x.reason])]);
+      setDownloadUrl(URL.createObjectURL(new Blob([csv], { type: 'text/csv' })));
+    }
+    onImported();
+  };
+
+  return (
+    <section class="card" aria-labelledby="import-h">
+      <h2 id="import-h">Import leads from CSV</h2>
+      <p class="muted">The first line names the columns. Leads are matched by email: an existing lead is updated and re-enrolled, a new one created.</p>
+      <Field label="CSV file">
+        <input type="file" accept=".csv,text/csv" disabled={running} onChange={(e) => void readFile(e.currentTarget.files?.[0])} />
+      </Field>
+      <ErrorNote error={error} />
+      {rows && (
+        <>
+          <fieldset disabled={running}>
+            <legend>
+              Columns of {fileName} ({body.length.toLocaleString('en')} rows)
+            </legend>
+            <div class="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">column</th>
+                    <th scope="col">first value</th>
+                    <th scope="col">becomes</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {header.map((h, i) => (
+                    <tr key={i}>
+                      <td>{h}</td>
+                      <td class="muted">{body[0]?.[i]}</td>
+                      <td>
+                          <select aria-label={`Column ${h} becomes`} value={mapping[i]} onChange={(e) => setMapping(mapping.map((m, j) => (j === i ? e.currentTarget.value : m)))}>
+                            {STANDARD.map((f) => (
+                              <option key={f} value={f}>
+                                {f}
+                              </option>
+                            ))}
+                            <option value={`custom:${customName(h)}`}>custom field {customName(h)}</option>
+                            <option value="ignore">(ignore)</option>
+                          </select>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </fieldset>
+          {!mapping.includes('email') && <p class="error">Map one column to email: it is the key leads are matched by.</p>}
+          <button type="button" disabled={running || !mapping.includes('email')} onClick={start}>
+            Import {body.length.toLocaleString('en')} rows
+          </button>
+        </>
+      )}
+      {progress && (
+        <div class="stack" aria-live="polite">
+          <label>
+            Progress: {progress.done.toLocaleString('en')} of {progress.total.toLocaleString('en')} rows
+            <progress max={progress.total} value={progress.done} />
+          </label>
+          {progress.finished && (
+            <p class={progress.failure ? 'error' : 'ok'} data-testid="import-summary">
+              {progress.failure ? 'The import stopped. ' : 'Import finished: '}
+              {progress.enrolled} enrolled, {progress.updated} updated, {progress.invalid.length} invalid.
+            </p>
+          )}
+          {progress.failure !== undefined && <ErrorNote error={progress.failure} />}
+          {progress.finished && progress.invalid.length > 0 && (
+            <>
+              <ul>
+                {progress.invalid.slice(0, 10).map((x) => (
+                  <li key={x.line}>
+                    line {x.line}: {x.reason}
+                  </li>
+                ))}
+              </ul>
+              {downloadUrl && (
+                <a class="button" href={downloadUrl} download={`${fileName.replace(/\.csv$/i, '')}-invalid.csv`}>
+                  Download the {progress.invalid.length} invalid rows
+                </a>
+              )}
+            </>
+          )}
+        </div>
+      )}
+    </section>
+  );
+}

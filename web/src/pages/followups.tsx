@@ -1,0 +1,71 @@
+// Follow-ups due today (and, on request, upcoming ones): open the thread, mark done or skip.
+import { useState } from 'preact/hooks';
+import { get, post, qs } from '../api.ts';
+import { Link } from '../router.tsx';
+import { Action, Ago, ErrorNote, PageHead, Pill, useLoad } from '../ui.tsx';
+
+interface Followup {
+  id: string;
+  threadId: string;
+  status: string;
+  dueAt: string;
+  attempt: number;
+}
+
+export function FollowupsPage() {
+  const [upcoming, setUpcoming] = useState(false);
+  const list = useLoad(() => get<{ data: Followup[] }>(`/v1/sdr/followups/due${qs({ limit: 200, includeUpcoming: upcoming ? 'true' : undefined })}`), [upcoming], 30_000);
+  const endOfToday = new Date();
+  endOfToday.setHours(23, 59, 59, 999);
+  const rows = list.data?.data ?? [];
+  return (
+    <>
+      <PageHead title="Follow-ups">
+        <label class="checks">
+          <input type="checkbox" checked={upcoming} onChange={(e) => setUpcoming(e.currentTarget.checked)} /> Include upcoming
+        </label>
+      </PageHead>
+      <ErrorNote error={list.error} />
+      {list.data && rows.length === 0 && <p>Nothing due{upcoming ? ' or upcoming' : ' today'}. Follow-ups appear when a thread waits for the prospect longer than a rule allows.</p>}
+      {rows.length > 0 && (
+        <section class="card" aria-label="Follow-ups">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">thread</th>
+                <th scope="col">due</th>
+                <th scope="col" class="num">attempt</th>
+                <th scope="col">state</th>
+                <th scope="col">
+                  <span class="sr-only">actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((f) => (
+                <tr key={f.id}>
+                  <td>
+                    <Link href={`/inbox/${f.threadId}`}>Open thread {f.threadId}</Link>
+                  </td>
+                  <td>
+                    <Ago at={f.dueAt} /> {new Date(f.dueAt) <= endOfToday ? <Pill state="pending" label="due today" /> : null}
+                  </td>
+                  <td class="num">{f.attempt}</td>
+                  <td>
+                    <Pill state={f.status} />
+                  </td>
+                  <td class="row">
+                    <Action run={async () => (await post(`/v1/sdr/followups/${f.id}/complete`), await list.reload())}>Done</Action>
+                    <Action class="secondary" run={async () => (await post(`/v1/sdr/followups/${f.id}/skip`), await list.reload())}>
+                      Skip
+                    </Action>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,202 @@
+// The SDR workspace: the inbox (counts per status, filters, search, snooze, priority order,
+// paging) beside the open thread; keyboard first (j/k, /, e, r, ?). New replies appear by polling.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { get, qs } from '../api.ts';
+import { Link, navigate, setQuery, useLocation } from '../router.tsx';
+import { Ago, ErrorNote, Field, PageHead, Pager, Pill, useLoad } from '../ui.tsx';
+import { THREAD_STATUSES, type ProspectThread } from '../types.ts';
+import { ThreadView } from './thread.tsx';
+
+export const INBOX_POLL_MS = 10_000;
+const PAGE = 50;
+
+interface InboxPage {
+  data: { threads: ProspectThread[]; total: number; hasMore: boolean };
+}
+
+function typing(e: KeyboardEvent): boolean {
+  const t = e.target as HTMLElement | null;
+  return !!t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName));
+}
+
+export function InboxPage({ threadId }: { threadId: string | null }) {
+  const { query } = useLocation();
+  const status = query.get('status') ?? '';
+  const category = query.get('category') ?? '';
+  const search = query.get('search') ?? '';
+  const snoozed = query.get('snoozed') ?? 'false';
+  const orderBy = query.get('orderBy') ?? 'priority';
+  const offset = Number(query.get('offset') ?? 0) || 0;
+  const [draftSearch, setDraftSearch] = useState(search);
+  const searchBox = useRef<HTMLInputElement>(null);
+  const help = useRef<HTMLDialogElement>(null);
+  const filters = { status, category, search, snoozed: snoozed === 'all' ? undefined : snoozed, orderBy };
+  const inbox = useLoad(() => get<InboxPage>(`/v1/sdr/inbox${qs({ ...filters, limit: PAGE, offset })}`), [status, category, search, snoozed, orderBy, offset], INBOX_POLL_MS);
+  // Counts per status come from the inbox's exact totals (kept by counters in the database).
+  const counts = useLoad(
+    async () => {
+      const all = await Promise.all(THREAD_STATUSES.map((s) => get<InboxPage>(`/v1/sdr/inbox${qs({ status: s, snoozed: 'false', limit: 1 })}`).then((r) => [s, r.data.total] as const)));
+      return Object.fromEntries(all) as Record<string, number>;
+    },
+    [],
+    INBOX_POLL_MS * 3,
+  );
+  const threads = inbox.data?.data.threads ?? [];
+  const keepQuery = location.search;
+  const open = (id: string) => navigate(`/inbox/${id}${keepQuery}`);
+
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.metaKey || e.ctrlKey || e.altKey || typing(e)) return;
+      const i = threads.findIndex((t) => t.id === threadId);
+      if (e.key === 'j' || e.key === 'k') {
+        e.preventDefault();
+        const next = e.key === 'j' ? Math.min(threads.length - 1, i + 1) : Math.max(0, i === -1 ? 0 : i - 1);
+        if (threads[next]) open(threads[next].id);
+        document.querySelector<HTMLElement>(`[data-thread="${threads[next]?.id}"] a`)?.focus();
+      } else if (e.key === '/') {
+        e.preventDefault();
+        searchBox.current?.focus();
+      } else if (e.key === '?') {
+        e.preventDefault();
+        help.current?.showModal();
+      } else if (e.key === 'r') {
+        const box = document.getElementById('manual-reply');
+        if (box) {
+          e.preventDefault();
+          box.focus();
+        }
+      } else if (e.key === 'e') {
+        const archive = document.querySelector<HTMLButtonElement>('button[data-transition="archived"]');
+        if (archive) {
+          e.preventDefault();
+          archive.click();
+        }
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [threads, threadId, keepQuery]);
+
+  return (
+    <>
+      <PageHead title="Inbox">
+        <button type="button" class="secondary" onClick={() => help.current?.showModal()}>
+          Keyboard shortcuts <kbd>?</kbd>
+        </button>
+      </PageHead>
+      <dialog ref={help} aria-label="Keyboard shortcuts">
+        <h2>Keyboard shortcuts</h2>
+        <table>
+          <tbody>
+            {[
+              ['j / k', 'next / previous thread'],
+              ['/', 'search'],
+              ['r', 'write a reply in the open thread'],
+              ['e', 'archive the open thread'],
+              ['?', 'this list'],
+            ].map(([k, v]) => (
+              <tr key={k}>
+                <td>
+                  <kbd>{k}</kbd>
+                </td>
+                <td>{v}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <button type="button" onClick={() => help.current?.close()}>
+          Close
+        </button>
+      </dialog>
+      <div class="counts" role="group" aria-label="Threads by status">
+        <button type="button" aria-pressed={status === ''} onClick={() => setQuery({ status: null, offset: null })}>
+          all
+        </button>
+        {THREAD_STATUSES.map((s) => (
+          <button type="button" key={s} aria-pressed={status === s} data-status-count={s} onClick={() => setQuery({ status: s, offset: null })}>
+            {s.replace(/_/g, ' ')} {counts.data ? counts.data[s] : ''}
+          </button>
+        ))}
+      </div>
+      <div class="desk">
+        <div>
+          <form
+            class="row"
+            role="search"
+            onSubmit={(e) => {
+              e.preventDefault();
+              setQuery({ search: draftSearch.trim() || null, offset: null });
+            }}
+          >
+            <Field label="Search">
+              <input ref={searchBox} type="search" value={draftSearch} placeholder="name, email or subject" onInput={(e) => setDraftSearch(e.currentTarget.value)} />
+            </Field>
+            <Field label="Category">
+              <select value={category} onChange={(e) => setQuery({ category: e.currentTarget.value || null, offset: null })}>
+                <option value="">all</option>
+                <option value="A">A</option>
+                <option value="B">B</option>
+                <option value="C">C</option>
+              </select>
+            </Field>
+            <Field label="Snoozed">
+              <select value={snoozed} onChange={(e) => setQuery({ snoozed: e.currentTarget.value === 'false' ? null : e.currentTarget.value, offset: null })}>
+                <option value="false">hide snoozed</option>
+                <option value="true">only snoozed</option>
+                <option value="all">both</option>
+              </select>
+            </Field>
+            <Field label="Order">
+              <select value={orderBy} onChange={(e) => setQuery({ orderBy: e.currentTarget.value === 'priority' ? null : e.currentTarget.value, offset: null })}>
+                <option value="priority">priority</option>
+                <option value="lastMessage">last message</option>
+                <option value="created">created</option>
+              </select>
+            </Field>
+            <button type="submit" class="secondary">
+              Search
+            </button>
+          </form>
+          <ErrorNote error={inbox.error} />
+          {inbox.data && threads.length === 0 && <p class="empty">{search || status || category ? 'No thread matches.' : 'Your inbox is empty: threads arrive when an admin assigns you a reply.'}</p>}
+          <ul class="threads" aria-label="Threads">
+            {threads.map((t) => (
+              <li key={t.id} data-thread={t.id} aria-current={t.id === threadId ? 'true' : undefined}>
+                <Link href={`/inbox/${t.id}${keepQuery}`}>
+                  <div class="t-top">
+                    <strong>{t.contactName || t.contactEmail}</strong>
+                    <Ago at={t.lastMessageAt} />
+                  </div>
+                  <div class="t-subject">{t.subject}</div>
+                  <div class="row">
+                    <Pill state={t.status} /> <span class="pill tone-neutral">{t.category}</span>
+                    {t.snoozedUntil && (
+                      <span class="muted">
+                        snoozed until <Ago at={t.snoozedUntil} />
+                      </span>
+                    )}
+                  </div>
+                </Link>
+              </li>
+            ))}
+          </ul>
+          {inbox.data && inbox.data.data.total > 0 && <Pager label="Threads" total={inbox.data.data.total} limit={PAGE} offset={offset} onChange={(o) => setQuery({ offset: o || null })} />}
+        </div>
+        <div>
+          {threadId ? (
+            <ThreadView
+              id={threadId}
+              onChanged={() => {
+                void inbox.reload();
+                void counts.reload();
+              }}
+            />
+          ) : (
+            <p class="empty">Open a thread from the list (or press j).</p>
+          )}
+        </div>
+      </div>
+    </>
+  );
+}

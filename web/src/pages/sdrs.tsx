@@ -1,0 +1,206 @@
+// SDRs: profiles (tone, signature, calendar link, language), active/inactive, and the mail
+// connection flow (server settings tested live; reconnect for needs_reauth).
+import { useState } from 'preact/hooks';
+import { get, patch, post } from '../api.ts';
+import { Action, ErrorNote, Field, PageHead, Pill, useLoad } from '../ui.tsx';
+import { describeProbeError, readServer, ServerFields } from './senders.tsx';
+import type { Page } from '../types.ts';
+
+export interface SdrProfile {
+  id: string;
+  name: string;
+  email: string;
+  active: boolean;
+  tone: string | null;
+  signature: string | null;
+  calendarUrl: string | null;
+  language: string | null;
+  mailConnected: boolean;
+  mailEmail: string | null;
+  healthState: string;
+  lastSyncError: string | null;
+  createdAt: string;
+}
+
+export function SdrsPage() {
+  const list = useLoad(() => get<Page<SdrProfile>>('/v1/sdr-profiles?limit=200'), [], 30_000);
+  const [editing, setEditing] = useState<string | null>(null);
+  const [connecting, setConnecting] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(undefined);
+  return (
+    <>
+      <PageHead title="SDRs" />
+      <section class="card" aria-labelledby="new-sdr-h">
+        <h2 id="new-sdr-h">Add an SDR</h2>
+        <form
+          class="row"
+          onSubmit={async (e) => {
+            e.preventDefault();
+            const form = e.currentTarget;
+            const f = new FormData(form);
+            setError(undefined);
+            try {
+              await post('/v1/sdr-profiles', { name: String(f.get('name')).trim(), email: String(f.get('email')).trim() });
+              form.reset();
+              await list.reload();
+            } catch (err) {
+              setError(err);
+            }
+          }}
+        >
+          <Field label="Name">
+            <input name="name" required />
+          </Field>
+          <Field label="Email" hint="where assigned replies are forwarded">
+            <input name="email" type="email" required />
+          </Field>
+          <button type="submit">Add SDR</button>
+        </form>
+        <ErrorNote error={error} />
+      </section>
+      <ErrorNote error={list.error} />
+      {list.data?.data.map((s) => (
+        <section class="card" key={s.id} aria-label={`SDR ${s.name}`} data-sdr={s.id}>
+          <div class="row">
+            <h2>{s.name}</h2>
+            <span class="muted">{s.email}</span>
+            <Pill state={s.active ? 'active' : 'inactive'} />
+            <span>
+              mail: {s.mailConnected ? <Pill state={s.healthState} /> : <Pill state="disconnected" label="not connected" />} {s.mailEmail && <span class="muted">{s.mailEmail}</span>}
+            </span>
+            <span class="page-actions">
+              <button type="button" class="secondary" aria-expanded={editing === s.id} onClick={() => setEditing(editing === s.id ? null : s.id)}>
+                Edit profile
+              </button>
+              <button type="button" class={s.healthState === 'needs_reauth' ? '' : 'secondary'} aria-expanded={connecting === s.id} onClick={() => setConnecting(connecting === s.id ? null : s.id)}>
+                {s.mailConnected ? 'Reconnect mail' : 'Connect mail'}
+              </button>
+              <Action class="secondary" run={async () => (await patch(`/v1/sdr-profiles/${s.id}`, { active: !s.active }), await list.reload())}>
+                {s.active ? 'Deactivate' : 'Activate'}
+              </Action>
+            </span>
+          </div>
+          {s.lastSyncError && <p class="error">Last mail sync failed: {s.lastSyncError}</p>}
+          {s.healthState === 'needs_reauth' && <p class="error">The mailbox refused mailgate's login: reconnect it with a current password.</p>}
+          <dl class="row muted">
+            <dt>tone</dt>
+            <dd>{s.tone ?? '—'}</dd>
+            <dt>language</dt>
+            <dd>{s.language ?? '—'}</dd>
+            <dt>calendar</dt>
+            <dd>{s.calendarUrl ?? '—'}</dd>
+          </dl>
+          {editing === s.id && (
+            <ProfileForm
+              sdr={s}
+              onDone={async () => {
+                setEditing(null);
+                await list.reload();
+              }}
+            />
+          )}
+          {connecting === s.id && (
+            <MailConnectForm
+              sdrId={s.id}
+              email={s.mailEmail ?? s.email}
+              onConnected={async () => {
+                setConnecting(null);
+                await list.reload();
+              }}
+            />
+          )}
+        </section>
+      ))}
+    </>
+  );
+}
+
+function ProfileForm({ sdr, onDone }: { sdr: SdrProfile; onDone: () => Promise<void> }) {
+  const [error, setError] = useState<unknown>(undefined);
+  return (
+    <form
+      aria-label={`Profile of ${sdr.name}`}
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const f = new FormData(e.currentTarget);
+        const s = (k: string) => String(f.get(k) ?? '');
+        setError(undefined);
+        try {
+          await patch(`/v1/sdr-profiles/${sdr.id}`, { name: s('name').trim(), tone: s('tone'), signature: s('signature'), calendarUrl: s('calendarUrl').trim(), language: s('language').trim() });
+          await onDone();
+        } catch (err) {
+          setError(err);
+        }
+      }}
+    >
+      <div class="row">
+        <Field label="Name">
+          <input name="name" defaultValue={sdr.name} required />
+        </Field>
+        <Field label="Tone" hint="how drafts should sound, e.g. warm and brief">
+          <input name="tone" defaultValue={sdr.tone ?? ''} />
+        </Field>
+        <Field label="Language">
+          <input name="language" defaultValue={sdr.language ?? ''} placeholder="en" />
+        </Field>
+        <Field label="Calendar link">
+          <input name="calendarUrl" type="url" defaultValue={sdr.calendarUrl ?? ''} />
+        </Field>
+      </div>
+      <Field label="Signature">
+        <textarea name="signature" rows={3} defaultValue={sdr.signature ?? ''} />
+      </Field>
+      <button type="submit">Save profile</button>
+      <ErrorNote error={error} />
+    </form>
+  );
+}
+
+/** The spec's mail connection flow: the mailbox's servers and credentials, tested live. */
+export function MailConnectForm({ sdrId, email, onConnected }: { sdrId: string; email: string; onConnected: () => Promise<void> }) {
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  const [ok, setOk] = useState('');
+  return (
+    <form
+      aria-label="Mail connection"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const form = e.currentTarget;
+        setBusy(true);
+        setError(undefined);
+        setOk('');
+        try {
+          const r = await post<{ mailEmail: string; healthState: string }>(`/dashboard/api/sdrs/${sdrId}/mail-connection`, {
+            email: String(new FormData(form).get('email') ?? '').trim() || undefined,
+            smtp: readServer(form, 'smtp'),
+            imap: readServer(form, 'imap'),
+          });
+          setOk(`Connected ${r.mailEmail}: both logins worked and the mailbox is ${r.healthState}.`);
+          await onConnected();
+        } catch (err) {
+          setError(describeProbeError(err));
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <h3>Mail connection</h3>
+      <p class="muted">mailgate logs in to both servers now; nothing is saved unless both work. The passwords are stored encrypted.</p>
+      <Field label="Mailbox address">
+        <input name="email" type="email" defaultValue={email} />
+      </Field>
+      <ServerFields prefix="smtp" label="SMTP" defaults={{ port: 587, secure: false }} />
+      <ServerFields prefix="imap" label="IMAP" defaults={{ port: 993, secure: true }} />
+      <button type="submit" disabled={busy}>
+        {busy ? 'Testing…' : 'Test and connect'}
+      </button>
+      {ok && (
+        <p class="ok" role="status">
+          {ok}
+        </p>
+      )}
+      <ErrorNote error={error} />
+    </form>
+  );
+}

@@ -1,0 +1,382 @@
+// Sender accounts and pools: health, rolling-24h usage against the daily limit, pause/resume,
+// add an account (probed against its real servers first), pools with members and capacity.
+import { useState } from 'preact/hooks';
+import { ApiError, get, post } from '../api.ts';
+import { Action, ErrorNote, Field, PageHead, Pill, useLoad } from '../ui.tsx';
+import type { SenderAccount, SenderPool } from '../types.ts';
+
+interface Probe {
+  ok: boolean;
+  kind?: string;
+  error?: string;
+}
+
+export interface MailServer {
+  host: string;
+  port: number;
+  secure: boolean;
+  user: string;
+  pass: string;
+}
+
+type Account = SenderAccount & { sentLast24h: number; poolIds: string[] };
+
+/** A probe failure in plain words: what the server said and what to do about it. */
+export function probeWords(protocol: string, p: { kind?: string; error?: string }): string {
+  const name = protocol.toUpperCase();
+  const next: Record<string, string> = {
+    auth_failed: 'Check the user name and password (many providers need an app password for SMTP/IMAP).',
+    unreachable: 'Check the host, the port and the TLS setting, and that the server accepts connections from this machine.',
+    rate_limited: 'The server is limiting logins: wait a few minutes and try again.',
+  };
+  const what = p.kind === 'auth_failed' ? 'refused the login' : p.kind === 'unreachable' ? 'could not be reached' : p.kind === 'rate_limited' ? 'is rate limiting' : 'failed';
+  return `The ${name} server ${what}: ${p.error ?? 'no answer'}. ${next[p.kind ?? ''] ?? ''}`.trim();
+}
+
+export function describeProbeError(e: unknown): unknown {
+  if (e instanceof ApiError && e.code === 'mail_probe_failed' && e.body?.probe) return new Error(probeWords(e.body.probe.protocol, e.body.probe));
+  return e;
+}
+
+export function ServerFields({ prefix, label, defaults }: { prefix: string; label: string; defaults: { port: number; secure: boolean } }) {
+  return (
+    <fieldset>
+      <legend>{label}</legend>
+      <div class="row">
+        <Field label={`${label} host`}>
+          <input name={`${prefix}.host`} required placeholder="smtp.example.com" />
+        </Field>
+        <Field label={`${label} port`}>
+          <input name={`${prefix}.port`} type="number" min={1} max={65535} required defaultValue={String(defaults.port)} />
+        </Field>
+        <label class="checks">
+          <input name={`${prefix}.secure`} type="checkbox" defaultChecked={defaults.secure} /> {label}: implicit TLS
+        </label>
+      </div>
+      <div class="row">
+        <Field label={`${label} user`}>
+          <input name={`${prefix}.user`} required autoComplete="off" />
+        </Field>
+        <Field label={`${label} password`}>
+          <input name={`${prefix}.pass`} type="password" required autoComplete="new-password" />
+        </Field>
+      </div>
+    </fieldset>
+  );
+}
+
+export function readServer(form: HTMLFormElement, prefix: string): MailServer | undefined {
+  const f = new FormData(form);
+  const s = (k: string) => String(f.get(`${prefix}.${k}`) ?? '').trim();
+  if (!s('host')) return undefined;
+  return { host: s('host'), port: Number(s('port')), secure: f.get(`${prefix}.secure`) === 'on', user: s('user'), pass: String(f.get(`${prefix}.pass`) ?? '') };
+}
+
+export function SendersPage() {
+  const accounts = useLoad(() => get<Account[]>('/v1/sender-accounts'), [], 30_000);
+  const pools = useLoad(() => get<SenderPool[]>('/v1/sender-pools'), [], 30_000);
+  const [adding, setAdding] = useState(false);
+  const reloadAll = () => Promise.all([accounts.reload(), pools.reload()]).then(() => undefined);
+  const emailOf = (id: string) => accounts.data?.find((a) => a.id === id)?.email ?? id;
+  return (
+    <>
+      <PageHead title="Senders">
+        <button type="button" onClick={() => setAdding(true)}>
+          Add a sender account
+        </button>
+      </PageHead>
+      {adding && (
+        <AddSender
+          pools={pools.data ?? []}
+          onDone={async () => {
+            setAdding(false);
+            await reloadAll();
+          }}
+          onCancel={() => setAdding(false)}
+        />
+      )}
+      <section class="card" aria-labelledby="accounts-h">
+        <h2 id="accounts-h">Sender accounts</h2>
+        <ErrorNote error={accounts.error} />
+        {accounts.data?.length === 0 && <p>No sender accounts yet: add the first one with its SMTP (and IMAP, for replies and bounces) settings.</p>}
+        {accounts.data && accounts.data.length > 0 && (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">account</th>
+                  <th scope="col">state</th>
+                  <th scope="col">SMTP health</th>
+                  <th scope="col">IMAP health</th>
+                  <th scope="col" class="num">sent in 24 h</th>
+                  <th scope="col">
+                    <span class="sr-only">actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {accounts.data.map((a) => (
+                  <tr key={a.id} data-sender={a.email}>
+                    <td>
+                      {a.name} &lt;{a.email}&gt;
+                      <div class="hint">
+                        <code>{a.id}</code>
+                      </div>
+                    </td>
+                    <td>
+                      <Pill state={a.status} />
+                    </td>
+                    <td>
+                      <Pill state={a.health} />
+                      {a.healthError && <div class="hint">{a.healthError}</div>}
+                    </td>
+                    <td>{a.imapHealth ? <Pill state={a.imapHealth} /> : <span class="muted">no IMAP</span>}</td>
+                    <td class="num">
+                      {a.sentLast24h.toLocaleString('en')} / {a.dailyLimit === null ? 'no limit' : a.dailyLimit.toLocaleString('en')}
+                      {a.dailyLimit !== null && <progress class="usage" max={a.dailyLimit} value={Math.min(a.sentLast24h, a.dailyLimit)} aria-label={`${a.email} usage of its daily limit`} />}
+                    </td>
+                    <td>
+                      {a.status === 'active' ? (
+                        <Action class="secondary" label={`Pause ${a.email}`} run={async () => (await post(`/v1/sender-accounts/${a.id}/pause`), await accounts.reload())}>
+                          Pause
+                        </Action>
+                      ) : (
+                        <Action label={`Resume ${a.email}`} run={async () => (await post(`/v1/sender-accounts/${a.id}/resume`), await accounts.reload())}>
+                          Resume
+                        </Action>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+      <Pools pools={pools.data} accounts={accounts.data ?? []} error={pools.error} emailOf={emailOf} onChange={reloadAll} />
+    </>
+  );
+}
+
+function AddSender({ pools, onDone, onCancel }: { pools: SenderPool[]; onDone: () => Promise<void>; onCancel: () => void }) {
+  const [error, setError] = useState<unknown>(undefined);
+  const [status, setStatus] = useState('');
+  const [busy, setBusy] = useState(false);
+  const body = (form: HTMLFormElement) => {
+    const f = new FormData(form);
+    const s = (k: string) => String(f.get(k) ?? '').trim();
+    const imap = readServer(form, 'imap');
+    return {
+      email: s('email'),
+      name: s('name'),
+      smtp: readServer(form, 'smtp')!,
+      ...(imap ? { imap } : {}),
+      ...(s('poolId') ? { poolId: s('poolId') } : {}),
+      ...(s('dailyLimit') ? { dailyLimit: Number(s('dailyLimit')) } : {}),
+    };
+  };
+  const test = async (form: HTMLFormElement) => {
+    if (!form.reportValidity()) return;
+    setBusy(true);
+    setError(undefined);
+    setStatus('Testing the servers…');
+    try {
+      const b = body(form);
+      const r = await post<{ ok: boolean; smtp: Probe; imap: Probe | null }>('/v1/sender-accounts/probe', { smtp: b.smtp, ...(b.imap ? { imap: b.imap } : {}) });
+      const words = [r.smtp.ok ? 'SMTP login works.' : probeWords('smtp', r.smtp), r.imap ? (r.imap.ok ? 'IMAP login works.' : probeWords('imap', r.imap)) : 'No IMAP server given.'];
+      setStatus('');
+      if (r.ok) setStatus(words.join(' '));
+      else setError(new Error(words.join(' ')));
+    } catch (e) {
+      setStatus('');
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section class="card" aria-labelledby="add-sender-h">
+      <h2 id="add-sender-h">Add a sender account</h2>
+      <p class="muted">mailgate logs in to the servers before it saves anything; the password is stored encrypted.</p>
+      <form
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const form = e.currentTarget;
+          setBusy(true);
+          setError(undefined);
+          setStatus('Testing the servers and saving…');
+          try {
+            await post('/v1/sender-accounts', body(form));
+            setStatus('');
+            await onDone();
+          } catch (err) {
+            setStatus('');
+            setError(describeProbeError(err));
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <div class="row">
+          <Field label="From address">
+            <input name="email" type="email" required />
+          </Field>
+          <Field label="Display name">
+            <input name="name" required />
+          </Field>
+          <Field label="Daily limit" hint="most messages in any 24 hours; empty: none">
+            <input name="dailyLimit" type="number" min={1} />
+          </Field>
+          <Field label="Pool">
+            <select name="poolId">
+              <option value="">(none)</option>
+              {pools.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+            </select>
+          </Field>
+        </div>
+        <ServerFields prefix="smtp" label="SMTP" defaults={{ port: 587, secure: false }} />
+        <details>
+          <summary>IMAP (replies and bounces are read from here)</summary>
+          <ImapOptional />
+        </details>
+        <div class="row">
+          <button type="button" class="secondary" disabled={busy} onClick={(e) => test((e.currentTarget as HTMLButtonElement).form!)}>
+            Test connection
+          </button>
+          <button type="submit" disabled={busy}>
+            Test and save
+          </button>
+          <button type="button" class="secondary" onClick={onCancel}>
+            Cancel
+          </button>
+        </div>
+        <p role="status" class={status && !busy ? 'ok' : 'muted'}>
+          {status}
+        </p>
+        <ErrorNote error={error} />
+      </form>
+    </section>
+  );
+}
+
+/** The IMAP fields, all optional: an empty host means "no IMAP". */
+function ImapOptional() {
+  return (
+    <fieldset>
+      <legend>IMAP</legend>
+      <div class="row">
+        <Field label="IMAP host">
+          <input name="imap.host" placeholder="imap.example.com" />
+        </Field>
+        <Field label="IMAP port">
+          <input name="imap.port" type="number" min={1} max={65535} defaultValue="993" />
+        </Field>
+        <label class="checks">
+          <input name="imap.secure" type="checkbox" defaultChecked /> IMAP: implicit TLS
+        </label>
+      </div>
+      <div class="row">
+        <Field label="IMAP user">
+          <input name="imap.user" autoComplete="off" />
+        </Field>
+        <Field label="IMAP password">
+          <input name="imap.pass" type="password" autoComplete="new-password" />
+        </Field>
+      </div>
+    </fieldset>
+  );
+}
+
+function Pools({ pools, accounts, error, emailOf, onChange }: { pools: SenderPool[] | undefined; accounts: Account[]; error: unknown; emailOf: (id: string) => string; onChange: () => Promise<void> }) {
+  const [createError, setCreateError] = useState<unknown>(undefined);
+  return (
+    <section class="card" aria-labelledby="pools-h">
+      <h2 id="pools-h">Sender pools</h2>
+      <p class="muted">A campaign sends through one pool; the pool spreads its mail over its active members up to its daily capacity (rolling 24 hours).</p>
+      <ErrorNote error={error} />
+      {pools && pools.length > 0 && (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">pool</th>
+                <th scope="col" class="num">left of capacity (24 h)</th>
+                <th scope="col">members</th>
+                <th scope="col">add a member</th>
+              </tr>
+            </thead>
+            <tbody>
+              {pools.map((p) => (
+                <tr key={p.id} data-pool={p.name}>
+                  <td>
+                    {p.name}
+                    <div class="hint">
+                      <code>{p.id}</code>
+                    </div>
+                  </td>
+                  <td class="num">
+                    {p.remainingVolume.toLocaleString('en')} / {p.dailyCapacity.toLocaleString('en')}
+                    <progress max={p.dailyCapacity} value={p.dailyCapacity - p.remainingVolume} aria-label={`${p.name} used capacity`} />
+                  </td>
+                  <td>{p.senderAccountIds.length ? p.senderAccountIds.map(emailOf).join(', ') : <span class="muted">none</span>}</td>
+                  <td>
+                    <AddMember pool={p} accounts={accounts.filter((a) => !p.senderAccountIds.includes(a.id))} onChange={onChange} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <form
+        class="row"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const form = e.currentTarget;
+          const f = new FormData(form);
+          setCreateError(undefined);
+          try {
+            await post('/v1/sender-pools', { name: String(f.get('name')).trim(), dailyCapacity: Number(f.get('dailyCapacity')) });
+            form.reset();
+            await onChange();
+          } catch (err) {
+            setCreateError(err);
+          }
+        }}
+      >
+        <Field label="New pool name">
+          <input name="name" required />
+        </Field>
+        <Field label="Daily capacity">
+          <input name="dailyCapacity" type="number" min={1} required />
+        </Field>
+        <button type="submit">Create pool</button>
+      </form>
+      <ErrorNote error={createError} />
+    </section>
+  );
+}
+
+function AddMember({ pool, accounts, onChange }: { pool: SenderPool; accounts: Account[]; onChange: () => Promise<void> }) {
+  const [pick, setPick] = useState('');
+  if (accounts.length === 0) return <span class="muted">every account is a member</span>;
+  const chosen = pick || accounts[0].id;
+  return (
+    <div class="row">
+        <select aria-label={`Account to add to ${pool.name}`} value={chosen} onChange={(e) => setPick(e.currentTarget.value)}>
+          {accounts.map((a) => (
+            <option key={a.id} value={a.id}>
+              {a.email}
+            </option>
+          ))}
+        </select>
+      <Action label={`Add to ${pool.name}`} run={async () => (await post(`/v1/sender-pools/${pool.id}/members`, { senderAccountId: chosen }), await onChange())}>
+        Add
+      </Action>
+    </div>
+  );
+}

@@ -1,0 +1,373 @@
+// One prospect thread: messages in order (the newest open, older folded; prospect mail as text,
+// never as live HTML), the handoff snapshot, status changes limited to the state machine's
+// allowed transitions, snooze, AI drafts and a manual reply.
+import { useState } from 'preact/hooks';
+import { ApiError, call, del, get, patch, post } from '../api.ts';
+import { allowedTransitions } from '../../../src/modules/sdrs/threads-state.ts';
+import { Action, Ago, ErrorNote, Field, Pill, useLoad } from '../ui.tsx';
+import { INBOX_POLL_MS } from './inbox.tsx';
+import type { Draft, DraftInsight, Guardrails, ThreadDetail, ThreadMessage } from '../types.ts';
+
+interface Snapshot {
+  campaign?: { id: string; name: string | null };
+  lead?: { email: string; firstName: string | null; lastName: string | null; company: string | null; jobTitle: string | null };
+  messages?: { direction: string; subject: string; bodyText: string; at: string | null; stepIndex?: number; classification?: string }[];
+}
+
+export function ThreadView({ id, onChanged }: { id: string; onChanged: () => void }) {
+  const thread = useLoad(() => get<{ data: ThreadDetail }>(`/v1/sdr/threads/${id}`), [id], INBOX_POLL_MS);
+  const t = thread.data?.data;
+  const changed = async () => {
+    await thread.reload();
+    onChanged();
+  };
+  if (thread.error && !t) return <ErrorNote error={thread.error} />;
+  if (!t || t.id !== id) return <p class="loading">Loading thread…</p>;
+  const snap = t.handoff?.snapshot as Snapshot | undefined;
+  return (
+    <article class="card" aria-labelledby="thread-h" data-thread-view={t.id}>
+      <h2 id="thread-h">{t.subject}</h2>
+      <p>
+        {t.contactName} &lt;{t.contactEmail}&gt; · <Pill state={t.status} /> · category {t.category} · priority {t.priorityScore.toFixed(0)}
+        {t.snoozedUntil && (
+          <>
+            {' '}
+            · snoozed until <Ago at={t.snoozedUntil} />
+          </>
+        )}
+      </p>
+      <StatusBar thread={t} onChanged={changed} />
+      {snap && (
+        <details class="card">
+          <summary>
+            Handoff: {snap.campaign?.name ?? snap.campaign?.id} · {[snap.lead?.firstName, snap.lead?.lastName].filter(Boolean).join(' ')} {snap.lead?.jobTitle && `(${snap.lead.jobTitle})`} {snap.lead?.company && `at ${snap.lead.company}`}
+          </summary>
+          {t.handoff?.note && <p>Note from the admin: {t.handoff.note}</p>}
+          <p class="muted">
+            seniority {t.handoff?.seniority ?? '—'} · employees {t.handoff?.employeeCount ?? '—'} · forwarded <Ago at={t.handoff?.createdAt} />
+          </p>
+          {snap.messages?.map((m, i) => (
+            <div class={`message ${m.direction}`} key={i}>
+              <strong>{m.direction === 'outbound' ? `Campaign step ${(m.stepIndex ?? 0) + 1}` : `Reply (${m.classification ?? 'unclassified'})`}</strong> · {m.subject} {m.at && <Ago at={m.at} />}
+              <pre>{m.bodyText}</pre>
+            </div>
+          ))}
+        </details>
+      )}
+      <h3>Messages</h3>
+      {t.messages.map((m, i) => (
+        <Message key={m.id} m={m} open={i === t.messages.length - 1} />
+      ))}
+      <Drafts thread={t} onChanged={changed} />
+      <ManualReply threadId={t.id} onSent={changed} />
+    </article>
+  );
+}
+
+function Message({ m, open }: { m: ThreadMessage; open: boolean }) {
+  const head = (
+    <>
+      <strong>{m.direction === 'inbound' ? m.fromEmail : `You (${m.fromEmail})`}</strong> <Ago at={m.at} />
+    </>
+  );
+  return (
+    <div class={`message ${m.direction}`} data-message={m.direction}>
+      {open ? (
+        <>
+          {head}
+          <div class="muted">{m.subject}</div>
+          <pre>{m.bodyText}</pre>
+        </>
+      ) : (
+        <details>
+          <summary>
+            {head} <span class="muted">{m.bodyText.slice(0, 80)}</span>
+          </summary>
+          <pre>{m.bodyText}</pre>
+        </details>
+      )}
+    </div>
+  );
+}
+
+function StatusBar({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => Promise<void> }) {
+  const [error, setError] = useState<unknown>(undefined);
+  const move = async (to: string) => {
+    setError(undefined);
+    try {
+      await patch(`/v1/sdr/threads/${thread.id}`, { status: to });
+      await onChanged();
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 'invalid_transition') setError(new Error(`${e.message} Allowed now: ${(e.body?.allowedTransitions ?? []).join(', ') || 'none'}.`));
+      else setError(e);
+    }
+  };
+  const snooze = async (hours: number) => {
+    setError(undefined);
+    try {
+      await post(`/v1/sdr/threads/${thread.id}/snooze`, { until: new Date(Date.now() + hours * 3_600_000).toISOString() });
+      await onChanged();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return (
+    <div class="stack">
+      <div class="row" role="group" aria-label="Move the thread to">
+        <span class="muted">Move to:</span>
+        {allowedTransitions(thread.status).map((s) => (
+          <button type="button" class="secondary" key={s} data-transition={s} onClick={() => move(s)}>
+            {s.replace(/_/g, ' ')}
+          </button>
+        ))}
+      </div>
+      <div class="row" role="group" aria-label="Snooze">
+        {thread.snoozedUntil ? (
+          <button
+            type="button"
+            class="secondary"
+            onClick={async () => {
+              try {
+                await post(`/v1/sdr/threads/${thread.id}/unsnooze`);
+                await onChanged();
+              } catch (e) {
+                setError(e);
+              }
+            }}
+          >
+            Unsnooze
+          </button>
+        ) : (
+          <>
+            <span class="muted">Snooze:</span>
+            <button type="button" class="secondary" onClick={() => snooze(4)}>
+              4 hours
+            </button>
+            <button type="button" class="secondary" onClick={() => snooze(24)}>
+              1 day
+            </button>
+            <button type="button" class="secondary" onClick={() => snooze(24 * 7)}>
+              1 week
+            </button>
+          </>
+        )}
+      </div>
+      <ErrorNote error={error} />
+    </div>
+  );
+}
+
+function Scores({ s }: { s: { overall: number; readability: number; personalization: number; linkQuality: number } }) {
+  return (
+    <div class="scores" aria-label="Judge's scores">
+      {(['overall', 'readability', 'personalization', 'linkQuality'] as const).map((k) => (
+        <span key={k}>
+          {k === 'linkQuality' ? 'links' : k} <strong>{s[k].toFixed(2)}</strong>
+        </span>
+      ))}
+    </div>
+  );
+}
+
+function Drafts({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => Promise<void> }) {
+  const [insights, setInsights] = useState<Record<string, DraftInsight>>({});
+  const [rules, setRules] = useState<{ name: string; effect: string }[]>([]);
+  const [instructions, setInstructions] = useState('');
+  const [variants, setVariants] = useState(1);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  const live = thread.drafts.filter((d) => d.state === 'generated' || d.state === 'edited');
+  // Insights of drafts generated before this view was opened.
+  useLoad(
+    async () => {
+      const missing = live.filter((d) => !insights[d.id]);
+      if (!missing.length) return;
+      const got = await Promise.all(missing.map((d) => get<{ data: { insight: DraftInsight | null } }>(`/v1/sdr/drafts/${d.id}`)));
+      const add: Record<string, DraftInsight> = {};
+      got.forEach((g) => g.data.insight && (add[g.data.insight.draftId] = g.data.insight));
+      if (Object.keys(add).length) setInsights((cur) => ({ ...cur, ...add }));
+    },
+    [live.map((d) => d.id).join()],
+  );
+  return (
+    <section aria-labelledby="drafts-h">
+      <h3 id="drafts-h">AI drafts</h3>
+      <div class="row">
+        <Field label="Instructions for the drafts (optional)">
+          <input value={instructions} onInput={(e) => setInstructions(e.currentTarget.value)} placeholder="e.g. propose Tuesday, keep it short" />
+        </Field>
+        <Field label="Variants">
+          <select value={String(variants)} onChange={(e) => setVariants(Number(e.currentTarget.value))}>
+            <option value="1">1</option>
+            <option value="2">2</option>
+            <option value="3">3</option>
+          </select>
+        </Field>
+        <button
+          type="button"
+          disabled={busy}
+          onClick={async () => {
+            setBusy(true);
+            setError(undefined);
+            try {
+              const r = await post<{ data: { drafts: Draft[]; insights: DraftInsight[]; appliedRules: { name: string; effect: string }[] } }>('/v1/sdr/drafts/generate', {
+                threadId: thread.id,
+                variantCount: variants,
+                ...(instructions.trim() ? { instructions: instructions.trim() } : {}),
+              });
+              setInsights((cur) => ({ ...cur, ...Object.fromEntries(r.data.insights.map((i) => [i.draftId, i])) }));
+              setRules(r.data.appliedRules);
+              await onChanged();
+            } catch (e) {
+              setError(e);
+            } finally {
+              setBusy(false);
+            }
+          }}
+        >
+          {busy ? 'Writing…' : 'Generate drafts'}
+        </button>
+      </div>
+      <ErrorNote error={error} />
+      {rules.length > 0 && (
+        <p class="muted">
+          Rules applied: {rules.map((r) => `${r.name} (${r.effect})`).join('; ')}
+        </p>
+      )}
+      {live.map((d) => (
+        <DraftCard key={d.id} draft={d} insight={insights[d.id]} onInsight={(i) => setInsights((cur) => ({ ...cur, [i.draftId]: i }))} onChanged={onChanged} />
+      ))}
+    </section>
+  );
+}
+
+function DraftCard({ draft, insight, onInsight, onChanged }: { draft: Draft; insight?: DraftInsight; onInsight: (i: DraftInsight) => void; onChanged: () => Promise<void> }) {
+  const [text, setText] = useState(draft.bodyText);
+  const [again, setAgain] = useState('');
+  const [guardrails, setGuardrails] = useState<Guardrails | null>(null);
+  const [sent, setSent] = useState('');
+  const dirty = text !== draft.bodyText;
+  return (
+    <div class="draft" data-draft={draft.id} aria-label={`Draft ${insight?.approach ?? ''}`}>
+      <div class="row">
+        <strong>{insight ? insight.approach.replace(/_/g, ' ') : 'Draft'}</strong>
+        <Pill state={draft.state} />
+        {insight && <span class="muted">confidence {insight.confidence.toFixed(2)}</span>}
+      </div>
+      {insight?.scores && <Scores s={insight.scores} />}
+      {insight && <p class="muted">{insight.rationale}</p>}
+      <p class="muted">Subject: {draft.subject}</p>
+      <Field label="Draft text">
+        <textarea rows={8} value={text} onInput={(e) => setText(e.currentTarget.value)} />
+      </Field>
+      <div class="row">
+        <Action
+          label="Send this draft"
+          run={async () => {
+            setGuardrails(null);
+            try {
+              const r = await post<{ data: { messageId: string; guardrails: Guardrails } }>(`/v1/sdr/drafts/${draft.id}/send`, dirty ? { finalBodyText: text } : {});
+              setGuardrails(r.data.guardrails);
+              setSent('Sent from your mailbox.');
+              await onChanged();
+            } catch (e) {
+              if (e instanceof ApiError && e.code === 'guardrails_blocked' && e.body?.guardrails) {
+                setGuardrails(e.body.guardrails);
+                return;
+              }
+              throw e;
+            }
+          }}
+        >
+          Send
+        </Action>
+        <Action class="secondary" disabled={!dirty} run={async () => (await patch(`/v1/sdr/drafts/${draft.id}`, { bodyText: text }), await onChanged())}>
+          Save edit
+        </Action>
+        <input aria-label="Instructions for the new version" value={again} placeholder="what to change" onInput={(e) => setAgain(e.currentTarget.value)} />
+        <Action
+          class="secondary"
+          run={async () => {
+            const r = await post<{ data: { draft: Draft; insight: DraftInsight } }>(`/v1/sdr/drafts/${draft.id}/regenerate`, again.trim() ? { instructions: again.trim() } : {});
+            onInsight(r.data.insight);
+            await onChanged();
+          }}
+        >
+          Regenerate
+        </Action>
+        <Action class="secondary" run={async () => (await del(`/v1/sdr/drafts/${draft.id}`), await onChanged())}>
+          Discard
+        </Action>
+      </div>
+      {sent && (
+        <p class="ok" role="status">
+          {sent}
+        </p>
+      )}
+      {guardrails && (
+        <div class={guardrails.blocked ? 'error' : 'muted'} role={guardrails.blocked ? 'alert' : 'status'} data-testid="guardrails">
+          {guardrails.blocked ? 'Not sent: the pre-send checks blocked this draft. Fix what they found and send again.' : guardrails.issues.length ? 'Sent, with warnings:' : ''}
+          <ul>
+            {guardrails.issues.map((i, k) => (
+              <li key={k}>
+                <strong>{i.severity === 'block' ? 'blocks' : 'warning'}</strong>: {i.message}
+              </li>
+            ))}
+          </ul>
+          <Scores s={guardrails.scores} />
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** crypto.randomUUID needs a secure context; a plain-HTTP deployment has only getRandomValues. */
+function newKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function ManualReply({ threadId, onSent }: { threadId: string; onSent: () => Promise<void> }) {
+  const [text, setText] = useState('');
+  const [key, setKey] = useState(newKey);
+  const [done, setDone] = useState('');
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      aria-labelledby="manual-h"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(undefined);
+        setDone('');
+        setBusy(true);
+        try {
+          // The same Idempotency-Key for a retried click: a repeat sends nothing twice.
+          await call('POST', `/v1/sdr/threads/${threadId}/send-manual`, { bodyText: text }, { 'idempotency-key': key });
+          setText('');
+          setKey(newKey());
+          setDone('Reply sent from your mailbox.');
+          await onSent();
+        } catch (err) {
+          setError(err);
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <h3 id="manual-h">Write a reply yourself</h3>
+      <label class="field">
+        <span class="field-label">Your reply</span>
+        <textarea id="manual-reply" rows={5} required value={text} onInput={(e) => setText(e.currentTarget.value)} />
+      </label>
+      <button type="submit" disabled={busy || !text.trim()}>
+        Send reply
+      </button>
+      {done && (
+        <p class="ok" role="status">
+          {done}
+        </p>
+      )}
+      <ErrorNote error={error} />
+    </form>
+  );
+}

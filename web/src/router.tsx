@@ -1,0 +1,68 @@
+// Client-side routing on the History API: the daemon answers index.html for every dashboard
+// path, and this module maps the path to a page.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+
+type Listener = () => void;
+const listeners = new Set<Listener>();
+
+export function navigate(to: string, opts: { replace?: boolean } = {}) {
+  if (to === location.pathname + location.search) return;
+  if (opts.replace) history.replaceState(null, '', to);
+  else history.pushState(null, '', to);
+  listeners.forEach((l) => l());
+}
+
+window.addEventListener('popstate', () => listeners.forEach((l) => l()));
+
+/** The current path and query, re-rendering on navigation. */
+export function useLocation(): { path: string; query: URLSearchParams } {
+  const [, setTick] = useState(0);
+  useEffect(() => {
+    const l = () => setTick((t) => t + 1);
+    listeners.add(l);
+    return () => void listeners.delete(l);
+  }, []);
+  return { path: location.pathname, query: new URLSearchParams(location.search) };
+}
+
+/** Matches `/campaigns/:id` style patterns; returns the named parts or null. */
+export function match(pattern: string, path: string): Record<string, string> | null {
+  const p = pattern.split('/').filter(Boolean);
+  const a = path.split('/').filter(Boolean);
+  if (p.length !== a.length) return null;
+  const out: Record<string, string> = {};
+  for (let i = 0; i < p.length; i++) {
+    if (p[i].startsWith(':')) out[p[i].slice(1)] = decodeURIComponent(a[i]);
+    else if (p[i] !== a[i]) return null;
+  }
+  return out;
+}
+
+/** Updates the query string in place (filters, paging) without a new history entry. */
+export function setQuery(changes: Record<string, string | number | null | undefined>) {
+  const q = new URLSearchParams(location.search);
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null || v === undefined || v === '') q.delete(k);
+    else q.set(k, String(v));
+  }
+  const s = q.toString();
+  navigate(location.pathname + (s ? `?${s}` : ''), { replace: true });
+}
+
+export function Link(props: { href: string; children: ComponentChildren; class?: string; 'aria-current'?: 'page' | 'true' }) {
+  const { href, children, ...rest } = props;
+  return (
+    <a
+      {...rest}
+      href={href}
+      onClick={(e) => {
+        if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+        e.preventDefault();
+        navigate(href);
+      }}
+    >
+      {children}
+    </a>
+  );
+}
