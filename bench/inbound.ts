@@ -11,7 +11,7 @@ import { benchEnvironment, percentile, ms } from './support.ts';
 import { SmtpSink } from '../test/support/smtp.ts';
 import { ImapTestServer } from '../test/support/dovecot.ts';
 import { SmtpMessenger } from '../src/adapters/smtp.ts';
-import { Dispatcher } from '../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../src/modules/sending/dispatcher.ts';
 import { MailboxWatcher } from '../src/modules/inbound/watcher.ts';
 import { analyzeMessage } from '../src/modules/inbound/analyze.ts';
 
@@ -32,11 +32,11 @@ const { id: campaignId } = await env.api('POST', '/v1/campaigns', { name: 'inbou
 await env.api('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { leads: Array.from({ length: REPLIES }, (_, i) => ({ email: `lead${i}@bench.example` })) });
 await env.api('POST', `/v1/campaigns/${campaignId}/start`);
 const messenger = new SmtpMessenger({ maxConnections: 3 });
-const dispatcher = new Dispatcher(env.deps, messenger, { maxConnections: 3, retryDelaysMs: [60_000] });
+const dispatcher = new SendDispatcher(env.deps, messenger, { maxConnections: 3, retryDelaysMs: [60_000] });
 while ((await dispatcher.runRound()).claimed > 0);
 const sentIds = new Map(sink.received.map((r) => [r.to[0], r.parsed.messageId!]));
 
-const watcher = new MailboxWatcher(env.deps, { pollIntervalMs: 60_000, useIdle: true, tickMs: 1_000 });
+const watcher = new MailboxWatcher(env.deps, () => env.services().inbound, { pollIntervalMs: 60_000, useIdle: true, tickMs: 1_000 });
 await watcher.start();
 await new Promise((r) => setTimeout(r, 1500));
 

@@ -8,7 +8,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchEnvironment } from '../bench/support.ts';
-import { createServices, type Deps } from '../src/services.ts';
+import { createServices } from '../src/services.ts';
+import { llmFromConfig, type Deps } from '../src/deps.ts';
 import { newId } from '../src/adapters/ids.ts';
 import type { GuardrailsResult } from '../src/modules/drafts/guardrails.ts';
 
@@ -33,7 +34,8 @@ const config = {
   llmApiKey: process.env.MAILGATE_LLM_API_KEY || undefined,
   llmModel: process.env.MAILGATE_LLM_MODEL || env.deps.config.llmModel,
 };
-const deps: Deps = { ...env.deps, config };
+// The LLM follows the configuration: built again for this one.
+const deps: Deps = { ...env.deps, config, llm: llmFromConfig(config, env.deps.log, env.deps.metrics) };
 const services = () => createServices(deps, env.deps.orm.em.fork());
 const mode = config.llmBaseUrl ? `LLM ${config.llmModel} at ${config.llmBaseUrl}` : 'offline composer';
 

@@ -1,7 +1,7 @@
 import { sql } from './db/sql.ts';
 import Koa from 'koa';
 import Router from '@koa/router';
-import type { Deps } from './services.ts';
+import type { Deps } from './deps.ts';
 import { createServices } from './services.ts';
 import { errorMiddleware, installEnvelopeOnError } from './http/errors.ts';
 import { jsonBody } from './http/body.ts';

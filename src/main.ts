@@ -11,7 +11,7 @@ import { JobRunner } from './jobs/agenda.ts';
 import { SendWakeup } from './modules/sending/wakeup.ts';
 import { recurringJobs } from './jobs/registry.ts';
 import { SmtpMessenger } from './adapters/smtp.ts';
-import { Dispatcher } from './modules/sending/dispatcher.ts';
+import { SendDispatcher } from './modules/sending/dispatcher.ts';
 import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { MailboxWatcher } from './modules/inbound/watcher.ts';
 import { WorkerRegistry } from './modules/workers/registry.ts';
@@ -50,7 +50,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
   let runtime: Runtime | undefined;
   let jobs: JobRunner | undefined;
   let messenger: SmtpMessenger | undefined;
-  let dispatcher: Dispatcher | undefined;
+  let dispatcher: SendDispatcher | undefined;
   let webhooks: WebhookDispatcher | undefined;
   let watcher: MailboxWatcher | undefined;
   let wakeup: SendWakeup | undefined;
@@ -118,7 +118,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
       await registry.start();
       step();
       messenger = new SmtpMessenger({ maxConnections: config.smtpMaxConnections });
-      dispatcher = new Dispatcher(deps, messenger, {
+      dispatcher = new SendDispatcher(deps, messenger, {
         maxConnections: config.smtpMaxConnections,
         retryDelaysMs: config.smtpRetryDelays,
         leaseMs: config.sendLease,
@@ -133,7 +133,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
       wakeup = new SendWakeup(runtime.db.url, () => d.wake(), log);
       await wakeup.start();
       step();
-      watcher = new MailboxWatcher(deps, { pollIntervalMs: config.imapPollInterval, owner: registry.id });
+      watcher = new MailboxWatcher(deps, () => createServices(deps, deps.orm.em.fork()).inbound, { pollIntervalMs: config.imapPollInterval, owner: registry.id });
       await watcher.start();
       step();
     }

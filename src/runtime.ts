@@ -4,7 +4,8 @@ import { systemClock, type Clock } from './adapters/clock.ts';
 import type { Logger } from './adapters/logger.ts';
 import { realMailProbe, type MailProbe } from './adapters/mailprobe.ts';
 import { openDatabase, type Database } from './db/database.ts';
-import { createServices, type Deps } from './services.ts';
+import { createServices } from './services.ts';
+import { createDeps, type Deps } from './deps.ts';
 import { Metrics } from './adapters/metrics.ts';
 
 export interface Runtime {
@@ -24,7 +25,7 @@ export async function openRuntime(
 ): Promise<Runtime> {
   const crypto = new Crypto(loadSecretKey(config.secretKey, config.dataDir));
   const db = await openDatabase(config, log, { poolMax: opts.poolMax });
-  const deps: Deps = { orm: db.orm, config, clock: opts.clock ?? systemClock, crypto, log, mailProbe: opts.mailProbe ?? realMailProbe, metrics: new Metrics(db.orm) };
+  const deps: Deps = createDeps({ orm: db.orm, config, clock: opts.clock ?? systemClock, crypto, log, mailProbe: opts.mailProbe ?? realMailProbe, metrics: new Metrics(db.orm) });
   try {
     await createServices(deps, db.orm.em.fork()).workspaces.checkSecretKey();
   } catch (err) {

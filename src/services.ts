@@ -1,10 +1,8 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import type { Config } from './config/index.ts';
-import type { Clock } from './adapters/clock.ts';
-import type { Crypto } from './adapters/crypto.ts';
-import type { Logger } from './adapters/logger.ts';
-import type { MailProbe } from './adapters/mailprobe.ts';
-import type { Metrics } from './adapters/metrics.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Deps } from './deps.ts';
+
+// Deps lives in deps.ts; this re-export keeps older imports of it from here compiling.
+export type { Deps };
 import { WorkspaceService } from './modules/workspaces/service.ts';
 import { SenderService } from './modules/senders/service.ts';
 import { SuppressionService } from './modules/suppression/service.ts';
@@ -25,20 +23,12 @@ import { DashboardSenderService } from './modules/dashboard/senders.ts';
 import { SdrProfileService } from './modules/dashboard/sdr-profiles.ts';
 import { CampaignPreviewService } from './modules/dashboard/preview.ts';
 
-/** Everything a service may touch besides its EntityManager; injected so tests can swap it. */
-export interface Deps {
-  orm: MikroORM;
-  config: Config;
-  clock: Clock;
-  crypto: Crypto;
-  log: Logger;
-  mailProbe: MailProbe;
-  /** This process's Prometheus registry and instruments (adapters/metrics.ts). */
-  metrics: Metrics;
-}
-
 /** The services of one unit of work (an HTTP request, a CLI command, a job run). */
 export function createServices(deps: Deps, em: EntityManager) {
+  // Cross-module reactions are wired here, so modules depend one way: inbound mail in an SDR's
+  // mailbox joins the SDR's threads through InboundService's ProspectAnswers, and drafts send
+  // through the SDR desk.
+  const deskMail = new DeskMailService(deps, em);
   return {
     workspaces: new WorkspaceService(deps, em),
     senders: new SenderService(deps, em),
@@ -46,14 +36,14 @@ export function createServices(deps: Deps, em: EntityManager) {
     sdrs: new SdrService(deps, em),
     campaigns: new CampaignService(deps, em),
     tracking: new TrackingService(deps, em),
-    inbound: new InboundService(deps, em),
+    inbound: new InboundService(deps, em, deskMail),
     assignments: new AssignmentService(deps, em),
-    deskMail: new DeskMailService(deps, em),
+    deskMail,
     webhooks: new WebhookService(deps, em),
     sdrThreads: new ThreadService(deps, em),
     followups: new FollowupService(deps, em),
     kb: new KbService(deps, em),
-    drafts: new DraftService(deps, em),
+    drafts: new DraftService(deps, em, deskMail),
     dashboard: new DashboardService(deps, em),
     dashboardSessions: new DashboardSessionService(deps, em),
     dashboardSenders: new DashboardSenderService(deps, em),

@@ -3,7 +3,20 @@ import { foldLines, hasLongerLines, isPlainText } from 'nodemailer/lib/mime-func
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
 import { encode as base64Encode, wrap as base64Wrap } from 'nodemailer/lib/base64';
 import { randomBytes } from 'node:crypto';
-import type { OutgoingMail } from './smtp.ts';
+
+export interface OutgoingMail {
+  from: { name: string; address: string };
+  to: string;
+  cc?: string[];
+  subject: string;
+  html: string;
+  text: string;
+  messageId: string;
+  inReplyTo?: string;
+  references?: string[];
+  headers?: Record<string, string>;
+  attachments?: Array<{ filename: string; content: Buffer | string; contentType: string }>;
+}
 
 /**
  * A campaign message (headers, a text part and an HTML part, no attachments) as the bytes

@@ -1,23 +1,11 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import { createHash } from 'node:crypto';
 import { parseMailUrl } from './mailurl.ts';
-import { rawMessage, type RawMessage } from './mime.ts';
+import { rawMessage, type OutgoingMail, type RawMessage } from './mime.ts';
 import { PassThrough, Readable } from 'node:stream';
 import { storableText } from '../shared/text.ts';
 
-export interface OutgoingMail {
-  from: { name: string; address: string };
-  to: string;
-  cc?: string[];
-  subject: string;
-  html: string;
-  text: string;
-  messageId: string;
-  inReplyTo?: string;
-  references?: string[];
-  headers?: Record<string, string>;
-  attachments?: Array<{ filename: string; content: Buffer | string; contentType: string }>;
-}
+export type { OutgoingMail };
 
 export type SendOutcome =
   | { kind: 'accepted'; response: string }

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { InboundAnalysis } from '../modules/inbound/analyze.ts';
-import { jsonOption, type CliContext } from './program.ts';
+import { jsonOption, type CliContext } from './context.ts';
 
 /** One line of `mailgate classify` (contract §2). */
 export interface ClassifyRecord {

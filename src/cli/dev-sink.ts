@@ -5,7 +5,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { intArg, type CliContext } from './program.ts';
+import { intArg, type CliContext } from './context.ts';
 
 export const DEV_SINK_DEFAULTS = { smtpPort: 2525, httpsPort: 8025 };
 

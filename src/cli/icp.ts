@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ApiError } from '../shared/errors.ts';
-import { jsonOption, type CliContext } from './program.ts';
+import { jsonOption, type CliContext } from './context.ts';
 
 export function registerIcpCommands(program: Command, ctx: CliContext) {
   const icp = program.command('icp').description('ideal customer profile criteria checked at reply assignment');

@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { ApiError } from '../shared/errors.ts';
 import { toIso, isoOrNull } from '../shared/time.ts';
-import { EXIT_ERROR, jsonOption, type CliContext, type Query } from './program.ts';
+import { EXIT_ERROR, jsonOption, type CliContext, type Query } from './context.ts';
 
 type Row = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { readTextFile } from './input.ts';
 import { ApiError } from '../shared/errors.ts';
-import { jsonOption, type CliContext } from './program.ts';
+import { jsonOption, type CliContext } from './context.ts';
 
 export function registerKbCommands(program: Command, ctx: CliContext) {
   const kb = program.command('kb').description('the knowledge base AI drafts quote and link to (pricing, security, case studies…)');

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { jsonOption, type CliContext } from './program.ts';
+import { jsonOption, type CliContext } from './context.ts';
 import { readTextFile } from './input.ts';
 
 export function registerSdrCommands(program: Command, ctx: CliContext) {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../shared/duration.ts';
-import { intArg, jsonOption, usageError, type CliContext } from './program.ts';
+import { intArg, jsonOption, usageError, type CliContext } from './context.ts';
 
 function durationArg(value: string): number {
   try {

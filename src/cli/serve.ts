@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { jsonOption, type CliContext } from './program.ts';
+import { jsonOption, type CliContext } from './context.ts';
 import type { Role, RunningDaemon } from '../main.ts';
 
 export function registerServeCommands(program: Command, ctx: CliContext, keepRunning: () => void) {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { jsonOption, type CliContext } from './program.ts';
+import { jsonOption, type CliContext } from './context.ts';
 
 export function registerSuppressionCommands(program: Command, ctx: CliContext) {
   const suppression = program.command('suppression').description('the workspace suppression list');

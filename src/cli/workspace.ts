@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { jsonOption, type CliContext } from './program.ts';
+import { jsonOption, type CliContext } from './context.ts';
 
 export function registerWorkspaceCommands(program: Command, ctx: CliContext) {
   const workspace = program.command('workspace').description('workspaces');

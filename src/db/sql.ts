@@ -1,10 +1,16 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Knex } from '@mikro-orm/knex';
 
-/** The part of knex's client we use outside a transaction: its pool of pg connections. */
-interface PooledClient {
-  acquireConnection(): Promise<PgConnection>;
-  releaseConnection(conn: PgConnection): Promise<unknown>;
-}
+// The one way to run hand-written SQL on the ORM's connections (repositories' set-based and hot
+// statements). The other ways to reach PostgreSQL each have a reason of their own:
+// - db/statements.ts `PreparedStatements`: the sending hot path's small pools, whose sessions
+//   carry planner settings (index paths only) and keep named statements planned per connection;
+// - a dedicated pg.Client where a connection must not be shared: LISTEN (sending/wakeup.ts), the
+//   worker heartbeat (workers/registry.ts: never queued behind the work), the migration advisory
+//   lock (db/orm.ts), the database probe at start (db/database.ts), the CLI's `list` commands
+//   (cli/: they load no ORM, to start fast).
+
+/** A pg connection as knex's client hands it out. */
 interface PgConnection {
   query(q: { text: string; values: unknown[]; name?: string }): Promise<{ rows: unknown[] }>;
 }
@@ -16,32 +22,36 @@ export function nativePlaceholders(text: string): string {
 }
 
 /**
- * Hand-written SQL for set-based paths, run with native bind parameters ($1.. — arrays go to
- * PostgreSQL as arrays, for unnest()) inside the EntityManager's current transaction, if any.
- * Placeholders are written `?` (no `?` may appear otherwise: no jsonb `?` operators, no `?` in
- * literals; the direct path below refuses a text whose `?`s and values differ in number).
+ * Hand-written SQL with native bind parameters ($1.. — arrays go to PostgreSQL as arrays, for
+ * unnest()), on the EntityManager's current transaction if it has one, else on a connection of
+ * the ORM's pool. Placeholders are written `?` (no `?` may appear otherwise: no jsonb `?`
+ * operators, no `?` in literals; a text whose `?`s and values differ in number is refused).
  *
- * Outside a transaction the statement goes straight to a pg connection of the ORM's pool,
- * without knex's raw query path: 0.2-0.4 ms less per statement here (docs/benchmarks.md, SDR
- * inbox, session 5).
+ * The connection comes from knex's client (`acquireConnection`/`releaseConnection`, part of
+ * knex's typed Client API): the pool's client outside a transaction, the transaction's client
+ * inside one (knex hands that one out as the transaction's own connection and releases
+ * nothing). The statement then goes straight to pg, without knex's raw query path: 0.2-0.4 ms
+ * less per statement here (docs/benchmarks.md, SDR inbox, session 5). test/db/sql.test.ts
+ * checks both: the session, the bindings, the errors, and that a statement in a transaction
+ * is part of it.
+ *
  * `name` makes it a named prepared statement, parsed and planned once per connection; only for
  * fixed texts whose plan does not depend on the values (the API key lookup), never for texts
  * built per call.
  */
 export async function sql<T = Record<string, unknown>>(em: EntityManager, text: string, params: unknown[] = [], opts: { name?: string } = {}): Promise<T[]> {
-  const trx = em.getTransactionContext();
-  if (trx) {
-    const q = em.getKnex().raw(text, params as never[]).transacting(trx);
-    return ((await q) as { rows: T[] }).rows;
-  }
   const native = checkedNative(text, params);
-  const client = em.getKnex().client as unknown as PooledClient;
-  const conn = await client.acquireConnection();
+  const trx = em.getTransactionContext<Knex.Transaction>();
+  // A finished transaction's connection is back in the pool (someone else's, maybe): refuse, as
+  // knex's own query path does.
+  if (trx?.isCompleted()) throw new Error(`the transaction has already completed: ${text}`);
+  const client = (trx ?? em.getKnex()).client as Knex.Client;
+  const conn = (await client.acquireConnection()) as PgConnection;
   try {
     const res = await conn.query({ text: native, values: params, ...(opts.name ? { name: opts.name } : {}) });
     return res.rows as T[];
   } catch (err) {
-    // The statement (not its values) for the logs, as knex's message carried it.
+    // The statement (not its values) for the logs.
     if (err instanceof Error) Object.assign(err, { sql: text });
     throw err;
   } finally {
@@ -50,10 +60,9 @@ export async function sql<T = Record<string, unknown>>(em: EntityManager, text: 
 }
 
 /**
- * The statement in PostgreSQL's placeholders, refusing what knex refused before binding, so
- * both paths of sql() refuse the same mistakes: one value per `?` (a stray `?`, e.g. a jsonb
- * operator, would shift every placeholder after it), and no `undefined`, at the top level or
- * inside an array (pg would quietly bind it as NULL).
+ * The statement in PostgreSQL's placeholders, refusing before anything is sent: one value per
+ * `?` (a stray `?`, e.g. a jsonb operator, would shift every placeholder after it), and no
+ * `undefined`, at the top level or inside an array (pg would quietly bind it as NULL).
  */
 function checkedNative(text: string, params: unknown[]): string {
   let marks = 0;

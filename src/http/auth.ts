@@ -6,9 +6,11 @@ import type { Role } from '../modules/workspaces/entities.ts';
 import { sql } from '../db/sql.ts';
 import { toDate } from '../shared/time.ts';
 import type { Clock } from '../adapters/clock.ts';
-import type { Access } from './route.ts';
 import type { Crypto } from '../adapters/crypto.ts';
 import { checkCsrf, lookupSession, noteSessionUse, readSessionToken } from './session.ts';
+
+/** Who may call a route: an admin key, an SDR key, or anyone (tracking links, health). */
+export type Access = 'admin' | 'sdr' | 'none';
 
 export interface AuthContext {
   keyId: string;

@@ -4,10 +4,10 @@ import { z } from 'zod';
 import { ApiError } from '../shared/errors.ts';
 import { fromZod } from './errors.ts';
 import { textProblem } from '../shared/text.ts';
-import type { AuthContext } from './auth.ts';
+import type { Access, AuthContext } from './auth.ts';
 import type { Services } from '../services.ts';
 
-export type Access = 'admin' | 'sdr' | 'none';
+export type { Access };
 
 /** A header of the OpenAPI document (its schema is JSON Schema, as the document holds it). */
 export interface HeaderDoc {

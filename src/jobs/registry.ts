@@ -1,14 +1,14 @@
 import type { RecurringJob } from './agenda.ts';
-import type { Dispatcher } from '../modules/sending/dispatcher.ts';
+import type { SendDispatcher } from '../modules/sending/dispatcher.ts';
 import { webhookDispatchJob, type WebhookDispatcher } from '../modules/webhooks/dispatcher.ts';
 import { FollowupService } from '../modules/sdrs/followups.ts';
 import { ThreadService } from '../modules/sdrs/threads.ts';
 import { pruneWebhookLog } from '../modules/maintenance/retention.ts';
 import { noteFinished } from '../modules/campaigns/repository.ts';
-import type { Deps } from '../services.ts';
+import type { Deps } from '../deps.ts';
 
 export interface Workers {
-  dispatcher: Dispatcher;
+  dispatcher: SendDispatcher;
   webhooks: WebhookDispatcher;
   deps: Deps;
 }

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { withDatabase } from '../support/global.ts';
 import { openOrm, type MikroORM } from '../../src/db/orm.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../src/db/sql.ts';
 import { toIso } from '../../src/shared/time.ts';
 
@@ -58,6 +59,25 @@ describe('sql(): the direct path and the transaction path', () => {
     await assert.rejects(sql(em, `select cardinality(?::text[]) as n`, [['a', undefined]]), /undefined binding at position 1/);
     // The transaction path (knex) refuses undefined too.
     await assert.rejects(orm.em.fork().transactional((tx) => sql(tx, `select ?::int as a`, [undefined])), /[Uu]ndefined binding/);
+  });
+
+  it('inside a transaction a statement runs on its connection: it sees the uncommitted write, a rollback undoes it, and a finished transaction refuses', async () => {
+    await sql(orm.em.fork(), `create table sql_tx_probe (n int)`);
+    let kept: { tx: EntityManager } | undefined;
+    await assert.rejects(
+      orm.em.fork().transactional(async (tx) => {
+        await sql(tx, `insert into sql_tx_probe values (?)`, [1]);
+        assert.deepEqual(await sql(tx, `select n from sql_tx_probe`), [{ n: 1 }]);
+        // Another connection does not see it yet.
+        assert.deepEqual(await sql(orm.em.fork(), `select n from sql_tx_probe`), []);
+        kept = { tx };
+        throw new Error('roll back');
+      }),
+      /roll back/,
+    );
+    assert.deepEqual(await sql(orm.em.fork(), `select n from sql_tx_probe`), []);
+    await assert.rejects(sql(kept!.tx, `select 1 as one`), /already completed/);
+    await sql(orm.em.fork(), `drop table sql_tx_probe`);
   });
 
   it("a failing statement keeps PostgreSQL's error code and carries its text (not its values)", async () => {

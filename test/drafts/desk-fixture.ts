@@ -10,7 +10,7 @@ import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { waitFor } from '../support/wait.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
 import type { Config } from '../../src/config/index.ts';
 
@@ -81,8 +81,8 @@ export async function openDesk(config: Partial<Record<keyof Config, unknown>> = 
   const db = new pg.Client({ connectionString: app.databaseUrl });
   await db.connect();
   const messenger = new SmtpMessenger({ maxConnections: 1 });
-  const dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 1, retryDelaysMs: [60_000] });
-  const watcher = new MailboxWatcher(app.deps, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
+  const dispatcher = new SendDispatcher(app.deps, messenger, { maxConnections: 1, retryDelaysMs: [60_000] });
+  const watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
 
   const { adminKey, workspace } = await seedWorkspace(app);
   const s = app.services();

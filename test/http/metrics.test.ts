@@ -3,7 +3,7 @@ import pg from 'pg';
 import { startTestApp, seedWorkspace, createTestDatabase, LogSink, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { startMetricsServer } from '../../src/http/metrics-server.ts';
 import { serve } from '../../src/main.ts';
 import { loadConfig } from '../../src/config/index.ts';
@@ -61,7 +61,7 @@ describe('metrics and access logs', function () {
     const leads = ['a', 'b', 'c', 'nobody'].map((n) => ({ email: `${n}@lead.example` }));
     assert.equal((await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key, body: { leads } })).status, 200);
     assert.equal((await app.request('POST', `/v1/campaigns/${c.body.id}/start`, { key })).status, 200);
-    const dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    const dispatcher = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
     await dispatcher.runRound();
     await dispatcher.close();
     assert.equal((await app.request('GET', `/v1/campaigns/${c.body.id}/stats`, { key })).status, 200);

@@ -66,7 +66,7 @@ describe('mailbox health from real IMAP outcomes', function () {
     await db.query(`update sdr_mailboxes set imap_url_enc = $1 where sdr_id = $2`, [app.deps.crypto.encrypt(imap.url('rep@acme.example', 'changed')), rep.sdr.id]);
     await db.query(`update sdr_mailboxes set imap_url_enc = $1 where sdr_id = $2`, [app.deps.crypto.encrypt(`imap://far%40acme.example:right@127.0.0.1:${await closedPort()}`), far.sdr.id]);
 
-    watcher = new MailboxWatcher(app.deps, { pollIntervalMs: 300, tickMs: 300, leaseMs: 3_000 });
+    watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, tickMs: 300, leaseMs: 3_000 });
     await watcher.start();
 
     const senderView = async () => (await app.request('GET', '/v1/sender-accounts', { key: adminKey })).body.find((a: { id: string }) => a.id === sender.id);

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 
 // Out-of-office answers move the sequence (issue 19 §3, contract §5): the campaign sends
 // Mon-Fri 09:00-17:00 Europe/Berlin (UTC+1 in November); step 2 follows step 1 after 48 hours.
@@ -17,7 +17,7 @@ describe('inbound: an out-of-office answer postpones the next step', function ()
   let app: TestApp;
   let db: pg.Client;
   let messenger: SmtpMessenger;
-  let dispatcher: Dispatcher;
+  let dispatcher: SendDispatcher;
   let uid = 0;
 
   before(async () => {
@@ -26,7 +26,7 @@ describe('inbound: an out-of-office answer postpones the next step', function ()
     db = new pg.Client({ connectionString: app.databaseUrl });
     await db.connect();
     messenger = new SmtpMessenger({ maxConnections: 2 });
-    dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    dispatcher = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
   });
   after(async () => {
     await messenger.close();

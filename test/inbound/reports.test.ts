@@ -5,7 +5,7 @@ import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/h
 import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
 
 // Issue 19 through the real inbound pipeline: Dovecot over IMAP, the watcher, analysis,
@@ -106,7 +106,7 @@ describe('inbound reports: bounces without a DSN part, automatic mail, feedback-
   let app: TestApp;
   let db: pg.Client;
   let messenger: SmtpMessenger;
-  let dispatcher: Dispatcher;
+  let dispatcher: SendDispatcher;
   let watcher: MailboxWatcher;
   let key: string;
   let workspaceId: string;
@@ -128,7 +128,7 @@ describe('inbound reports: bounces without a DSN part, automatic mail, feedback-
     db = new pg.Client({ connectionString: app.databaseUrl });
     await db.connect();
     messenger = new SmtpMessenger({ maxConnections: 2 });
-    dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    dispatcher = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
     const seeded = await seedWorkspace(app);
     key = seeded.adminKey;
     workspaceId = seeded.workspace.id;
@@ -145,7 +145,7 @@ describe('inbound reports: bounces without a DSN part, automatic mail, feedback-
     await dispatcher.runRound();
     for (const r of sink.received) sent.set(r.to[0], r.parsed.messageId!);
     assert.equal(sent.size, 3);
-    watcher = new MailboxWatcher(app.deps, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
+    watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
     await watcher.start();
   });
   after(async () => {

@@ -5,7 +5,7 @@ import { startTestApp, seedWorkspace, type TestApp } from '../support/harness.ts
 import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
 
 
@@ -73,7 +73,7 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
   let app: TestApp;
   let db: pg.Client;
   let messenger: SmtpMessenger;
-  let dispatcher: Dispatcher;
+  let dispatcher: SendDispatcher;
   const watchers: MailboxWatcher[] = [];
   const SENDER = 'alice@acme.example';
   const PW = 'imap-pw';
@@ -86,7 +86,7 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
   const leadStatus = async (email: string) =>
     ((await app.request('GET', `/v1/campaigns/${campaignId}/leads`, { key })).body.data as Array<{ email: string; status: string }>).find((l) => l.email === email)!.status;
   function watcher(opts: { useIdle?: boolean } = {}) {
-    const w = new MailboxWatcher(app.deps, { pollIntervalMs: opts.useIdle === false ? 300 : 5_000, useIdle: opts.useIdle ?? true, tickMs: 300, leaseMs: 3_000 });
+    const w = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: opts.useIdle === false ? 300 : 5_000, useIdle: opts.useIdle ?? true, tickMs: 300, leaseMs: 3_000 });
     watchers.push(w);
     return w;
   }
@@ -100,7 +100,7 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     db = new pg.Client({ connectionString: app.databaseUrl });
     await db.connect();
     messenger = new SmtpMessenger({ maxConnections: 2 });
-    dispatcher = new Dispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    dispatcher = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
 
     // Mail that was in the mailbox before the account was added is never processed.
     await imap.append(SENDER, PW, mail({ from: 'old@lead.example', to: SENDER, subject: 'old', messageId: '<old-1@lead.example>' }, 'Yes please, call me'), new Date(Date.now() - 3 * 86_400_000));

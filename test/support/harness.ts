@@ -11,7 +11,8 @@ import { realMailProbe } from '../../src/adapters/mailprobe.ts';
 import { openOrm } from '../../src/db/orm.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import { buildApp } from '../../src/app.ts';
-import { createServices, type Deps, type Services } from '../../src/services.ts';
+import { createServices, type Services } from '../../src/services.ts';
+import { createDeps, type Deps } from '../../src/deps.ts';
 import { withDatabase } from './global.ts';
 import { checkResponse } from './openapi-check.ts';
 import { Metrics } from '../../src/adapters/metrics.ts';
@@ -80,7 +81,7 @@ export async function startTestApp(
   const log: Logger = createLogger(config.logLevel, logs);
   const orm = await openOrm(db.url, 5);
   const clock = opts.clock ?? systemClock;
-  const deps: Deps = { orm, config, clock, crypto: new Crypto(opts.secretKey ?? randomBytes(32)), log, mailProbe: opts.mailProbe ?? realMailProbe, metrics: new Metrics(orm) };
+  const deps: Deps = createDeps({ orm, config, clock, crypto: new Crypto(opts.secretKey ?? randomBytes(32)), log, mailProbe: opts.mailProbe ?? realMailProbe, metrics: new Metrics(orm) });
   const app = buildApp(deps, { api: opts.api });
   const server = createHttpServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

@@ -3,8 +3,9 @@ import pg from 'pg';
 import { createHmac } from 'node:crypto';
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
-import { Dispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { recordEvent } from '../../src/modules/events/outbox.ts';
+import { anyEvent } from '../support/events.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { webhookWorld, verifySignature, type WebhookWorld } from './helpers.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
@@ -110,7 +111,7 @@ describe('webhook events: produced by real flows, delivered signed', function ()
     const sink = new SmtpSink();
     await sink.start();
     const messenger = new SmtpMessenger({ maxConnections: 2 });
-    const sending = new Dispatcher(w.app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    const sending = new SendDispatcher(w.app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
     try {
       const { key, workspaceId } = await w.workspace();
       const both = await w.register(key, ['message.sent', 'message.bounced'], '/both');
@@ -179,8 +180,8 @@ describe('webhook events: produced by real flows, delivered signed', function ()
     imap.addUser(SENDER, 'pw');
     sink.users.set(SENDER, 'pw');
     const messenger = new SmtpMessenger({ maxConnections: 1 });
-    const sending = new Dispatcher(w.app.deps, messenger, { maxConnections: 1, retryDelaysMs: [60_000] });
-    const watcher = new MailboxWatcher(w.app.deps, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
+    const sending = new SendDispatcher(w.app.deps, messenger, { maxConnections: 1, retryDelaysMs: [60_000] });
+    const watcher = new MailboxWatcher(w.app.deps, () => w.app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
     try {
       const { key, workspaceId } = await w.workspace();
       const hook = await w.register(key, ['reply.received']);
@@ -280,7 +281,7 @@ describe('webhook events: produced by real flows, delivered signed', function ()
     await w.register(key, ['message.sent']);
     await assert.rejects(
       w.app.deps.orm.em.fork().transactional(async (em) => {
-        await recordEvent(em, workspaceId, 'message.sent', { messageId: 'msg_rolled_back' }, w.clock.now());
+        await recordEvent(em, workspaceId, anyEvent('message.sent', { messageId: 'msg_rolled_back' }), w.clock.now());
         throw new Error('the change failed');
       }),
       /the change failed/,

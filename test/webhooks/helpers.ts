@@ -4,7 +4,8 @@ import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../suppo
 import { HttpsReceiver, testCertificates, type ReceivedRequest } from '../support/https.ts';
 import { WebhookDispatcher, type WebhookDispatchOptions } from '../../src/modules/webhooks/dispatcher.ts';
 import { recordEvent, type EventType } from '../../src/modules/events/outbox.ts';
-import type { Deps } from '../../src/services.ts';
+import { anyEvent } from '../support/events.ts';
+import type { Deps } from '../../src/deps.ts';
 
 /** What a receiver does to check a delivery: HMAC-SHA256 of the raw bytes, constant-time compare. */
 export function verifySignature(req: ReceivedRequest, secret: string): boolean {
@@ -59,7 +60,7 @@ export async function webhookWorld(config: Record<string, unknown> = {}): Promis
       return res.body;
     },
     async emit(workspaceId, type, data) {
-      return app.deps.orm.em.fork().transactional((em) => recordEvent(em, workspaceId, type, data, clock.now()));
+      return app.deps.orm.em.fork().transactional((em) => recordEvent(em, workspaceId, anyEvent(type, data), clock.now()));
     },
     async deliveries(key, webhookId, query = '') {
       const res = await app.request('GET', `/v1/webhooks/${webhookId}/deliveries${query}`, { key });

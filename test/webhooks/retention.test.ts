@@ -3,7 +3,7 @@ import pg from 'pg';
 import { pruneWebhookLog } from '../../src/modules/maintenance/retention.ts';
 import { recurringJobs, type Workers } from '../../src/jobs/registry.ts';
 import type { Job } from 'agenda';
-import type { Deps } from '../../src/services.ts';
+import type { Deps } from '../../src/deps.ts';
 import { webhookWorld, type WebhookWorld } from './helpers.ts';
 
 const DAY = 86_400_000;

@@ -4,15 +4,16 @@ import type { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull } from '../../shared/time.ts';
 import { newId } from '../../adapters/ids.ts';
-import { sql } from '../../db/sql.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { SenderPoolSchema } from '../senders/entities.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { notifySending } from '../sending/wakeup.ts';
+import { campaignStarted } from '../events/catalogue.ts';
 import { CampaignSchema, CampaignStepSchema, type Campaign, type CampaignStep } from './entities.ts';
 import type { createCampaignBody, patchCampaignBody } from './schemas.ts';
 import { parseLeads } from './leads.ts';
-import { upsertLeads, enrollLeads, queueFirstSteps, queueFirstStepsFor, bumpCounters, readCounters, listEnrollments, type EnrollmentRow } from './repository.ts';
+import { upsertLeads, lockCampaignStatus, startable } from './repository.ts';
+import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, type EnrollmentRow } from '../messages/queue.ts';
+import { bumpCounters, createCounters, readCounters } from '../messages/counters.ts';
 
 const DEFAULT_DELAY_HOURS = 48;
 
@@ -80,7 +81,7 @@ export class CampaignService {
         pausedAt: null,
       };
       await em.insert(CampaignSchema, campaign);
-      await sql(em, 'insert into campaign_counters (campaign_id) values (?)', [campaign.id]);
+      await createCounters(em, campaign.id);
       const steps = await this.writeSteps(em, campaign.id, input.sequenceSteps ?? []);
       return campaignView(campaign, steps);
     });
@@ -137,10 +138,10 @@ export class CampaignService {
     return this.em.transactional(async (em) => {
       // A share lock on the campaign orders this enrollment against a concurrent start or
       // pause: either the start sees these enrollments, or this sees the campaign running.
-      const [campaign] = await sql<{ status: string }>(em, 'select status from campaigns where id = ? and workspace_id = ? for share', [campaignId, workspaceId]);
+      const campaign = await lockCampaignStatus(em, workspaceId, campaignId);
       if (!campaign) throw ApiError.notFound('campaign');
       const { leadIds, created, updated } = await upsertLeads(em, workspaceId, leads, now);
-      const enrollments = await enrollLeads(
+      const enrollments = await enroll(
         em,
         workspaceId,
         campaignId,
@@ -152,7 +153,7 @@ export class CampaignService {
         const emailByLead = new Map(leads.map((l, i) => [leadIds[i], l.email]));
         const active = enrollments.filter((e) => e.status === 'active').map((e) => ({ id: e.id, leadId: e.lead_id, email: emailByLead.get(e.lead_id)! }));
         queued = await queueFirstStepsFor(em, workspaceId, campaignId, active, now);
-        if (queued) await notifySending(em);
+        if (queued) await notifyQueued(em);
       }
       await bumpCounters(em, campaignId, { enrolled: enrollments.length, queued });
       return { enrolled: created, updated, total: created + updated };
@@ -165,12 +166,7 @@ export class CampaignService {
     const started = await this.em.transactional(async (em) => {
       const campaign = await this.require(em, workspaceId, id, true);
       if (campaign.status === 'running') return { id, status: campaign.status, startedAt: iso(campaign.startedAt) };
-      const [{ leads, steps }] = await sql<{ leads: boolean; steps: boolean }>(
-        em,
-        `select exists (select 1 from enrollments where campaign_id = ?) as leads,
-                exists (select 1 from campaign_steps where campaign_id = ?) as steps`,
-        [id, id],
-      );
+      const { leads, steps } = await startable(em, id);
       if (!leads) throw new ApiError(400, 'no_leads_enrolled', 'the campaign has no enrolled leads');
       if (!steps) throw new ApiError(400, 'no_sequence_steps', 'the campaign has no sequence steps');
       const now = this.deps.clock.now();
@@ -183,8 +179,8 @@ export class CampaignService {
       const queued = await queueFirstSteps(em, id, now);
       await bumpCounters(em, id, { queued });
       // The workers hear of it when this commits (sending/wakeup.ts), not at their next round.
-      await notifySending(em);
-      await recordEvent(em, workspaceId, 'campaign.started', { campaignId: id, name: campaign.name, startedAt: campaign.startedAt.toISOString(), resumed }, now);
+      await notifyQueued(em);
+      await recordEvent(em, workspaceId, campaignStarted({ id, name: campaign.name, startedAt: campaign.startedAt }, resumed), now);
       change = { resumed, queued };
       return { id, status: campaign.status, startedAt: campaign.startedAt.toISOString() };
     });

@@ -3,11 +3,11 @@
 // for a thread by PostgreSQL full-text search, with trigram similarity as the fallback for
 // words full-text search cannot match (typos, inflections, other languages).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../db/sql.ts';
+import { deleteEntry, entriesOf, entryTexts, fullTextHits, insertEntry, trigramHits, type KbRow } from './kb-repository.ts';
 import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toIso } from '../../shared/time.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { domainOf, findLinks, linkProblems } from './links.ts';
 
 export const KB_TITLE_MAX = 200;
@@ -30,13 +30,6 @@ export interface KbHit {
   matchedBy: 'fulltext' | 'trigram';
 }
 
-interface KbRow {
-  id: string;
-  workspace_id: string;
-  title: string;
-  body: string;
-  created_at: string | Date;
-}
 
 function view(r: KbRow): KbEntry {
   return { id: r.id, workspaceId: r.workspace_id, title: r.title, body: r.body, createdAt: toIso(r.created_at) };
@@ -87,28 +80,23 @@ export class KbService {
     if (t.length > KB_TITLE_MAX) throw ApiError.invalid(`title: at most ${KB_TITLE_MAX} characters (got ${t.length})`);
     if (!b) throw ApiError.invalid('text: must not be empty');
     if (b.length > KB_BODY_MAX) throw ApiError.invalid(`text: at most ${KB_BODY_MAX} characters (got ${b.length})`);
-    const [row] = await sql<KbRow>(
-      this.em,
-      `insert into kb_entries (id, workspace_id, title, body, created_at) values (?, ?, ?, ?, ?) returning id, workspace_id, title, body, created_at`,
-      [newId('kb'), workspaceId, t, b, this.deps.clock.now()],
-    );
+    const row = await insertEntry(this.em, newId('kb'), workspaceId, t, b, this.deps.clock.now());
     return view(row);
   }
 
   async list(workspaceId: string): Promise<KbEntry[]> {
-    const rows = await sql<KbRow>(this.em, `select id, workspace_id, title, body, created_at from kb_entries where workspace_id = ? order by created_at, id`, [workspaceId]);
+    const rows = await entriesOf(this.em, workspaceId);
     return rows.map(view);
   }
 
   async remove(id: string): Promise<{ id: string; removed: true }> {
-    const rows = await sql<{ id: string }>(this.em, `delete from kb_entries where id = ? returning id`, [id]);
-    if (rows.length === 0) throw ApiError.notFound('kb_entry', `knowledge-base entry ${id} not found`);
+    if (!(await deleteEntry(this.em, id))) throw ApiError.notFound('kb_entry', `knowledge-base entry ${id} not found`);
     return { id, removed: true };
   }
 
   /** Every entry's text, for the guardrails' allow-list of links and addresses. */
   async allText(workspaceId: string): Promise<string[]> {
-    const rows = await sql<{ title: string; body: string }>(this.em, `select title, body from kb_entries where workspace_id = ?`, [workspaceId]);
+    const rows = await entryTexts(this.em, workspaceId);
     return rows.map((r) => `${r.title}\n${r.body}`);
   }
 
@@ -119,30 +107,10 @@ export class KbService {
   async search(workspaceId: string, text: string, limit = 4): Promise<KbHit[]> {
     const terms = searchTerms(text);
     if (terms.length === 0) return [];
-    const fts = await sql<{ id: string; title: string; body: string; score: number }>(
-      this.em,
-      `select id, title, body, ts_rank_cd(tsv, q) as score
-         from kb_entries, to_tsquery('simple', ?) q
-        where workspace_id = ? and tsv @@ q
-        order by score desc, id
-        limit ?`,
-      [terms.join(' | '), workspaceId, limit],
-    );
+    const fts = await fullTextHits(this.em, workspaceId, terms, limit);
     const hits: KbHit[] = fts.map((r) => ({ id: r.id, title: r.title, body: r.body, score: Number(r.score), matchedBy: 'fulltext' }));
     if (hits.length < limit) {
-      // Per term: `term <% text` (word similarity >= pg_trgm.word_similarity_threshold, 0.6 by
-      // default) can use kb_entries_trgm_idx; an entry scores the sum of its terms' similarities.
-      const rows = await sql<{ id: string; title: string; body: string; score: number }>(
-        this.em,
-        `select k.id, k.title, k.body, sum(word_similarity(t.term, k.title || ' ' || k.body)) as score
-           from kb_entries k
-           join unnest(?::text[]) as t(term) on t.term <% (k.title || ' ' || k.body)
-          where k.workspace_id = ? and not (k.id = any(?::text[]))
-          group by k.id
-          order by score desc, k.id
-          limit ?`,
-        [terms.filter((t) => t.length >= 4), workspaceId, hits.map((h) => h.id), limit - hits.length],
-      );
+      const rows = await trigramHits(this.em, workspaceId, terms.filter((t) => t.length >= 4), hits.map((h) => h.id), limit - hits.length);
       for (const r of rows) hits.push({ id: r.id, title: r.title, body: r.body, score: Number(r.score), matchedBy: 'trigram' });
     }
     return hits;

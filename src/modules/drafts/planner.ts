@@ -7,11 +7,12 @@
 // a link or an address the pipeline adds on its own.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { simpleParser } from 'mailparser';
-import { sql } from '../../db/sql.ts';
+import { contextHandoff, contextMailbox, contextMessages, contextSdr, contextThread, rulesWithUse, type HandoffSnapshot, type MessageRow } from './context-repository.ts';
+import { campaignName, leadById } from '../campaigns/repository.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toIso } from '../../shared/time.ts';
 import { normalizeEmail } from '../../shared/email.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
 import { formatDuration } from '../../shared/duration.ts';
 import { KbService, type KbHit } from './kb.ts';
@@ -62,21 +63,7 @@ export interface DraftContext {
   participants: string[];
 }
 
-interface HandoffSnapshot {
-  messages?: { direction: string; subject?: string; bodyText?: string; at?: string | null }[];
-}
 
-interface MessageRow {
-  direction: 'inbound' | 'outbound';
-  from_email: string;
-  to_emails: string[];
-  cc_emails: string[];
-  subject: string;
-  body_text: string;
-  body_html: string | null;
-  raw: Buffer | null;
-  at: string | Date;
-}
 
 /** The text a person sees in one stored thread message. */
 async function visibleText(m: MessageRow): Promise<string> {
@@ -105,49 +92,15 @@ export class DraftPlanner {
   ) {}
 
   async plan(scope: ThreadScope, threadId: string): Promise<DraftContext> {
-    const [t] = await sql<{
-      id: string;
-      subject: string;
-      contact_email: string;
-      contact_name: string;
-      category: string;
-      status: string;
-      lead_id: string | null;
-      campaign_id: string | null;
-    }>(
-      this.em,
-      `select id, subject, contact_email, contact_name, category, status, lead_id, campaign_id
-         from prospect_threads where id = ? and workspace_id = ? and sdr_id = ?`,
-      [threadId, scope.workspaceId, scope.sdrId],
-    );
+    const t = await contextThread(this.em, scope, threadId);
     if (!t) throw ApiError.notFound('thread', `thread ${threadId} not found`);
 
-    const [sdr] = await sql<{ id: string; name: string; email: string; tone: string | null; signature: string | null; calendar_url: string | null; language: string | null }>(
-      this.em,
-      `select id, name, email, tone, signature, calendar_url, language from sdrs where id = ?`,
-      [scope.sdrId],
-    );
-    const [box] = await sql<{ email: string }>(this.em, `select email from sdr_mailboxes where sdr_id = ?`, [scope.sdrId]);
-    const [lead] = t.lead_id
-      ? await sql<{ first_name: string | null; last_name: string | null; company: string | null; job_title: string | null; custom: Record<string, unknown> }>(
-          this.em,
-          `select first_name, last_name, company, job_title, custom from leads where id = ?`,
-          [t.lead_id],
-        )
-      : [];
-    const [campaign] = t.campaign_id ? await sql<{ name: string }>(this.em, `select name from campaigns where id = ?`, [t.campaign_id]) : [];
-    const [handoff] = await sql<{ note: string | null; cc_emails: string[]; to_email: string; snapshot: HandoffSnapshot | null }>(
-      this.em,
-      `select note, cc_emails, to_email, snapshot from handoffs where thread_id = ? order by created_at desc, id desc limit 1`,
-      [threadId],
-    );
-    const stored = await sql<MessageRow>(
-      this.em,
-      `select m.direction, m.from_email, m.to_emails, m.cc_emails, m.subject, m.body_text, m.body_html, i.raw, m.at
-         from thread_messages m left join inbound_messages i on i.id = m.inbound_message_id
-        where m.thread_id = ? order by m.at asc, m.created_at asc, m.id asc`,
-      [threadId],
-    );
+    const sdr = await contextSdr(this.em, scope.sdrId);
+    const box = await contextMailbox(this.em, scope.sdrId);
+    const lead = t.lead_id ? await leadById(this.em, t.lead_id) : undefined;
+    const campaign = t.campaign_id ? { name: await campaignName(this.em, t.campaign_id) } : undefined;
+    const handoff = await contextHandoff(this.em, threadId);
+    const stored = await contextMessages(this.em, threadId);
     // The campaign steps the lead received before the thread began come from the handoff snapshot
     // (the thread itself starts with the prospect's reply, which ended the sequence).
     const steps: MessageRow[] = (handoff?.snapshot?.messages ?? [])
@@ -234,13 +187,7 @@ export class DraftPlanner {
 
   /** The follow-up rules that will act on this thread once a reply is sent, with what each will do. */
   private async appliedRules(workspaceId: string, threadId: string, category: string): Promise<AppliedRule[]> {
-    const rules = await sql<{ id: string; name: string; after_ms: string | number; business_days: boolean; categories: string[] | null; max_attempts: number; used: number }>(
-      this.em,
-      `select r.id, r.name, r.after_ms, r.business_days, r.categories, r.max_attempts,
-              (select count(*)::int from followup_tasks f where f.rule_id = r.id and f.thread_id = ?) as used
-         from followup_rules r where r.workspace_id = ? order by r.created_at, r.id`,
-      [threadId, workspaceId],
-    );
+    const rules = await rulesWithUse(this.em, workspaceId, threadId);
     return rules
       .filter((r) => !r.categories || r.categories.includes(category))
       .filter((r) => r.used < r.max_attempts)

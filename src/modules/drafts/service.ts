@@ -3,56 +3,26 @@
 // the SDR's own mailbox. LLM calls run outside any transaction; what a request writes, it
 // writes in one transaction at the end, so a failed request writes nothing.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../db/sql.ts';
+import { OPEN_STATES, discard, draftOf, edit, insertDraft, insightOf, lockDraft, markDraftSent, supersede, type Approach, type DraftRow, type DraftState, type InsightRow } from './repository.ts';
 import { newId } from '../../adapters/ids.ts';
 import { LlmError, type LlmProvider } from '../../adapters/llm.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toIso } from '../../shared/time.ts';
 import { normalizeEmail } from '../../shared/email.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
 import { replySubject } from '../sending/render.ts';
-import { DeskMailService, type ThreadMail } from '../sdrs/desk-mail.ts';
+import type { DeskMailService, ThreadMail } from '../sdrs/desk-mail.ts';
 import { DraftPlanner, type AppliedRule, type DraftContext } from './planner.ts';
 import { composeOffline, type Style } from './offline.ts';
 import { APPROACHES, rubricWithLlm, writeWithLlm, type Rubric } from './writer.ts';
 import { judgeDraft, type Scores } from './judge.ts';
 import { runGuardrails, type GuardrailsResult } from './guardrails.ts';
 import { textToHtml } from './html.ts';
-import { llmFor } from './provider.ts';
 
-export type DraftState = 'generated' | 'edited' | 'superseded' | 'sent' | 'discarded';
-export type Approach = Style | 'offline_template';
+export type { DraftState, Approach };
 
-const OPEN_STATES: DraftState[] = ['generated', 'edited'];
 
-interface DraftRow {
-  id: string;
-  thread_id: string;
-  sdr_id: string;
-  workspace_id: string;
-  state: DraftState;
-  subject: string;
-  body_text: string;
-  body_html: string;
-  instructions: string | null;
-  model: string | null;
-  prompt_tokens: number | null;
-  completion_tokens: number | null;
-  latency_ms: number | null;
-  sent_message_id: string | null;
-  superseded_by: string | null;
-  created_at: string | Date;
-  updated_at: string | Date;
-}
-
-interface InsightRow {
-  draft_id: string;
-  approach: Approach;
-  confidence: number;
-  rationale: string;
-  scores: { scores?: Scores; style?: Style; [k: string]: unknown };
-}
 
 export function draftView(d: DraftRow) {
   return {
@@ -110,10 +80,12 @@ export class DraftService {
   constructor(
     private readonly deps: Deps,
     private readonly em: EntityManager,
+    /** The SDR desk that sends a draft through the SDR's mailbox (wired in services.ts). */
+    private readonly desk: DeskMailService,
   ) {}
 
   private get llm(): LlmProvider | null {
-    return llmFor(this.deps.config, this.deps.log, this.deps.metrics);
+    return this.deps.llm;
   }
 
   /** POST /v1/sdr/drafts/generate: `variantCount` drafts, each with a different approach. */
@@ -133,7 +105,7 @@ export class DraftService {
   async regenerate(scope: ThreadScope, draftId: string, instructions: string | undefined) {
     const old = await this.row(scope, draftId);
     if (!OPEN_STATES.includes(old.state)) throw notEditable(old);
-    const [insight] = await sql<InsightRow>(this.em, `select * from draft_insights where draft_id = ?`, [draftId]);
+    const insight = await insightOf(this.em, draftId);
     const style: Style = insight?.scores.style ?? 'direct_answer';
     const ctx = await new DraftPlanner(this.deps, this.em).plan(scope, old.thread_id);
     const chosen = instructions ?? old.instructions;
@@ -142,12 +114,7 @@ export class DraftService {
       const now = this.deps.clock.now();
       const stored = await this.insert(tx, scope, ctx, variant, chosen);
       // Compare-and-set: a concurrent send, discard or regenerate of the old draft wins.
-      const moved = await sql<{ id: string }>(
-        tx,
-        `update drafts set state = 'superseded', superseded_by = ?, updated_at = ? where id = ? and state = any(?::text[]) returning id`,
-        [stored.draft.id, now, draftId, OPEN_STATES],
-      );
-      if (moved.length === 0) throw notEditable(await this.row(scope, draftId, tx));
+      if (!(await supersede(tx, draftId, stored.draft.id, now))) throw notEditable(await this.row(scope, draftId, tx));
       return { data: stored };
     });
   }
@@ -155,7 +122,7 @@ export class DraftService {
   /** GET /v1/sdr/drafts/:id. */
   async get(scope: ThreadScope, draftId: string) {
     const d = await this.row(scope, draftId);
-    const [insight] = await sql<InsightRow>(this.em, `select * from draft_insights where draft_id = ?`, [draftId]);
+    const insight = await insightOf(this.em, draftId);
     return { data: { draft: draftView(d), insight: insight ? insightView(insight) : null } };
   }
 
@@ -165,12 +132,7 @@ export class DraftService {
     const bodyText = input.bodyText ?? d.body_text;
     const bodyHtml = input.bodyHtml ?? (input.bodyText !== undefined ? textToHtml(input.bodyText) : d.body_html);
     const subject = input.subject !== undefined ? input.subject.replace(/[\r\n]+/g, ' ').trim() : d.subject;
-    const [row] = await sql<DraftRow>(
-      this.em,
-      `update drafts set state = 'edited', body_text = ?, body_html = ?, subject = ?, updated_at = ?
-        where id = ? and state = any(?::text[]) returning *`,
-      [bodyText, bodyHtml, subject, this.deps.clock.now(), draftId, OPEN_STATES],
-    );
+    const row = await edit(this.em, draftId, { bodyText, bodyHtml, subject }, this.deps.clock.now());
     if (!row) throw notEditable(await this.row(scope, draftId));
     return { data: { draft: draftView(row) } };
   }
@@ -179,12 +141,7 @@ export class DraftService {
   async discard(scope: ThreadScope, draftId: string): Promise<void> {
     const d = await this.row(scope, draftId);
     if (d.state === 'discarded') return;
-    const rows = await sql<{ id: string }>(this.em, `update drafts set state = 'discarded', updated_at = ? where id = ? and state = any(?::text[]) returning id`, [
-      this.deps.clock.now(),
-      draftId,
-      OPEN_STATES,
-    ]);
-    if (rows.length === 0) {
+    if (!(await discard(this.em, draftId, this.deps.clock.now()))) {
       const now = await this.row(scope, draftId);
       if (now.state !== 'discarded') throw notEditable(now);
     }
@@ -199,8 +156,7 @@ export class DraftService {
   async send(scope: ThreadScope, draftId: string, input: SendInput) {
     const d = await this.row(scope, draftId);
     if (!OPEN_STATES.includes(d.state)) throw notSendable(d);
-    const desk = new DeskMailService(this.deps, this.em);
-    const prepared = await desk.prepare(scope.sdrId, scope.workspaceId, d.thread_id);
+    const prepared = await this.desk.prepare(scope.sdrId, scope.workspaceId, d.thread_id);
     const mail: ThreadMail = {
       subject: d.subject,
       bodyText: input.finalBodyText ?? d.body_text,
@@ -211,18 +167,11 @@ export class DraftService {
     if (guardrails.blocked) throw new ApiError(422, 'guardrails_blocked', `the send is blocked: ${summary(guardrails)}`, { guardrails });
 
     return this.em.transactional(async (tx) => {
-      const [locked] = await sql<DraftRow>(tx, `select * from drafts where id = ? for update`, [draftId]);
+      const locked = await lockDraft(tx, draftId);
       if (!OPEN_STATES.includes(locked.state)) throw notSendable(locked);
-      const txDesk = new DeskMailService(this.deps, tx);
-      const sent = await txDesk.transmit(prepared, mail, { stableKey: draftId });
-      await txDesk.record(tx, prepared, mail, sent);
-      await sql(tx, `update drafts set state = 'sent', sent_message_id = ?, body_text = ?, body_html = ?, updated_at = ? where id = ?`, [
-        prepared.thread.campaign_id && prepared.thread.lead_id ? sent.id : null,
-        mail.bodyText,
-        mail.bodyHtml,
-        this.deps.clock.now(),
-        draftId,
-      ]);
+      const sent = await this.desk.transmit(prepared, mail, { stableKey: draftId });
+      await this.desk.record(tx, prepared, mail, sent);
+      await markDraftSent(tx, draftId, prepared.thread.campaign_id && prepared.thread.lead_id ? sent.id : null, mail, this.deps.clock.now());
       return { data: { messageId: sent.id, guardrails } };
     });
   }
@@ -326,24 +275,31 @@ export class DraftService {
   private async insert(tx: EntityManager, scope: ThreadScope, ctx: DraftContext, v: Variant, instructions: string | null) {
     const now = this.deps.clock.now();
     const id = newId('drf');
-    const [row] = await sql<DraftRow>(
-      tx,
-      `insert into drafts (id, workspace_id, thread_id, sdr_id, state, subject, body_text, body_html, instructions, model, prompt_tokens, completion_tokens,
-                           latency_ms, created_at, updated_at)
-       values (?, ?, ?, ?, 'generated', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning *`,
-      [id, scope.workspaceId, ctx.threadId, scope.sdrId, replySubject(ctx.thread.subject), v.bodyText, textToHtml(v.bodyText), instructions, v.model, v.promptTokens, v.completionTokens, v.latencyMs, now, now],
-    );
     const scores = { scores: v.judged.scores, details: v.judged.details, rubric: v.rubric, style: v.style, appliedRules: ctx.appliedRules satisfies AppliedRule[] };
-    const [insight] = await sql<InsightRow>(
+    const { row, insight } = await insertDraft(
       tx,
-      `insert into draft_insights (draft_id, approach, confidence, rationale, scores) values (?, ?, ?, ?, ?::jsonb) returning *`,
-      [id, v.approach, v.confidence, v.rationale, JSON.stringify(scores)],
+      {
+        id,
+        workspaceId: scope.workspaceId,
+        threadId: ctx.threadId,
+        sdrId: scope.sdrId,
+        subject: replySubject(ctx.thread.subject),
+        bodyText: v.bodyText,
+        bodyHtml: textToHtml(v.bodyText),
+        instructions,
+        model: v.model,
+        promptTokens: v.promptTokens,
+        completionTokens: v.completionTokens,
+        latencyMs: v.latencyMs,
+      },
+      { approach: v.approach, confidence: v.confidence, rationale: v.rationale, scores },
+      now,
     );
     return { draft: draftView(row), insight: insightView(insight) };
   }
 
   private async row(scope: ThreadScope, draftId: string, em: EntityManager = this.em): Promise<DraftRow> {
-    const [d] = await sql<DraftRow>(em, `select * from drafts where id = ? and workspace_id = ? and sdr_id = ?`, [draftId, scope.workspaceId, scope.sdrId]);
+    const d = await draftOf(em, scope.workspaceId, scope.sdrId, draftId);
     if (!d) throw ApiError.notFound('draft', `draft ${draftId} not found`);
     return d;
   }

@@ -1,15 +1,33 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
+import type { OutboxEvent } from './catalogue.ts';
 
-export type EventType = 'campaign.started' | 'message.sent' | 'message.bounced' | 'reply.received';
+export type { EventType, OutboxEvent } from './catalogue.ts';
 
 /**
  * Writes an event to the outbox. Call it inside the transaction of the change that caused
  * the event: both commit or neither does, so no event is lost. Delivery is a separate job.
+ * The event comes from one of the builders of catalogue.ts.
  */
-export async function recordEvent(em: EntityManager, workspaceId: string, type: EventType, data: Record<string, unknown>, at: Date): Promise<string> {
+export async function recordEvent(em: EntityManager, workspaceId: string, event: OutboxEvent, at: Date): Promise<string> {
   const id = newId('evt');
-  await sql(em, `insert into events (id, workspace_id, type, data, created_at) values (?, ?, ?, ?::jsonb, ?)`, [id, workspaceId, type, JSON.stringify(data), at]);
+  await sql(em, `insert into events (id, workspace_id, type, data, created_at) values (?, ?, ?, ?::jsonb, ?)`, [id, workspaceId, event.type, JSON.stringify(event.data), at]);
   return id;
+}
+
+/**
+ * Retention (maintenance/retention.ts): events in the heap pages [from, to) created before
+ * `cutoff` that were fanned out and have no delivery left. Returns one row per event deleted.
+ */
+export async function pruneEvents(em: EntityManager, from: string, to: string, cutoff: Date): Promise<unknown[]> {
+  // webhook_deliveries_event_webhook_key (0007) answers "no delivery left" per event.
+  return sql(
+    em,
+    `delete from events e
+      where ctid >= ?::tid and ctid < ?::tid and e.created_at < ? and e.fanned_out_at is not null
+        and not exists (select 1 from webhook_deliveries d where d.event_id = e.id)
+      returning 1`,
+    [from, to, cutoff],
+  );
 }

@@ -1,19 +1,11 @@
-import type { BounceCandidate, BounceVerdict } from './bounces.ts';
+import type { BounceCandidate, BounceVerdict, ComplaintInfo } from './reports.ts';
+
+export type { ComplaintInfo };
 
 // Feedback-loop complaints (RFC 5965 ARF): a mailbox provider tells the sender that a recipient
 // marked one of its messages as spam. The report is a multipart/report; report-type=feedback-report
 // with a human part, a message/feedback-report part (Feedback-Type, User-Agent, Version,
 // Original-Mail-From, Original-Rcpt-To, Arrival-Date, ...) and the message or its headers.
-
-export interface ComplaintInfo {
-  /** abuse, fraud, virus, other, not-spam (RFC 5965 §7.3); lower-cased. */
-  feedbackType: string;
-  userAgent: string | null;
-  originalMessageId: string | null;
-  originalMessageIds: string[];
-  /** Original-Rcpt-To, else the To of the returned message (often redacted by the provider). */
-  recipient: string | null;
-}
 
 const EMAIL = /[A-Za-z0-9._%+'=!#$&*/?^`{|}~-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
 

@@ -1,4 +1,7 @@
-import { detectComplaint, type ComplaintInfo } from './arf.ts';
+import { detectComplaint } from './arf.ts';
+import type { BounceCandidate, BounceInfo, BounceVerdict } from './reports.ts';
+
+export type { BounceCandidate, BounceInfo, BounceVerdict };
 
 // Bounce detection (contract §5): RFC 3464 delivery-status reports first, then the
 // non-standard notices MTAs still send (Postfix without DSN, Exim, qmail, old Gmail, old
@@ -9,40 +12,6 @@ import { detectComplaint, type ComplaintInfo } from './arf.ts';
 // full mailbox is soft, any other failure hard). `Action: delayed` (and its non-DSN
 // equivalents) is not a bounce: the MTA is still trying, so the notice is ignored, as are
 // success DSNs, read receipts and feedback reports.
-
-export interface BounceInfo {
-  type: 'hard' | 'soft';
-  status: string | null;
-  reason: string;
-  /** The first of originalMessageIds. */
-  originalMessageId: string | null;
-  /** Every Message-ID the report names for the original, most reliable route first. */
-  originalMessageIds: string[];
-  recipient: string | null;
-}
-
-export type BounceVerdict =
-  | { kind: 'bounce'; bounce: BounceInfo; decidedBy: string; confidence: number }
-  | { kind: 'complaint'; complaint: ComplaintInfo; decidedBy: string; confidence: number }
-  | { kind: 'ignored'; decidedBy: string; confidence: number; reason: string };
-
-/** What bounce detection needs of a parsed message. */
-export interface BounceCandidate {
-  fromAddress: string | null;
-  fromName: string | null;
-  subject: string;
-  /** The `report-type` of a multipart/report, lower-cased. */
-  reportType: string | null;
-  /** Return-Path is `<>` (the null sender every DSN uses). */
-  nullSender: boolean;
-  /** Lower-cased header name to its (first) raw value. */
-  header(name: string): string | null;
-  /** The human-readable text (text/plain, or the HTML part as text). */
-  text: string;
-  /** Non-text parts: message/delivery-status, message/rfc822, text/rfc822-headers, ... */
-  parts: Array<{ contentType: string; content: string }>;
-  inReplyTo: string | null;
-}
 
 const DSN_TYPES = new Set(['message/delivery-status', 'message/global-delivery-status']);
 const ORIGINAL_TYPES = new Set(['message/rfc822', 'text/rfc822-headers', 'message/global', 'message/global-headers', 'message/rfc822-headers']);

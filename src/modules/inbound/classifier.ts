@@ -1,18 +1,8 @@
 import { featuresOf, predict, type ReplyModel } from './model.ts';
+import type { Classification, ClassifierInput, MailHeaders, ReplyClassification } from './classification.ts';
+
+export type { Classification, ClassifierInput, MailHeaders, ReplyClassification };
 import { BARE_NO, INTERESTED, NOT_INTERESTED, OOO_BODY, OOO_SUBJECT, POLITE_DECLINE, STOP_WORDS, UNSUBSCRIBE, type Cue, type Lang } from './lexicon.ts';
-
-export type Classification = 'interested' | 'not_interested' | 'out_of_office' | 'unsubscribe' | 'bounce';
-/** What a reply classifier decides; bounces are recognized before, from the report itself. */
-export type ReplyClassification = Exclude<Classification, 'bounce'>;
-
-export type MailHeaders = Map<string, unknown> | Record<string, string>;
-
-export interface ClassifierInput {
-  subject: string;
-  /** The reply's own text: quoted history and signature already stripped. */
-  text: string;
-  headers: MailHeaders;
-}
 
 export interface ClassifierResult {
   classification: ReplyClassification;

@@ -2,7 +2,7 @@
 // text, trained offline by scripts/train-reply-model.ts from the tuning replies only and shipped
 // as JSON (reply-model.json). It runs in-process, needs no service and decides in microseconds.
 // docs/classification.md says where it is used and how it measured against the phrase lists.
-import type { ClassifierInput, ReplyClassification } from './classifier.ts';
+import type { ClassifierInput, ReplyClassification } from './classification.ts';
 
 export interface ReplyModel {
   version: 1;

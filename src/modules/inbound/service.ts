@@ -1,15 +1,17 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
-import type { Deps } from '../../services.ts';
-import { bumpCounters } from '../campaigns/repository.ts';
+import type { Deps } from '../../deps.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { SuppressionService } from '../suppression/service.ts';
-import { endEnrollments } from '../sending/lifecycle.ts';
-import { oooResumeAt, postponeNextStep } from '../sending/postpone.ts';
+import { messageBounced, replyReceived, type MessageFacts } from '../events/catalogue.ts';
+import { suppress } from '../suppression/repository.ts';
+import { bumpCounters } from '../messages/counters.ts';
+import { endEnrollments, enrollmentsOfLead, noteEnrollmentEvent, postponeNextStep } from '../messages/enrollments.ts';
+import { bounceDelivered } from '../messages/transitions.ts';
+import { matchByMessageIds, matchBySender, type MatchedMessage } from '../messages/lookups.ts';
+import { oooResumeAt } from '../sending/postpone.ts';
 import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
-import { DeskMailService } from '../sdrs/desk-mail.ts';
-import { advanceCursor, alreadyIngested, matchByMessageIds, matchBySender, type MatchedMessage } from './repository.ts';
+import { advanceCursor } from '../mailboxes/repository.ts';
+import { alreadyIngested, dropInbound, hasReplyClassified, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
 
 export interface IncomingMail {
   watchId: string;
@@ -30,6 +32,15 @@ export type IngestResult = 'reply' | 'bounce' | 'complaint' | 'unclassified' | '
 const HUMAN = new Set(['interested', 'not_interested', 'unsubscribe']);
 
 /**
+ * What becomes of a person's answer in an SDR's mailbox: it joins one of the SDR's prospect
+ * threads (sdrs/desk-mail.ts implements it; services.ts wires it in), in the ingesting
+ * transaction. False when it belongs to no thread of this SDR.
+ */
+export interface ProspectAnswers {
+  prospectAnswer(tx: EntityManager, sdrId: string, analysis: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<boolean>;
+}
+
+/**
  * One inbound message: parse and classify it, match it to the campaign message it answers,
  * and apply its effects, in one transaction with the mailbox cursor, so a restart neither
  * misses nor double-counts it.
@@ -38,6 +49,7 @@ export class InboundService {
   constructor(
     private readonly deps: Deps,
     private readonly em: EntityManager,
+    private readonly prospects: ProspectAnswers,
   ) {}
 
   /** Moves the cursor past a message without looking at it (mail older than the watch). */
@@ -62,30 +74,7 @@ export class InboundService {
       const match = await this.match(tx, mail, analysis);
       if (!match) return 'unmatched';
       if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');
-      const inboundId = newId('inb');
-      await sql(
-        tx,
-        `insert into inbound_messages (id, workspace_id, watch_id, uid_validity, uid, message_id_header, in_reply_to, references_header,
-                                       from_email, subject, received_at, raw, outbound_message_id, kind, created_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          inboundId,
-          mail.workspaceId,
-          mail.watchId,
-          String(mail.uidValidity),
-          mail.uid,
-          analysis.messageId,
-          analysis.inReplyTo,
-          analysis.references.join(' ') || null,
-          analysis.from,
-          analysis.subject,
-          mail.receivedAt,
-          mail.raw,
-          match.id,
-          analysis.kind,
-          this.deps.clock.now(),
-        ],
-      );
+      const inboundId = await this.store(tx, mail, analysis, match.id, analysis.kind);
       if (analysis.kind === 'bounce') await this.bounce(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'complaint') await this.complaint(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'reply') await this.reply(tx, match, analysis, inboundId, mail.receivedAt);
@@ -103,18 +92,30 @@ export class InboundService {
     // Only a person's answer joins a prospect thread: bounces, complaints and unclassified
     // automatic mail never reach an SDR's inbox.
     if (a.kind !== 'reply') return a.kind === 'unclassified' ? 'unclassified' : 'ignored';
-    const inboundId = newId('inb');
     // Stored first (thread_messages points at it); rolled back with everything if unmatched.
-    await sql(
-      tx,
-      `insert into inbound_messages (id, workspace_id, watch_id, uid_validity, uid, message_id_header, in_reply_to, references_header,
-                                     from_email, subject, received_at, raw, kind, created_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'thread_reply', ?)`,
-      [inboundId, mail.workspaceId, mail.watchId, String(mail.uidValidity), mail.uid, a.messageId, a.inReplyTo, a.references.join(' ') || null, a.from, a.subject, mail.receivedAt, mail.raw, this.deps.clock.now()],
-    );
-    if (await new DeskMailService(this.deps, tx).prospectAnswer(tx, mail.sdrId!, a, inboundId, mail.receivedAt)) return 'reply';
-    await sql(tx, `delete from inbound_messages where id = ?`, [inboundId]);
+    const inboundId = await this.store(tx, mail, a, null, 'thread_reply');
+    if (await this.prospects.prospectAnswer(tx, mail.sdrId!, a, inboundId, mail.receivedAt)) return 'reply';
+    await dropInbound(tx, inboundId);
     return 'unmatched';
+  }
+
+  /** The raw message, stored (so a classification can be re-run); returns its id. */
+  private async store(tx: EntityManager, mail: IncomingMail, analysis: InboundAnalysis, outboundMessageId: string | null, kind: string): Promise<string> {
+    const id = newId('inb');
+    await storeInbound(tx, {
+      id,
+      workspaceId: mail.workspaceId,
+      watchId: mail.watchId,
+      uidValidity: mail.uidValidity,
+      uid: mail.uid,
+      analysis,
+      receivedAt: mail.receivedAt,
+      raw: mail.raw,
+      outboundMessageId,
+      kind,
+      now: this.deps.clock.now(),
+    });
+    return id;
   }
 
   private async match(tx: EntityManager, mail: IncomingMail, a: InboundAnalysis): Promise<MatchedMessage | undefined> {
@@ -138,35 +139,9 @@ export class InboundService {
   private async bounce(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
     const now = this.deps.clock.now();
     const b = a.bounce!;
-    const [updated] = await sql<{ was: string }>(
-      tx,
-      `update outbound_messages o set state = 'bounced', bounce_type = ?, bounce_reason = ?, bounced_at = ?, updated_at = ?
-         from (select id, state as was from outbound_messages where id = ? for update) p
-        where o.id = p.id and p.was = 'sent'
-        returning p.was`,
-      [b.type, b.reason, receivedAt, now, m.id],
-    );
-    if (updated) {
-      await bumpCounters(tx, m.campaign_id, { delivered: -1, bounced: 1 });
-      await endEnrollments(tx, [m.enrollment_id], 'bounced', `bounced_${b.type}`, now);
-      if (b.type === 'hard') await new SuppressionService(this.deps, tx).add(m.workspace_id, [m.to_email], 'hard_bounce', m.id, tx);
-      await recordEvent(
-        tx,
-        m.workspace_id,
-        'message.bounced',
-        {
-          campaignId: m.campaign_id,
-          leadId: m.lead_id,
-          email: m.to_email,
-          sequenceStep: m.step_index,
-          messageId: m.id,
-          messageIdHeader: m.message_id_header,
-          bounceType: b.type,
-          bounceReason: b.reason,
-          bouncedAt: receivedAt.toISOString(),
-        },
-        now,
-      );
+    if (await bounceDelivered(tx, { id: m.id, campaignId: m.campaign_id, enrollmentId: m.enrollment_id }, b.type, b.reason, receivedAt, now)) {
+      if (b.type === 'hard') await suppress(tx, m.workspace_id, [m.to_email], 'hard_bounce', m.id, now);
+      await recordEvent(tx, m.workspace_id, messageBounced(factsOf(m), { type: b.type, reason: b.reason, at: receivedAt }), now);
     }
     // Bounces are listed with the replies either way.
     await this.insertReply(tx, m, a, inboundId, receivedAt, { bounceType: b.type, bounceReason: b.reason });
@@ -181,10 +156,8 @@ export class InboundService {
   private async complaint(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
     const now = this.deps.clock.now();
     const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
-    await new SuppressionService(this.deps, tx).add(m.workspace_id, [m.to_email], 'complaint', replyId, tx);
-    // enrollments_lead_idx
-    const enrollments = await sql<{ id: string }>(tx, `select id from enrollments where lead_id = ? order by id for update`, [m.lead_id]);
-    await endEnrollments(tx, enrollments.map((e) => e.id), 'unsubscribed', 'complained', now);
+    await suppress(tx, m.workspace_id, [m.to_email], 'complaint', replyId, now);
+    await endEnrollments(tx, await enrollmentsOfLead(tx, m.lead_id), 'unsubscribed', 'complained', now);
     await bumpCounters(tx, m.campaign_id, { complained: 1 });
     this.deps.log.warn(
       { campaignId: m.campaign_id, leadId: m.lead_id, email: m.to_email, messageId: m.message_id_header, feedbackType: a.complaint?.feedbackType, userAgent: a.complaint?.userAgent },
@@ -196,16 +169,16 @@ export class InboundService {
     const now = this.deps.clock.now();
     const firstHuman =
       HUMAN.has(a.classification) &&
-      !(await sql(tx, `select 1 from replies where campaign_id = ? and lead_id = ? and classification = any(?::text[]) and decided_by not like 'arf:%' limit 1`, [m.campaign_id, m.lead_id, [...HUMAN]])).length;
+      !(await hasReplyClassified(tx, m.campaign_id, m.lead_id, [...HUMAN]));
     const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
     if (firstHuman) await bumpCounters(tx, m.campaign_id, { replied: 1 });
     if (a.classification === 'unsubscribe') {
-      await new SuppressionService(this.deps, tx).add(m.workspace_id, [m.to_email], 'reply_unsubscribe', replyId, tx);
+      await suppress(tx, m.workspace_id, [m.to_email], 'reply_unsubscribe', replyId, now);
       await endEnrollments(tx, [m.enrollment_id], 'unsubscribed', 'unsubscribed', now);
     } else if (a.classification !== 'out_of_office') {
       await endEnrollments(tx, [m.enrollment_id], 'replied', 'replied', now);
     } else {
-      await sql(tx, `update enrollments set last_event = 'out_of_office', last_event_at = ?, updated_at = ? where id = ?`, [now, now, m.enrollment_id]);
+      await noteEnrollmentEvent(tx, m.enrollment_id, 'out_of_office', now);
       // The sequence goes on, but not while the lead is away (contract §5).
       const resumeAt = await oooResumeAt(tx, m.campaign_id, a.oooReturnDate, now, this.deps.config.oooDefaultDelay);
       const moved = await postponeNextStep(tx, m.enrollment_id, resumeAt, now);
@@ -223,64 +196,39 @@ export class InboundService {
   ): Promise<string> {
     const id = newId('rpl');
     const now = this.deps.clock.now();
-    await sql(
-      tx,
-      `insert into replies (id, workspace_id, campaign_id, lead_id, enrollment_id, outbound_message_id, inbound_message_id, email,
-                            classification, decided_by, confidence, thread_snippet, bounce_type, bounce_reason, received_at, created_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
-        id,
-        m.workspace_id,
-        m.campaign_id,
-        m.lead_id,
-        m.enrollment_id,
-        m.id,
-        inboundId,
-        m.to_email,
-        a.classification,
-        a.decidedBy,
-        a.confidence,
-        a.snippet,
-        bounce.bounceType ?? null,
-        bounce.bounceReason ?? null,
-        receivedAt,
-        now,
-      ],
-    );
+    await insertReply(tx, {
+      id,
+      workspaceId: m.workspace_id,
+      campaignId: m.campaign_id,
+      leadId: m.lead_id,
+      enrollmentId: m.enrollment_id,
+      outboundMessageId: m.id,
+      inboundMessageId: inboundId,
+      email: m.to_email,
+      classification: a.classification,
+      decidedBy: a.decidedBy,
+      confidence: a.confidence,
+      snippet: a.snippet,
+      bounceType: bounce.bounceType ?? null,
+      bounceReason: bounce.bounceReason ?? null,
+      receivedAt,
+      now,
+    });
     await recordEvent(
       tx,
       m.workspace_id,
-      'reply.received',
-      { replyId: id, campaignId: m.campaign_id, email: m.to_email, classification: a.classification, threadSnippet: a.snippet, receivedAt: receivedAt.toISOString() },
+      replyReceived({ id, campaignId: m.campaign_id, email: m.to_email, classification: a.classification, snippet: a.snippet, receivedAt }),
       now,
     );
     return id;
   }
 
   /** GET /v1/replies: newest first, filtered, paged; the total for X-Total-Count. */
-  async list(workspaceId: string, q: { campaignId?: string; classification?: string[]; since?: Date; page: number; pageSize: number }) {
-    const where = ['r.workspace_id = ?'];
-    const params: unknown[] = [workspaceId];
-    if (q.campaignId) {
-      where.push('r.campaign_id = ?');
-      params.push(q.campaignId);
-    }
-    if (q.classification?.length) {
-      where.push('r.classification = any(?::text[])');
-      params.push(q.classification);
-    }
-    if (q.since) {
-      where.push('r.received_at >= ?');
-      params.push(q.since);
-    }
-    // replies_workspace_received_idx / replies_campaign_received_idx
-    const rows = await sql<{ id: string; email: string; campaign_id: string; classification: string; received_at: Date | string; thread_snippet: string }>(
-      this.em,
-      `select r.id, r.email, r.campaign_id, r.classification, r.received_at, r.thread_snippet from replies r
-        where ${where.join(' and ')} order by r.received_at desc, r.id desc limit ? offset ?`,
-      [...params, q.pageSize, (q.page - 1) * q.pageSize],
-    );
-    const [{ n }] = await sql<{ n: string }>(this.em, `select count(*) as n from replies r where ${where.join(' and ')}`, params);
-    return { rows, total: Number(n) };
+  async list(workspaceId: string, q: ReplyQuery) {
+    return listReplies(this.em, workspaceId, q);
   }
+}
+
+function factsOf(m: MatchedMessage): MessageFacts {
+  return { id: m.id, campaignId: m.campaign_id, leadId: m.lead_id, toEmail: m.to_email, stepIndex: m.step_index, messageIdHeader: m.message_id_header };
 }

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { ImapFlow } from 'imapflow';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { imapClient } from '../../adapters/imap.ts';
 import { toDate } from '../../shared/time.ts';
-import { InboundService } from './service.ts';
-import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, type WatchRow, type WatchStatus } from './repository.ts';
+import type { InboundService } from './service.ts';
+import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, type WatchRow, type WatchStatus } from '../mailboxes/repository.ts';
 
 export interface WatcherOptions {
   /** Fallback poll when a server has no IDLE (MAILGATE_IMAP_POLL_INTERVAL). */
@@ -49,6 +49,7 @@ class MailboxSession {
     private readonly watch: WatchRow,
     private readonly deps: Deps,
     private readonly owner: string,
+    private readonly inbound: () => InboundService,
     private readonly opts: Required<Omit<WatcherOptions, 'maxMailboxes' | 'owner'>>,
   ) {
     this.done = this.run();
@@ -187,7 +188,7 @@ class MailboxSession {
     const last = Number(this.watch.last_uid);
     const uids = (await client.search(last > 0 ? { uid: `${last + 1}:*` } : { since: new Date(since.getTime() - 86_400_000) }, { uid: true })) || [];
     const todo = uids.filter((u) => u > last).sort((a, b) => a - b);
-    const inbound = new InboundService(this.deps, this.deps.orm.em.fork());
+    const inbound = this.inbound();
     for (let i = 0; i < todo.length && !this.stopped; i += FETCH_CHUNK) {
       const chunk = todo.slice(i, i + FETCH_CHUNK);
       const messages = await client.fetchAll(chunk.join(','), { uid: true, source: true, internalDate: true }, { uid: true });
@@ -234,8 +235,13 @@ export class MailboxWatcher {
   private stopped = false;
   private readonly opts: Required<Omit<WatcherOptions, 'owner'>>;
 
+  /**
+   * `inbound` makes the service that ingests a mailbox's mail on a fresh EntityManager, wired
+   * with its reactions (services.ts: an SDR mailbox's answers join prospect threads).
+   */
   constructor(
     private readonly deps: Deps,
+    private readonly inbound: () => InboundService,
     { owner, ...opts }: WatcherOptions,
   ) {
     this.owner = owner ?? `${os.hostname()}.${process.pid}.${randomBytes(3).toString('hex')}`;
@@ -268,7 +274,7 @@ export class MailboxWatcher {
       }
       for (const w of leased) {
         if (!w.imap_url_enc || this.sessions.has(w.id)) continue;
-        this.sessions.set(w.id, new MailboxSession(w, this.deps, this.owner, this.opts));
+        this.sessions.set(w.id, new MailboxSession(w, this.deps, this.owner, this.inbound, this.opts));
       }
     } catch (err) {
       this.deps.log.error({ err }, 'mailbox lease round failed');

@@ -2,7 +2,9 @@
 // finished deliveries (whose attempts are part of the delivery row). Campaign data (messages, replies, threads,
 // suppressions) is never touched here. See docs/webhooks.md, "Retention".
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../db/sql.ts';
+import { relationPages } from '../../db/admin.ts';
+import { pruneDeliveries } from '../webhooks/repository.ts';
+import { pruneEvents } from '../events/outbox.ts';
 
 export interface PruneResult {
   deliveries: number;
@@ -32,26 +34,8 @@ export async function pruneWebhookLog(
 ): Promise<PruneResult> {
   const walk = (table: 'events' | 'webhook_deliveries', del: (from: string, to: string) => Promise<unknown[]>) =>
     byPageRanges(em, table, pagesPerStatement, touch, del);
-  const deliveries = await walk('webhook_deliveries', (from, to) =>
-    sql(
-      em,
-      `delete from webhook_deliveries
-        where ctid >= ?::tid and ctid < ?::tid and created_at < ? and state in ('delivered', 'failed')
-        returning 1`,
-      [from, to, cutoff],
-    ),
-  );
-  // webhook_deliveries_event_webhook_key (0007) answers "no delivery left" per event.
-  const events = await walk('events', (from, to) =>
-    sql(
-      em,
-      `delete from events e
-        where ctid >= ?::tid and ctid < ?::tid and e.created_at < ? and e.fanned_out_at is not null
-          and not exists (select 1 from webhook_deliveries d where d.event_id = e.id)
-        returning 1`,
-      [from, to, cutoff],
-    ),
-  );
+  const deliveries = await walk('webhook_deliveries', (from, to) => pruneDeliveries(em, from, to, cutoff));
+  const events = await walk('events', (from, to) => pruneEvents(em, from, to, cutoff));
   return { deliveries, events };
 }
 
@@ -63,7 +47,7 @@ async function byPageRanges(
   touch: () => Promise<void>,
   del: (from: string, to: string) => Promise<unknown[]>,
 ): Promise<number> {
-  const [{ pages }] = await sql<{ pages: string }>(em, `select pg_relation_size(?::regclass) / current_setting('block_size')::int as pages`, [table]);
+  const pages = await relationPages(em, table);
   let deleted = 0;
   // Rows written meanwhile land on pages past the end or in freed space; either way they are
   // newer than the cutoff, so the walk may stop at the size it read first.

@@ -7,27 +7,31 @@
 // with several workers: threads are claimed FOR UPDATE SKIP LOCKED and every write re-checks its
 // condition in the same statement.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../db/sql.ts';
+import {
+  attemptsByRule,
+  cancelTasksOfThread,
+  claimThreadsWithoutTask,
+  closeTask,
+  completeTasksOfThread,
+  insertTasks,
+  moveTasksOfThread,
+  pendingTasks,
+  rulesOf,
+  taskStatus,
+  type FollowupStatus,
+  type RuleRow,
+  type TaskRow,
+} from './followup-repository.ts';
+import { backToAwaitingIfNoTask, markFollowupsDue } from './thread-repository.ts';
 import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toDate, toIso } from '../../shared/time.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { ThreadService, type ThreadScope } from './threads.ts';
 
-export type FollowupStatus = 'pending' | 'done' | 'cancelled' | 'skipped';
+export type { FollowupStatus };
 
-interface TaskRow {
-  id: string;
-  thread_id: string;
-  sdr_id: string;
-  rule_id: string | null;
-  attempt: number;
-  status: FollowupStatus;
-  due_at: string | Date;
-  created_at: string | Date;
-}
 
-const TASK_COLUMNS = 'id, thread_id, sdr_id, rule_id, attempt, status, due_at, created_at';
 
 export function followupView(r: TaskRow) {
   return {
@@ -77,15 +81,6 @@ export function addBusinessDuration(start: Date, ms: number): Date {
   }
 }
 
-interface RuleRow {
-  id: string;
-  workspace_id: string;
-  after_ms: string | number;
-  business_days: boolean;
-  categories: string[] | null;
-  max_attempts: number;
-  created_at: string | Date;
-}
 
 const BATCH = 500;
 
@@ -114,28 +109,11 @@ export class FollowupService {
 
   /** Claims up to BATCH awaiting_reply threads (id > after) without a pending task and creates their next task. */
   private async createBatch(em: EntityManager, after: string): Promise<{ created: number; lastId: string | null }> {
-    const threads = await sql<{ id: string; workspace_id: string; sdr_id: string; category: string; base: string | Date }>(
-      em,
-      `select t.id, t.workspace_id, t.sdr_id, t.category,
-              greatest(t.last_message_at, (select max(f.completed_at) from followup_tasks f where f.thread_id = t.id)) as base
-         from prospect_threads t
-        where t.status = 'awaiting_reply' and t.id > ?
-          and exists (select 1 from followup_rules r where r.workspace_id = t.workspace_id)
-          and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')
-        order by t.id
-        limit ?
-        for update of t skip locked`,
-      [after, BATCH],
-    );
+    const threads = await claimThreadsWithoutTask(em, after, BATCH);
     if (threads.length === 0) return { created: 0, lastId: null };
     const workspaceIds = [...new Set(threads.map((t) => t.workspace_id))];
-    const rules = await sql<RuleRow>(em, 'select * from followup_rules where workspace_id = any(?::text[]) order by created_at asc, id asc', [workspaceIds]);
-    const counts = await sql<{ thread_id: string; rule_id: string; n: number }>(
-      em,
-      `select thread_id, rule_id, count(*)::int as n from followup_tasks
-        where thread_id = any(?::text[]) and rule_id is not null group by thread_id, rule_id`,
-      [threads.map((t) => t.id)],
-    );
+    const rules = await rulesOf(em, workspaceIds);
+    const counts = await attemptsByRule(em, threads.map((t) => t.id));
     const attempts = new Map(counts.map((c) => [`${c.thread_id} ${c.rule_id}`, c.n]));
     const now = this.deps.clock.now();
     const rows: { id: string; ws: string; thread: string; sdr: string; rule: string; attempt: number; due: Date }[] = [];
@@ -157,25 +135,7 @@ export class FollowupService {
     let created = 0;
     if (rows.length > 0) {
       // A fresh statement snapshot: re-checks "no pending task" against anything committed meanwhile.
-      const inserted = await sql<{ id: string }>(
-        em,
-        `insert into followup_tasks (id, workspace_id, thread_id, sdr_id, rule_id, attempt, status, due_at, created_at)
-         select x.id, x.ws, x.thread, x.sdr, x.rule, x.attempt, 'pending', x.due, ?
-           from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::timestamptz[]) as x(id, ws, thread, sdr, rule, attempt, due)
-          where not exists (select 1 from followup_tasks f where f.thread_id = x.thread and f.status = 'pending')
-         returning id`,
-        [
-          now,
-          rows.map((r) => r.id),
-          rows.map((r) => r.ws),
-          rows.map((r) => r.thread),
-          rows.map((r) => r.sdr),
-          rows.map((r) => r.rule),
-          rows.map((r) => r.attempt),
-          rows.map((r) => r.due),
-        ],
-      );
-      created = inserted.length;
+      created = await insertTasks(em, rows, now);
     }
     return { created, lastId: threads.length < BATCH ? null : threads[threads.length - 1].id };
   }
@@ -183,14 +143,7 @@ export class FollowupService {
   /** awaiting_reply threads with a pending task due now become needs_followup (a compare-and-set per row). */
   private async markDue(): Promise<number> {
     const now = this.deps.clock.now();
-    const moved = await sql<{ id: string }>(
-      this.em,
-      `update prospect_threads t set status = 'needs_followup', updated_at = ?
-        where t.status = 'awaiting_reply'
-          and exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?)
-        returning t.id`,
-      [now, now],
-    );
+    const moved = await markFollowupsDue(this.em, now);
     const threads = new ThreadService(this.deps, this.em);
     for (const { id } of moved) await threads.recomputePriority(id);
     return moved.length;
@@ -199,10 +152,7 @@ export class FollowupService {
   /** Hook: the SDR sent from the thread (draft or manual): its pending task(s) are done; the priority is recomputed. */
   async onSend(threadId: string): Promise<number> {
     const now = this.deps.clock.now();
-    const rows = await sql<{ id: string }>(this.em, `update followup_tasks set status = 'done', completed_at = ? where thread_id = ? and status = 'pending' returning id`, [
-      now,
-      threadId,
-    ]);
+    const rows = await completeTasksOfThread(this.em, threadId, now);
     // The caller moved the thread's lastMessageAt too: its recency changed either way.
     await this.recompute(threadId);
     return rows.length;
@@ -214,32 +164,14 @@ export class FollowupService {
    */
   async onProspectAnswer(threadId: string, oooReturnDate: Date | null): Promise<number> {
     const now = this.deps.clock.now();
-    const rows = oooReturnDate
-      ? await sql<{ id: string }>(this.em, `update followup_tasks set due_at = ? where thread_id = ? and status = 'pending' returning id`, [
-          startOfNextUtcDay(oooReturnDate),
-          threadId,
-        ])
-      : await sql<{ id: string }>(this.em, `update followup_tasks set status = 'cancelled', completed_at = ? where thread_id = ? and status = 'pending' returning id`, [
-          now,
-          threadId,
-        ]);
+    const rows = oooReturnDate ? await moveTasksOfThread(this.em, threadId, startOfNextUtcDay(oooReturnDate)) : await cancelTasksOfThread(this.em, threadId, now);
     await this.recompute(threadId);
     return rows.length;
   }
 
   /** Pending tasks of the SDR, due first; only the due ones unless includeUpcoming. */
   async listDue(scope: ThreadScope, q: { limit: number; includeUpcoming: boolean }): Promise<FollowupView[]> {
-    const params: unknown[] = [scope.workspaceId, scope.sdrId];
-    let due = '';
-    if (!q.includeUpcoming) {
-      due = 'and due_at <= ?';
-      params.push(this.deps.clock.now());
-    }
-    const rows = await sql<TaskRow>(
-      this.em,
-      `select ${TASK_COLUMNS} from followup_tasks where workspace_id = ? and sdr_id = ? and status = 'pending' ${due} order by due_at asc, id asc limit ?`,
-      [...params, q.limit],
-    );
+    const rows = await pendingTasks(this.em, scope, q.limit, q.includeUpcoming ? null : this.deps.clock.now());
     return rows.map(followupView);
   }
 
@@ -258,27 +190,13 @@ export class FollowupService {
    */
   private async close(scope: ThreadScope, id: string, to: 'done' | 'skipped'): Promise<FollowupView> {
     const now = this.deps.clock.now();
-    const [row] = await sql<TaskRow>(
-      this.em,
-      `update followup_tasks set status = ?, completed_at = ? where id = ? and workspace_id = ? and sdr_id = ? and status = 'pending' returning ${TASK_COLUMNS}`,
-      [to, now, id, scope.workspaceId, scope.sdrId],
-    );
+    const row = await closeTask(this.em, scope, id, to, now);
     if (!row) {
-      const [existing] = await sql<{ status: string }>(this.em, 'select status from followup_tasks where id = ? and workspace_id = ? and sdr_id = ?', [
-        id,
-        scope.workspaceId,
-        scope.sdrId,
-      ]);
+      const existing = await taskStatus(this.em, scope, id);
       if (!existing) throw ApiError.notFound('followup', `follow-up ${id} not found`);
       throw new ApiError(409, 'followup_not_pending', `follow-up ${id} is ${existing.status}, not pending`);
     }
-    await sql(
-      this.em,
-      `update prospect_threads t set status = 'awaiting_reply', updated_at = ?
-        where t.id = ? and t.status = 'needs_followup'
-          and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')`,
-      [now, row.thread_id],
-    );
+    await backToAwaitingIfNoTask(this.em, row.thread_id, now);
     await this.recompute(row.thread_id);
     return followupView(row);
   }

@@ -4,10 +4,12 @@ import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../adapters/ids.ts';
 import { parseMailUrl } from '../../adapters/mailurl.ts';
 import { isEmail } from '../../shared/email.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { SdrSchema, SdrMailboxSchema, type Sdr, type SdrMailbox, type MailHealth } from './entities.ts';
 import type { ProbeOutcome } from '../../adapters/mailprobe.ts';
-import { sql } from '../../db/sql.ts';
+import { icpCriteria, saveIcpCriteria } from './repository.ts';
+import { deleteRule, insertRule, rulesOfWorkspace, type FollowupRuleRow } from './followup-repository.ts';
+import { addSdrWatch } from '../mailboxes/repository.ts';
 import { isoOrNull, toIso } from '../../shared/time.ts';
 import type { IcpCriteria } from './icp.ts';
 import { probeFailed } from '../dashboard/mail-servers.ts';
@@ -26,16 +28,6 @@ export function profileView(sdr: Sdr) {
 const LANGUAGE_TAG = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
 const FOLLOWUP_CATEGORIES = ['A', 'B', 'C'];
 
-interface FollowupRuleRow {
-  id: string;
-  workspace_id: string;
-  name: string;
-  after_ms: string | number;
-  business_days: boolean;
-  categories: string[] | null;
-  max_attempts: number;
-  created_at: string | Date;
-}
 
 export function followupRuleView(r: FollowupRuleRow) {
   return {
@@ -136,12 +128,7 @@ export class SdrService {
     await this.em.upsert(SdrMailboxSchema, row);
     // Its mailbox is watched from now on (a prospect's answer joins its thread); a reconnect
     // keeps the cursor of the existing watch.
-    await sql(
-      this.em,
-      `insert into mailbox_watches (id, workspace_id, sdr_id, mailbox, since) values (?, ?, ?, 'INBOX', ?)
-       on conflict (sdr_id, mailbox) where sdr_id is not null do nothing`,
-      [newId('mbx'), sdr.workspaceId, sdr.id, now],
-    );
+    await addSdrWatch(this.em, sdr.workspaceId, sdr.id, now);
     return { sdr, mailbox: row };
   }
 
@@ -215,20 +202,13 @@ export class SdrService {
     const now = this.deps.clock.now();
     const seniority = criteria.seniority && criteria.seniority.length ? [...criteria.seniority] : null;
     const employeeCounts = criteria.employeeCounts && criteria.employeeCounts.length ? [...criteria.employeeCounts] : null;
-    await sql(
-      this.em,
-      `insert into icp_criteria (workspace_id, seniority, employee_counts, updated_at) values (?, ?::text[], ?::text[], ?)
-       on conflict (workspace_id) do update set seniority = excluded.seniority, employee_counts = excluded.employee_counts, updated_at = excluded.updated_at`,
-      [workspaceId, seniority, employeeCounts, now],
-    );
+    await saveIcpCriteria(this.em, workspaceId, seniority, employeeCounts, now);
     return { workspaceId, seniority, employeeCount: employeeCounts, updatedAt: now.toISOString() };
   }
 
   /** The workspace's ICP criteria, or null when none were set. */
   async getIcp(workspaceId: string): Promise<IcpCriteria | null> {
-    const [row] = await sql<{ seniority: string[] | null; employee_counts: string[] | null }>(this.em, 'select seniority, employee_counts from icp_criteria where workspace_id = ?', [
-      workspaceId,
-    ]);
+    const row = await icpCriteria(this.em, workspaceId);
     return row ? { seniority: row.seniority, employeeCounts: row.employee_counts } : null;
   }
 
@@ -247,23 +227,17 @@ export class SdrService {
         if (!categories.includes(v)) categories.push(v);
       }
     }
-    const [row] = await sql<FollowupRuleRow>(
-      this.em,
-      `insert into followup_rules (id, workspace_id, name, after_ms, business_days, categories, max_attempts, created_at)
-       values (?, ?, ?, ?, ?, ?::text[], ?, ?) returning *`,
-      [newId('fur'), workspaceId, name, input.afterMs, input.businessDays ?? false, categories, maxAttempts, this.deps.clock.now()],
-    );
+    const row = await insertRule(this.em, { id: newId('fur'), workspaceId, name, afterMs: input.afterMs, businessDays: input.businessDays ?? false, categories, maxAttempts }, this.deps.clock.now());
     return followupRuleView(row);
   }
 
   async listFollowupRules(workspaceId: string) {
-    const rows = await sql<FollowupRuleRow>(this.em, 'select * from followup_rules where workspace_id = ? order by created_at asc, id asc', [workspaceId]);
+    const rows = await rulesOfWorkspace(this.em, workspaceId);
     return rows.map(followupRuleView);
   }
 
   async removeFollowupRule(id: string) {
-    const rows = await sql<{ id: string }>(this.em, 'delete from followup_rules where id = ? returning id', [id]);
-    if (rows.length === 0) throw ApiError.notFound('followup_rule', `follow-up rule ${id} not found`);
+    if (!(await deleteRule(this.em, id))) throw ApiError.notFound('followup_rule', `follow-up rule ${id} not found`);
     return { id, removed: true as const };
   }
 }

@@ -35,3 +35,14 @@ export async function listPoolsWithUsage(em: EntityManager, workspaceId: string,
     createdAt: toDate(r.created_at),
   }));
 }
+
+/** The accounts a claim just gave messages to: their minimum interval counts from now. */
+export async function noteClaimed(em: EntityManager, accountIds: string[], now: Date): Promise<void> {
+  await sql(em, `update sender_accounts set last_sent_at = ? where id = any(?::text[])`, [now, accountIds]);
+}
+
+/** The identity and SMTP credentials (encrypted) of one account, for a one-off send. */
+export async function accountForSending(em: EntityManager, id: string) {
+  const [account] = await sql<{ email: string; name: string; smtp_url_enc: string }>(em, `select email, name, smtp_url_enc from sender_accounts where id = ?`, [id]);
+  return account;
+}

@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../shared/errors.ts';
-import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
+import { addSenderWatch, senderWatches } from '../mailboxes/repository.ts';
 import { parseMailUrl } from '../../adapters/mailurl.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema, type SenderAccount, type SenderStatus } from './entities.ts';
 import { listPoolsWithUsage, type PoolRow } from './repository.ts';
 import { clearSenderHealth, logSenderTransition } from './health.ts';
@@ -47,6 +47,7 @@ export function poolView(p: PoolRow) {
     senderCount: p.senderAccountIds.length,
   };
 }
+
 
 export class SenderService {
   constructor(
@@ -91,12 +92,7 @@ export class SenderService {
         await em.insert(SenderAccountSchema, sender);
         // Its mailbox is watched from now on: mail received from here is processed, older is not.
         if (input.imapUrl)
-          await sql(em, `insert into mailbox_watches (id, workspace_id, sender_account_id, mailbox, since) values (?, ?, ?, 'INBOX', ?)`, [
-            newId('mbx'),
-            input.workspaceId,
-            sender.id,
-            now,
-          ]);
+          await addSenderWatch(em, input.workspaceId, sender.id, now);
         if (input.poolId) await em.insert(PoolMemberSchema, { poolId: input.poolId, senderAccountId: sender.id, addedAt: now });
       });
     } catch (err) {
@@ -131,11 +127,7 @@ export class SenderService {
   /** Accounts with the health of their IMAP connection (null: no mailbox watched). */
   async listWithMailboxes(workspaceId: string) {
     const senders = await this.list(workspaceId);
-    const watches = await sql<{ sender_account_id: string; status: string }>(
-      this.em,
-      `select sender_account_id, status from mailbox_watches where workspace_id = ? and sender_account_id is not null`,
-      [workspaceId],
-    );
+    const watches = await senderWatches(this.em, workspaceId);
     const byId = new Map(watches.map((w) => [w.sender_account_id, w.status]));
     return senders.map((s) => senderView(s, byId.get(s.id) ?? null));
   }

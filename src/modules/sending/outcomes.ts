@@ -1,13 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import type { SendOutcome } from '../../adapters/smtp.ts';
-import { bumpCounters } from '../campaigns/repository.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { SuppressionService } from '../suppression/service.ts';
-import type { Deps } from '../../services.ts';
+import { messageBounced } from '../events/catalogue.ts';
+import { suppress } from '../suppression/repository.ts';
+import type { Deps } from '../../deps.ts';
 import type { PreparedStatements } from '../../db/statements.ts';
-import { endEnrollments } from './lifecycle.ts';
+import { bounce, fail, markSent, requeueAfterAccountFailure, requeueForRetry } from '../messages/transitions.ts';
 import { recordSenderFailure, logSenderTransition, type HealthTransition } from '../senders/health.ts';
 
 /** A claimed message as the queue knows it, before it is rendered. */
@@ -52,7 +51,7 @@ function retryable(err: unknown): boolean {
  * hot path) are group-committed: those that finish while a write runs share the next one.
  * Postal's habit: every path ends in a recorded outcome.
  */
-export class OutcomeRecorder {
+export class SendOutcomeRecorder {
   constructor(
     private readonly deps: Deps,
     private readonly retryDelaysMs: number[],
@@ -75,23 +74,8 @@ export class OutcomeRecorder {
         case 'rejected':
           return (await this.bounced(tx, m, 'hard', outcome.response, workerId, now)) ? 'hard_bounce' : 'lost';
         case 'temporary': {
-          const [row] = await sql<{ attempts: number }>(
-            tx,
-            `update outbound_messages set attempts = attempts + 1, last_error = ?, smtp_response = ?, updated_at = ?
-              where id = ? and state = 'sending' and claimed_by = ? returning attempts`,
-            [outcome.response, outcome.response, now, m.id, workerId],
-          );
-          if (!row) return 'lost';
-          if (row.attempts <= this.retryDelaysMs.length) {
-            await sql(
-              tx,
-              `update outbound_messages set state = 'queued', due_at = ?, claimed_by = null, lease_until = null, pool_id = null,
-                      sender_account_id = null, smtp_started_at = null, message_id_header = null
-                where id = ?`,
-              [new Date(now.getTime() + this.retryDelaysMs[row.attempts - 1]), m.id],
-            );
-            return 'retry';
-          }
+          const next = await requeueForRetry(tx, m.id, workerId, outcome.response, now, this.retryDelaysMs);
+          if (next !== 'exhausted') return next;
           return (await this.bounced(tx, m, 'soft', outcome.response, workerId, now)) ? 'soft_bounce' : 'lost';
         }
         case 'auth_failed':
@@ -101,13 +85,7 @@ export class OutcomeRecorder {
           // cleared) and the message goes back to the queue as it was, for another account of
           // the pool; no attempt is counted against the lead.
           transition = await recordSenderFailure(tx, m.senderAccountId, outcome.kind, outcome.response, now);
-          await sql(
-            tx,
-            `update outbound_messages set state = 'queued', claimed_by = null, lease_until = null, pool_id = null, sender_account_id = null,
-                    smtp_started_at = null, message_id_header = null, last_error = ?, updated_at = ?
-              where id = ? and state = 'sending' and claimed_by = ?`,
-            [outcome.response, now, m.id, workerId],
-          );
+          await requeueAfterAccountFailure(tx, m.id, workerId, outcome.response, now);
           return 'account_failed';
         }
       }
@@ -126,18 +104,7 @@ export class OutcomeRecorder {
    */
   async failed(em: () => EntityManager, m: ClaimedMessage, reason: string, workerId: string): Promise<boolean> {
     const now = this.deps.clock.now();
-    return em().transactional(async (tx) => {
-      const done = await sql(
-        tx,
-        `update outbound_messages set state = 'failed', last_error = ?, lease_until = null, updated_at = ?
-          where id = ? and state = 'sending' and claimed_by = ? returning id`,
-        [reason.slice(0, 1000), now, m.id, workerId],
-      );
-      if (!done.length) return false;
-      await bumpCounters(tx, m.campaignId, { queued: -1 });
-      await endEnrollments(tx, [m.enrollmentId], 'completed', 'failed', now);
-      return true;
-    });
+    return em().transactional((tx) => fail(tx, m, reason, workerId, now));
   }
 
   /**
@@ -193,121 +160,32 @@ export class OutcomeRecorder {
     }
   }
 
-  /**
-   * Accepted outcomes as one statement (its own transaction): each message is sent with the
-   * server's reply and its rendered headers, its account becomes the enrollment's (sticky: the
-   * lead's follow-ups go through it), the next step is scheduled (or the enrollment completes), counters move once per campaign, and message.sent goes to the outbox for each.
-   * Data-modifying CTEs all see one snapshot and commit together. Returns the ids recorded
-   * (a message no longer ours is not).
-   *
-   * `mine` finds each message by its primary key (a lateral lookup per id) and locks it while it
-   * is still ours; the update then matches on the id alone. With `state = 'sending'` in the
-   * update's own condition the planner scanned the whole `state = 'sending'` partial index
-   * (outbound_sending_sender_idx: every claimed message of every worker, and the dead entries of
-   * those sent since the last vacuum, ~1,100 in the benchmark) and hash-joined it with the batch.
-   */
+  /** Accepted outcomes as one statement and one transaction (messages/transitions.ts markSent). */
   private async writeAccepted(batch: PendingAccepted[]): Promise<Set<string>> {
     this.acceptedStatements++;
     const workerIds = [...new Set(batch.map((p) => p.workerId))];
     if (workerIds.length > 1) throw new Error('one outcome batch per worker');
-    const rows = await this.stmts.run<{ id: string }>(
-      'sending.accepted',
-      `with t as (
-         select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
-           as t(id, sent, response, mid, subject, in_reply_to, refs, next_id, event_id)
-       ), mine as (
-         select x.id from t cross join lateral (
-           select id from outbound_messages where id = t.id and state = 'sending' and claimed_by = ? for update) x
-       ), m as (
-         update outbound_messages o set state = 'sent', sent_at = t.sent::timestamptz, smtp_response = t.response, lease_until = null,
-                updated_at = t.sent::timestamptz, message_id_header = t.mid, subject = t.subject, in_reply_to = t.in_reply_to,
-                references_header = t.refs
-           from t join mine on mine.id = t.id
-          where o.id = t.id
-          returning o.id, o.workspace_id, o.campaign_id, o.enrollment_id, o.lead_id, o.step_index, o.to_email, o.message_id_header,
-                    o.sender_account_id, t.sent, t.next_id, t.event_id
-       ), nxt as (
-         select m.*, s.step_index as next_step, s.delay_hours
-           from m join enrollments en on en.id = m.enrollment_id and en.status = 'active'
-           join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index + 1
-       ), ins as (
-         insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
-         select next_id, workspace_id, campaign_id, enrollment_id, lead_id, next_step,
-                case when delay_hours > 0 then 'scheduled' else 'queued' end,
-                sent::timestamptz + delay_hours * interval '1 hour', to_email, sent::timestamptz, sent::timestamptz
-           from nxt
-         on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
-         returning campaign_id, state
-       ), e as (
-         update enrollments en set last_event = 'sent', last_event_at = m.sent::timestamptz, updated_at = m.sent::timestamptz,
-                sender_account_id = m.sender_account_id,
-                status = case when en.status = 'active' and not exists (select 1 from nxt where nxt.enrollment_id = en.id) then 'completed' else en.status end
-           from m where en.id = m.enrollment_id
-          returning en.id
-       ), k as (
-         select m.campaign_id, count(*) as n,
-                (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'queued') as q,
-                (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'scheduled') as s
-           from m group by m.campaign_id
-       ), c as (
-         update campaign_counters cc set sent = sent + k.n, delivered = delivered + k.n, queued = queued - k.n + k.q, scheduled = scheduled + k.s
-           from k where cc.campaign_id = k.campaign_id
-          returning 1
-       ), ev as (
-         insert into events (id, workspace_id, type, data, created_at)
-         select event_id, workspace_id, 'message.sent',
-                jsonb_build_object('campaignId', campaign_id, 'leadId', lead_id, 'email', to_email, 'sequenceStep', step_index,
-                                   'messageId', id, 'messageIdHeader', message_id_header, 'sentAt', sent),
-                sent::timestamptz
-           from m
-          returning 1
-       )
-       select id from m`,
-      [
-        batch.map((p) => p.m.id),
-        batch.map((p) => p.at.toISOString()),
-        batch.map((p) => p.response),
-        batch.map((p) => p.m.messageIdHeader),
-        batch.map((p) => p.m.subject),
-        batch.map((p) => p.m.inReplyTo),
-        batch.map((p) => p.m.references),
-        batch.map(() => newId('msg')),
-        batch.map(() => newId('evt')),
-        workerIds[0],
-      ],
+    return markSent(
+      this.stmts,
+      batch.map((p) => ({
+        id: p.m.id,
+        at: p.at,
+        response: p.response,
+        messageIdHeader: p.m.messageIdHeader,
+        subject: p.m.subject,
+        inReplyTo: p.m.inReplyTo,
+        references: p.m.references,
+        nextId: newId('msg'),
+        eventId: newId('evt'),
+      })),
+      workerIds[0],
     );
-    return new Set(rows.map((r) => r.id));
   }
 
   private async bounced(tx: EntityManager, m: SentMessage, type: 'hard' | 'soft', reason: string, workerId: string, now: Date): Promise<boolean> {
-    const done = await sql(
-      tx,
-      `update outbound_messages set state = 'bounced', sent_at = ?, bounce_type = ?, bounce_reason = ?, bounced_at = ?, smtp_response = ?,
-              lease_until = null, updated_at = ?, message_id_header = ?, subject = ?, in_reply_to = ?, references_header = ?
-        where id = ? and state = 'sending' and claimed_by = ? returning id`,
-      [now, type, reason, now, reason, now, m.messageIdHeader, m.subject, m.inReplyTo, m.references, m.id, workerId],
-    );
-    if (!done.length) return false;
-    await bumpCounters(tx, m.campaignId, { queued: -1, sent: 1, bounced: 1 });
-    await endEnrollments(tx, [m.enrollmentId], 'bounced', `bounced_${type}`, now);
-    if (type === 'hard') await new SuppressionService(this.deps, tx).add(m.workspaceId, [m.toEmail], 'hard_bounce', m.id, tx);
-    await recordEvent(
-      tx,
-      m.workspaceId,
-      'message.bounced',
-      {
-        campaignId: m.campaignId,
-        leadId: m.leadId,
-        email: m.toEmail,
-        sequenceStep: m.stepIndex,
-        messageId: m.id,
-        messageIdHeader: m.messageIdHeader,
-        bounceType: type,
-        bounceReason: reason,
-        bouncedAt: now.toISOString(),
-      },
-      now,
-    );
+    if (!(await bounce(tx, m, type, reason, workerId, now))) return false;
+    if (type === 'hard') await suppress(tx, m.workspaceId, [m.toEmail], 'hard_bounce', m.id, now);
+    await recordEvent(tx, m.workspaceId, messageBounced(m, { type, reason, at: now }), now);
     return true;
   }
 }

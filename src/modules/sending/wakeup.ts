@@ -1,21 +1,9 @@
 import pg from 'pg';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../db/sql.ts';
 import type { Logger } from '../../adapters/logger.ts';
-
-/** The PostgreSQL channel a campaign start (or leads queued into a running campaign) notifies. */
-export const SEND_CHANNEL = 'mailgate_send';
+import { SEND_CHANNEL } from '../messages/queue.ts';
 
 /**
- * Tells the workers that messages were queued for sending. Call it in the transaction that
- * queues them: PostgreSQL delivers the notification when (and only if) it commits.
- */
-export async function notifySending(em: EntityManager): Promise<void> {
-  await sql(em, `select pg_notify('${SEND_CHANNEL}', '')`);
-}
-
-/**
- * A worker's ear for `notifySending`: one connection listening on the channel, calling `wake`
+ * A worker's ear for `notifyQueued` (messages/queue.ts): one connection listening on the channel, calling `wake`
  * for each notification. Without it a started campaign waits for the dispatch job's next round
  * (it runs every second, so its first message went out 0.5-1 s after `start`); the job still
  * runs as before, this only adds a round at once. If the connection drops it is reopened.

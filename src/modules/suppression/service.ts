@@ -1,10 +1,10 @@
-import { sql } from '../../db/sql.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Deps } from '../../services.ts';
-import { normalizeEmail } from '../../shared/email.ts';
+import type { Deps } from '../../deps.ts';
+import { isSuppressed, suppress, unsuppress, type SuppressionReason } from './repository.ts';
 
-export type SuppressionReason = 'manual' | 'hard_bounce' | 'unsubscribe' | 'reply_unsubscribe' | 'complaint';
+export type { SuppressionReason };
 
+/** The suppression list through the API and the CLI. Other modules suppress through the repository, in their own transaction. */
 export class SuppressionService {
   constructor(
     private readonly deps: Deps,
@@ -15,33 +15,15 @@ export class SuppressionService {
    * Adds addresses to the workspace's suppression list; returns how many were new. Already
    * suppressed addresses and duplicates inside one call are not counted.
    */
-  async add(workspaceId: string, emails: string[], reason: SuppressionReason, source: string | null, em: EntityManager = this.em): Promise<number> {
-    const byKey = new Map<string, string>();
-    for (const e of emails) byKey.set(normalizeEmail(e), e.trim());
-    if (byKey.size === 0) return 0;
-    // One statement for the whole batch through unnest(); the primary key (workspace_id,
-    // email_key) makes repeats no-ops.
-    const rows = await sql<{ email_key: string }>(em, 
-      `insert into suppressions (workspace_id, email_key, email, reason, source, created_at)
-       select ?, k, e, ?, ?, ? from unnest(?::text[], ?::text[]) as t(k, e)
-       on conflict (workspace_id, email_key) do nothing
-       returning email_key`,
-      [workspaceId, reason, source, this.deps.clock.now(), [...byKey.keys()], [...byKey.values()]],
-    );
-    return rows.length;
+  async add(workspaceId: string, emails: string[], reason: SuppressionReason, source: string | null): Promise<number> {
+    return suppress(this.em, workspaceId, emails, reason, source, this.deps.clock.now());
   }
 
   async remove(workspaceId: string, emails: string[]): Promise<number> {
-    const keys = [...new Set(emails.map(normalizeEmail))];
-    const rows = await sql<{ email_key: string }>(this.em, 
-      `delete from suppressions where workspace_id = ? and email_key = any(?::text[]) returning email_key`,
-      [workspaceId, keys],
-    );
-    return rows.length;
+    return unsuppress(this.em, workspaceId, emails);
   }
 
   async isSuppressed(workspaceId: string, email: string): Promise<boolean> {
-    const rows = await sql(this.em, `select 1 from suppressions where workspace_id = ? and email_key = ?`, [workspaceId, normalizeEmail(email)]);
-    return rows.length > 0;
+    return isSuppressed(this.em, workspaceId, email);
   }
 }

@@ -1,9 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../db/sql.ts';
-import type { Deps } from '../../services.ts';
-import { bumpCounters } from '../campaigns/repository.ts';
-import { SuppressionService } from '../suppression/service.ts';
-import { endEnrollments } from '../sending/lifecycle.ts';
+import type { Deps } from '../../deps.ts';
+import { suppress } from '../suppression/repository.ts';
+import { endEnrollments, enrollmentsOfLead } from '../messages/enrollments.ts';
+import { linkTarget, markOpened } from '../messages/transitions.ts';
 
 /**
  * Open tracking and unsubscribe links. Tokens are signed with the secret key (`o.<msg id>`,
@@ -28,19 +27,8 @@ export class TrackingService {
     const now = this.deps.clock.now();
     let first = false;
     const known = await this.em.transactional(async (em) => {
-      const [m] = await sql<{ campaign_id: string; enrollment_id: string }>(
-        em,
-        `update outbound_messages set opened_at = ?, updated_at = ? where id = ? and opened_at is null and sent_at is not null
-         returning campaign_id, enrollment_id`,
-        [now, now, id],
-      );
-      if (m) {
-        first = true;
-        await bumpCounters(em, m.campaign_id, { opened: 1 });
-        await sql(em, `update enrollments set last_event = 'opened', last_event_at = ?, updated_at = ? where id = ?`, [now, now, m.enrollment_id]);
-      }
-      const [exists] = await sql(em, `select 1 from outbound_messages where id = ?`, [id]);
-      return !!exists;
+      if (await markOpened(em, id, now)) first = true;
+      return !!(await linkTarget(em, id));
     });
     if (first) this.deps.metrics.opens.inc();
     return known;
@@ -50,7 +38,7 @@ export class TrackingService {
   async unsubscribeTarget(token: string): Promise<{ email: string; messageId: string } | null> {
     const id = this.messageOf(token, 'u');
     if (!id) return null;
-    const [m] = await sql<{ to_email: string }>(this.em, `select to_email from outbound_messages where id = ?`, [id]);
+    const m = await linkTarget(this.em, id);
     return m ? { email: m.to_email, messageId: id } : null;
   }
 
@@ -63,16 +51,10 @@ export class TrackingService {
     if (!id) return false;
     const now = this.deps.clock.now();
     const done = await this.em.transactional(async (em) => {
-      const [m] = await sql<{ workspace_id: string; lead_id: string; to_email: string }>(
-        em,
-        `select workspace_id, lead_id, to_email from outbound_messages where id = ?`,
-        [id],
-      );
+      const m = await linkTarget(em, id);
       if (!m) return false;
-      await new SuppressionService(this.deps, em).add(m.workspace_id, [m.to_email], 'unsubscribe', id, em);
-      // enrollments_lead_idx
-      const enrollments = await sql<{ id: string }>(em, `select id from enrollments where lead_id = ? order by id for update`, [m.lead_id]);
-      await endEnrollments(em, enrollments.map((e) => e.id), 'unsubscribed', 'unsubscribed', now);
+      await suppress(em, m.workspace_id, [m.to_email], 'unsubscribe', id, now);
+      await endEnrollments(em, await enrollmentsOfLead(em, m.lead_id), 'unsubscribed', 'unsubscribed', now);
       return true;
     });
     if (done) this.deps.metrics.unsubscribes.inc({ source: 'link' });

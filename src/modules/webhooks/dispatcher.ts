@@ -1,10 +1,10 @@
-import { performance } from 'node:perf_hooks';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import type { RecurringJob } from '../../jobs/agenda.ts';
 import { PreparedStatements } from '../../db/statements.ts';
 import { WebhookHttpClient, type Resolver } from '../../adapters/http-client.ts';
 import type { ClaimedDelivery, DeliveryState } from './entities.ts';
 import { envelope, deliveryHeaders } from './payload.ts';
+import { DeliveryRound, type WebhookRoundResult } from './round.ts';
 import { fanOut, hasPendingEvents, claimDue, releaseClaims, recordOutcomes, type AttemptOutcome, type Statements } from './repository.ts';
 
 export interface WebhookDispatchOptions {
@@ -32,42 +32,7 @@ export interface WebhookDispatchOptions {
   owner?: string;
 }
 
-export interface WebhookRoundResult {
-  fannedOut: number;
-  claimed: number;
-  delivered: number;
-  retrying: number;
-  failed: number;
-}
-
-/**
- * Wakes the round's loop when a slot frees or a fan-out pass ends, or after `ms`. A wake that
- * comes while the loop is busy is kept, so the next wait returns at once.
- */
-class Waker {
-  private wakeUp: (() => void) | null = null;
-  private pending = false;
-  wake(): void {
-    if (this.wakeUp) this.wakeUp();
-    else this.pending = true;
-  }
-  wait(ms: number): Promise<void> {
-    if (this.pending) {
-      this.pending = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      timer.unref();
-      this.wakeUp = done;
-    });
-  }
-}
+export type { WebhookRoundResult };
 
 /**
  * Writes attempt outcomes in batches, one statement each: a batch goes out once `minBatch`
@@ -77,7 +42,7 @@ class Waker {
  * never the next attempt, whose slot frees at the receiver's answer. A batch that fails is
  * written again row by row, so one bad row cannot take the others with it.
  */
-class OutcomeWriter {
+class DeliveryOutcomeWriter {
   private queue: Array<{ outcome: AttemptOutcome; done: (moved: boolean) => void; fail: (err: unknown) => void }> = [];
   private writing = false;
   private full: (() => void) | null = null;
@@ -151,7 +116,7 @@ class OutcomeWriter {
 export class WebhookDispatcher {
   private readonly http: WebhookHttpClient;
   private readonly db: PreparedStatements;
-  private readonly writer: OutcomeWriter;
+  private readonly writer: DeliveryOutcomeWriter;
   private readonly concurrency: number;
   /** Decrypted signing secrets by ciphertext (a rotation makes a new ciphertext). */
   private readonly secrets = new Map<string, string>();
@@ -172,7 +137,7 @@ export class WebhookDispatcher {
       maxSockets: this.concurrency,
     });
     this.db = new PreparedStatements(deps.orm.config.getClientUrl(), 3, { asyncCommit: true, indexPathsOnly: true });
-    this.writer = new OutcomeWriter(deps, this.db, 4 * this.concurrency, opts.outcomeWaitMs ?? 20);
+    this.writer = new DeliveryOutcomeWriter(deps, this.db, 4 * this.concurrency, opts.outcomeWaitMs ?? 20);
   }
 
   /**
@@ -216,105 +181,27 @@ export class WebhookDispatcher {
    * `pollMs` instead of at the next Agenda tick.
    */
   async runRound(): Promise<WebhookRoundResult> {
-    const result: WebhookRoundResult = { fannedOut: 0, claimed: 0, delivered: 0, retrying: 0, failed: 0 };
     const conc = this.concurrency;
-    const pollMs = this.opts.pollMs ?? 100;
-    const capacity = conc + (this.opts.queue ?? 6 * conc);
-    const started = performance.now();
-    const waker = new Waker();
-    const waiting: ClaimedDelivery[] = [];
-    const inflight = new Set<Promise<void>>();
-    const writes = new Set<Promise<void>>();
-
-    const launch = () => {
-      while (waiting.length && inflight.size < conc && !this.stopping) {
-        const p: Promise<void> = this.attempt(waiting.shift()!, result, writes).finally(() => {
-          inflight.delete(p);
-          launch();
-          waker.wake();
-        });
-        inflight.add(p);
-      }
-    };
-
-    // Work is fetched in the background, up to two fetches at once, so one's round trip hides
-    // behind the other's; each reserves the room it asks for. Fetched deliveries join the queue
-    // in the order their fetches started, so a lease computed for a queue position (everything
-    // queued or reserved before it) is never too short.
-    let fetching = 0;
-    let reserved = 0;
-    let applied: Promise<void> = Promise.resolve();
-    let claimedAt = -Infinity;
-    let claimFull = false;
-    let outboxCheckedAt = -Infinity;
-    let outboxEmpty = false;
-    let idleSince = started;
-    const fetch = (kind: 'claim' | 'fanout', limit: number) => {
-      const ahead = inflight.size + waiting.length + reserved - conc;
-      fetching++;
-      reserved += limit;
-      const got =
-        kind === 'claim'
-          ? this.claim(limit, ahead).then((claims) => {
-              claimFull = claims.length === limit;
-              result.claimed += claims.length;
-              return claims;
-            })
-          : this.fanOut(limit, ahead, outboxEmpty).then((f) => {
-              // An event nobody subscribes to makes no delivery: a full batch of events means more wait.
-              outboxEmpty = f.events < limit;
-              result.fannedOut += f.events;
-              return f.claims;
-            });
-      applied = applied
-        .then(() => got)
-        .then((claims) => {
-          fetching--;
-          reserved -= limit;
-          waiting.push(...claims);
-          if (claims.length) idleSince = performance.now();
-          launch();
-          waker.wake();
-        });
-    };
-    while (!this.stopping && performance.now() - started < (this.opts.maxRoundMs ?? 25_000)) {
-      // Outcomes not yet written hold their leases: do not run far ahead of the database.
-      while (writes.size > 8 * conc) await Promise.race(writes);
-      const room = capacity - inflight.size - waiting.length - reserved;
-      // Work comes in batches of at least half the queue, except when idle: a fan-out's cost is
-      // mostly per statement (bench/webhooks.ts: batches of 8 cost twice as much per delivery
-      // as batches of 64), and half a queue still waits behind the slots meanwhile.
-      const enough = inflight.size + waiting.length + reserved ? Math.max(1, (capacity - conc) >> 1) : 1;
-      if (fetching < 2 && room >= enough) {
-        if (claimFull || performance.now() - claimedAt >= pollMs) {
-          claimedAt = performance.now();
-          fetch('claim', room);
-          continue;
-        }
-        if (!outboxEmpty || performance.now() - outboxCheckedAt >= pollMs) {
-          outboxCheckedAt = performance.now();
-          fetch('fanout', room);
-          continue;
-        }
-      }
-      if (fetching || inflight.size || waiting.length) idleSince = performance.now();
-      else if (outboxEmpty && !claimFull && performance.now() - idleSince >= (this.opts.lingerMs ?? 20_000)) break;
-      await waker.wait(pollMs);
-    }
-    await applied;
-
-    for (;;) {
-      // Stopping: what has not started goes back at once rather than at lease expiry.
-      if (this.stopping && waiting.length)
-        await releaseClaims(this.db, waiting.splice(0), this.deps.clock.now()).catch((err) =>
-          this.deps.log.warn({ err }, 'could not give back webhook claims; they return when their lease runs out'),
-        );
-      launch();
-      if (!inflight.size) break;
-      await Promise.race(inflight);
-    }
-    await Promise.all(writes);
-    return result;
+    const round = new DeliveryRound(
+      {
+        stopping: () => this.stopping,
+        claim: (limit, ahead) => this.claim(limit, ahead),
+        fanOut: (limit, ahead, probe) => this.fanOut(limit, ahead, probe),
+        attempt: (c, result, writes) => this.attempt(c, result, writes),
+        giveBack: (claims) =>
+          releaseClaims(this.db, claims, this.deps.clock.now()).catch((err) =>
+            this.deps.log.warn({ err }, 'could not give back webhook claims; they return when their lease runs out'),
+          ),
+      },
+      {
+        concurrency: conc,
+        capacity: conc + (this.opts.queue ?? 6 * conc),
+        pollMs: this.opts.pollMs ?? 100,
+        maxRoundMs: this.opts.maxRoundMs ?? 25_000,
+        lingerMs: this.opts.lingerMs ?? 20_000,
+      },
+    );
+    return round.run();
   }
 
   /**

@@ -1,9 +1,9 @@
-import type { EventType } from '../events/outbox.ts';
+import { EVENT_TYPES, type EventType } from '../events/catalogue.ts';
 
 // Rows of the webhook tables (created by 0001_initial). The module reads and writes them with
 // hand-written SQL in repository.ts; these are the shapes it works with.
 
-export const EVENT_TYPES = ['campaign.started', 'message.sent', 'message.bounced', 'reply.received'] as const satisfies readonly EventType[];
+export { EVENT_TYPES };
 
 export type WebhookStatus = 'active' | 'disabled';
 export type DeliveryState = 'pending' | 'delivered' | 'failed';

@@ -1,20 +1,13 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { EventType } from '../events/outbox.ts';
+import { EVENT_FIELDS, type EventType } from '../events/catalogue.ts';
 
 // What a receiver gets (contract §6, §7): the envelope {id, event, timestamp, webhookId, data},
 // signed with HMAC-SHA256 over the exact body bytes.
 
-/** Data fields of each event, in the order they are sent (jsonb does not keep key order). */
-const FIELD_ORDER: Record<EventType, string[]> = {
-  'campaign.started': ['campaignId', 'name', 'startedAt', 'resumed'],
-  'message.sent': ['campaignId', 'leadId', 'email', 'sequenceStep', 'messageId', 'messageIdHeader', 'sentAt'],
-  'message.bounced': ['campaignId', 'leadId', 'email', 'sequenceStep', 'messageId', 'messageIdHeader', 'bounceType', 'bounceReason', 'bouncedAt'],
-  'reply.received': ['replyId', 'campaignId', 'email', 'classification', 'threadSnippet', 'receivedAt'],
-};
 
 function ordered(event: EventType, data: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const k of FIELD_ORDER[event] ?? []) if (k in data) out[k] = data[k];
+  for (const k of EVENT_FIELDS[event] ?? []) if (k in data) out[k] = data[k];
   for (const [k, v] of Object.entries(data)) if (!(k in out)) out[k] = v;
   return out;
 }

@@ -459,3 +459,17 @@ export const OUTCOMES_SQL = `with o as (
         where d.id = l.id and l.id not in (select id from moved)
      )
      select n from moved`;
+
+/**
+ * Retention (maintenance/retention.ts): finished deliveries (attempts and all) in the heap pages
+ * [from, to) created before `cutoff`. Returns one row per delivery deleted.
+ */
+export async function pruneDeliveries(em: EntityManager, from: string, to: string, cutoff: Date): Promise<unknown[]> {
+  return sql(
+    em,
+    `delete from webhook_deliveries
+      where ctid >= ?::tid and ctid < ?::tid and created_at < ? and state in ('delivered', 'failed')
+      returning 1`,
+    [from, to, cutoff],
+  );
+}

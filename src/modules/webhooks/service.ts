@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { ApiError, type FieldError } from '../../shared/errors.ts';
 import { newId } from '../../adapters/ids.ts';
 import { parseWebhookUrl, checkWebhookHost } from '../../adapters/http-client.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import type { EventType } from '../events/outbox.ts';
 import { EVENT_TYPES, type Delivery, type DeliveryState, type Webhook } from './entities.ts';
 import { newSigningSecret } from './payload.ts';

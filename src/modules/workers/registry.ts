@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import type { Logger } from '../../adapters/logger.ts';
 import type { Clock } from '../../adapters/clock.ts';
+import { REQUEUED } from '../messages/transitions.ts';
 
 /** What a reclaim took over from dead workers. */
 export interface Reclaimed {
@@ -32,8 +33,7 @@ export interface RegistryOptions {
 export async function reclaimWork(db: pg.ClientBase, owners: string[], now: Date): Promise<Omit<Reclaimed, 'workers'>> {
   const { rows } = await db.query<{ messages: number; deliveries: number; mailboxes: number }>(
     `with m as (
-       update outbound_messages set state = 'queued', claimed_by = null, lease_until = null, pool_id = null,
-              sender_account_id = null, smtp_started_at = null, updated_at = $2
+       update outbound_messages set ${REQUEUED}, updated_at = $2
         where state = 'sending' and claimed_by = any($1::text[])
        returning 1
      ), d as (

@@ -1,10 +1,10 @@
-import { sql } from '../../db/sql.ts';
+import { advisoryXactLockId } from '../../db/admin.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../adapters/ids.ts';
 import { generateApiKey, hashApiKey } from '../../adapters/crypto.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { WorkspaceSchema, ApiKeySchema, InstanceSettingSchema, type Workspace, type Role } from './entities.ts';
 import { SdrSchema } from '../sdrs/entities.ts';
 import { deleteDeliveriesOf, lockWorkspaceWebhooks } from '../webhooks/repository.ts';
@@ -104,7 +104,7 @@ export class WorkspaceService {
    */
   async bootstrap(): Promise<CreatedKey | null> {
     return this.em.transactional(async (em) => {
-      await sql(em, 'select pg_advisory_xact_lock(7202612)');
+      await advisoryXactLockId(em, 7202612);
       const count = await em.count(WorkspaceSchema, {});
       const seeded = await em.findOne(InstanceSettingSchema, { key: 'bootstrapped_at' });
       if (count > 0 || seeded) return null;
@@ -123,7 +123,7 @@ export class WorkspaceService {
    */
   async checkSecretKey(): Promise<void> {
     await this.em.transactional(async (em) => {
-      await sql(em, 'select pg_advisory_xact_lock(7202613)');
+      await advisoryXactLockId(em, 7202613);
       const row = await em.findOne(InstanceSettingSchema, { key: KEY_CHECK });
       if (!row) {
         em.create(InstanceSettingSchema, { key: KEY_CHECK, value: this.deps.crypto.encrypt(KEY_CHECK_PLAINTEXT), updatedAt: this.deps.clock.now() });

@@ -1,0 +1,131 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import type { Style } from './offline.ts';
+import type { Scores } from './judge.ts';
+
+// Drafts and their insights (drafts, draft_insights): the one place that writes them.
+
+export type DraftState = 'generated' | 'edited' | 'superseded' | 'sent' | 'discarded';
+export type Approach = Style | 'offline_template';
+
+/** A draft that can still be edited, sent, discarded or regenerated. */
+export const OPEN_STATES: DraftState[] = ['generated', 'edited'];
+
+export interface DraftRow {
+  id: string;
+  thread_id: string;
+  sdr_id: string;
+  workspace_id: string;
+  state: DraftState;
+  subject: string;
+  body_text: string;
+  body_html: string;
+  instructions: string | null;
+  model: string | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  latency_ms: number | null;
+  sent_message_id: string | null;
+  superseded_by: string | null;
+  created_at: string | Date;
+  updated_at: string | Date;
+}
+
+export interface InsightRow {
+  draft_id: string;
+  approach: Approach;
+  confidence: number;
+  rationale: string;
+  scores: { scores?: Scores; style?: Style; [k: string]: unknown };
+}
+
+export async function draftOf(em: EntityManager, workspaceId: string, sdrId: string, draftId: string): Promise<DraftRow | undefined> {
+  const [d] = await sql<DraftRow>(em, `select * from drafts where id = ? and workspace_id = ? and sdr_id = ?`, [draftId, workspaceId, sdrId]);
+  return d;
+}
+
+export async function insightOf(em: EntityManager, draftId: string): Promise<InsightRow | undefined> {
+  const [insight] = await sql<InsightRow>(em, `select * from draft_insights where draft_id = ?`, [draftId]);
+  return insight;
+}
+
+/** Locks the draft (its send is decided under the lock). */
+export async function lockDraft(em: EntityManager, draftId: string): Promise<DraftRow> {
+  const [locked] = await sql<DraftRow>(em, `select * from drafts where id = ? for update`, [draftId]);
+  return locked;
+}
+
+export async function insertDraft(
+  em: EntityManager,
+  d: {
+    id: string;
+    workspaceId: string;
+    threadId: string;
+    sdrId: string;
+    subject: string;
+    bodyText: string;
+    bodyHtml: string;
+    instructions: string | null;
+    model: string | null;
+    promptTokens: number | null;
+    completionTokens: number | null;
+    latencyMs: number | null;
+  },
+  i: { approach: Approach; confidence: number; rationale: string; scores: unknown },
+  now: Date,
+): Promise<{ row: DraftRow; insight: InsightRow }> {
+  const [row] = await sql<DraftRow>(
+    em,
+    `insert into drafts (id, workspace_id, thread_id, sdr_id, state, subject, body_text, body_html, instructions, model, prompt_tokens, completion_tokens,
+                         latency_ms, created_at, updated_at)
+     values (?, ?, ?, ?, 'generated', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning *`,
+    [d.id, d.workspaceId, d.threadId, d.sdrId, d.subject, d.bodyText, d.bodyHtml, d.instructions, d.model, d.promptTokens, d.completionTokens, d.latencyMs, now, now],
+  );
+  const [insight] = await sql<InsightRow>(
+    em,
+    `insert into draft_insights (draft_id, approach, confidence, rationale, scores) values (?, ?, ?, ?, ?::jsonb) returning *`,
+    [d.id, i.approach, i.confidence, i.rationale, JSON.stringify(i.scores)],
+  );
+  return { row, insight };
+}
+
+/** Compare-and-set: the open draft becomes superseded by its successor; false when it was no longer open. */
+export async function supersede(em: EntityManager, draftId: string, by: string, now: Date): Promise<boolean> {
+  const moved = await sql<{ id: string }>(
+    em,
+    `update drafts set state = 'superseded', superseded_by = ?, updated_at = ? where id = ? and state = any(?::text[]) returning id`,
+    [by, now, draftId, OPEN_STATES],
+  );
+  return moved.length > 0;
+}
+
+/** The open draft edited; undefined when it was no longer open. */
+export async function edit(em: EntityManager, draftId: string, e: { bodyText: string; bodyHtml: string; subject: string }, now: Date): Promise<DraftRow | undefined> {
+  const [row] = await sql<DraftRow>(
+    em,
+    `update drafts set state = 'edited', body_text = ?, body_html = ?, subject = ?, updated_at = ?
+      where id = ? and state = any(?::text[]) returning *`,
+    [e.bodyText, e.bodyHtml, e.subject, now, draftId, OPEN_STATES],
+  );
+  return row;
+}
+
+/** The open draft discarded; false when it was no longer open. */
+export async function discard(em: EntityManager, draftId: string, now: Date): Promise<boolean> {
+  const rows = await sql<{ id: string }>(em, `update drafts set state = 'discarded', updated_at = ? where id = ? and state = any(?::text[]) returning id`, [
+    now,
+    draftId,
+    OPEN_STATES,
+  ]);
+  return rows.length > 0;
+}
+
+export async function markDraftSent(em: EntityManager, draftId: string, sentMessageId: string | null, mail: { bodyText: string; bodyHtml: string }, now: Date): Promise<void> {
+  await sql(em, `update drafts set state = 'sent', sent_message_id = ?, body_text = ?, body_html = ?, updated_at = ? where id = ?`, [
+    sentMessageId,
+    mail.bodyText,
+    mail.bodyHtml,
+    now,
+    draftId,
+  ]);
+}

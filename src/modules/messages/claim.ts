@@ -1,0 +1,134 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+
+// Claiming due messages for a pool (sending/capacity.ts decides, under the pool's row lock).
+// The statements lock the pool's and its accounts' rows (FOR NO KEY UPDATE) to serialize
+// capacity decisions; they write only outbound_messages.
+
+const DAY_MS = 86_400_000;
+
+export interface PoolCapacity {
+  dailyCapacity: number;
+  used: number;
+  inFlight: number;
+}
+
+/**
+ * The claim's statements are index lookups and ordered index scans by design, on tables that
+ * grow fast from empty (a campaign's queue is written in one go when it starts): plans made from
+ * statistics taken while a table was small read it whole (the claim's update hash-joined a
+ * sequential scan of outbound_messages, ~10 ms per claim of 100 at 10,000 messages). For the
+ * claim transaction only, the planner uses index paths where there are any (as the dispatcher's
+ * prepared statements do, see PreparedStatements' indexPathsOnly; bitmap scans stay allowed:
+ * the pool's rolling count reads fewer heap pages with one).
+ */
+export async function claimPlans(em: EntityManager): Promise<void> {
+  await sql(
+    em,
+    `select set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+            set_config('enable_mergejoin', 'off', true)`,
+  );
+}
+
+/**
+ * Locks the pool row (serializing capacity decisions for it) and reads its usage. FOR NO KEY
+ * UPDATE, like the accounts below: it excludes other claims of the pool but not the key-share
+ * locks of foreign-key checks (a claim's pool_id, an outcome's sticky account), which FOR
+ * UPDATE made wait for the whole claim transaction.
+ */
+export async function lockPool(em: EntityManager, poolId: string, now: Date): Promise<PoolCapacity | null> {
+  const [pool] = await sql<{ daily_capacity: number }>(em, `select daily_capacity from sender_pools where id = ? for no key update`, [poolId]);
+  if (!pool) return null;
+  // outbound_pool_sent_idx and outbound_sending_pool_idx
+  const [usage] = await sql<{ used: string; in_flight: string }>(
+    em,
+    `select (select count(*) from outbound_messages where pool_id = ? and sent_at is not null and sent_at > ?) as used,
+            (select count(*) from outbound_messages where pool_id = ? and state = 'sending') as in_flight`,
+    [poolId, new Date(now.getTime() - DAY_MS), poolId],
+  );
+  return { dailyCapacity: pool.daily_capacity, used: Number(usage.used), inFlight: Number(usage.in_flight) };
+}
+
+export interface AccountSlot {
+  id: string;
+  daily_limit: number | null;
+  min_interval_ms: number;
+  last_sent_at: Date | string | null;
+  used: string;
+  in_flight: string;
+}
+
+/**
+ * The pool's accounts that may send (active, not failing authentication, not in a back-off
+ * after an unreachable server or throttling: senders/health.ts), locked in id order so
+ * an account shared by two pools is never over its own limit, with their rolling usage (counted
+ * only for an account with a daily limit: without one nothing reads it).
+ */
+export async function lockAccounts(em: EntityManager, poolId: string, now: Date): Promise<AccountSlot[]> {
+  // pool_members primary key; outbound_sender_sent_idx and outbound_sending_sender_idx
+  return sql<AccountSlot>(
+    em,
+    `select a.id, a.daily_limit, a.min_interval_ms, a.last_sent_at,
+            case when a.daily_limit is null then 0
+                 else (select count(*) from outbound_messages m where m.sender_account_id = a.id and m.sent_at is not null and m.sent_at > ?) end as used,
+            (select count(*) from outbound_messages m where m.sender_account_id = a.id and m.state = 'sending') as in_flight
+       from pool_members pm join sender_accounts a on a.id = pm.sender_account_id
+      where pm.pool_id = ? and a.status = 'active' and a.health <> 'auth_failed'
+        and (a.health_retry_at is null or a.health_retry_at <= ?)
+      order by a.id
+      for no key update of a`,
+    [new Date(now.getTime() - DAY_MS), poolId, now],
+  );
+}
+
+export interface Candidate {
+  id: string;
+  enrollment_id: string;
+  sticky: string | null;
+}
+
+/** Due queued messages of the given campaigns, oldest first, locked; others' locks skipped. */
+export async function dueMessages(em: EntityManager, campaignIds: string[], now: Date, limit: number): Promise<Candidate[]> {
+  // outbound_claim_order_idx (campaign_id, due_at, id) where state = 'queued', one ordered scan
+  // per campaign stopped at the limit (`campaign_id = any(...)` would read and sort the queue).
+  return sql<Candidate>(
+    em,
+    `select x.id, x.enrollment_id, e.sender_account_id as sticky
+       from unnest(?::text[]) as c(id)
+       cross join lateral (
+         select m.id, m.enrollment_id, m.due_at from outbound_messages m
+          where m.campaign_id = c.id and m.state = 'queued' and m.due_at <= ?
+          order by m.due_at, m.id
+          limit ?
+          for update skip locked) x
+       join enrollments e on e.id = x.enrollment_id
+      order by x.due_at, x.id
+      limit ?`,
+    [campaignIds, now, limit, limit],
+  );
+}
+
+/**
+ * The claim itself: the messages become `sending`, owned by this worker under a lease. The
+ * accounts' `last_sent_at` is the senders' (senders/repository.ts `noteClaimed`), written by
+ * the caller in the same transaction.
+ */
+export async function claim(
+  em: EntityManager,
+  claims: Array<{ id: string; enrollmentId: string; accountId: string }>,
+  poolId: string,
+  workerId: string,
+  now: Date,
+  leaseUntil: Date,
+): Promise<void> {
+  await sql(
+    em,
+    `update outbound_messages m set state = 'sending', pool_id = ?, sender_account_id = t.account_id, claimed_by = ?,
+            lease_until = ?, updated_at = ?
+       from unnest(?::text[], ?::text[]) as t(id, account_id)
+      where m.id = t.id`,
+    [poolId, workerId, leaseUntil, now, claims.map((c) => c.id), claims.map((c) => c.accountId)],
+  );
+  // The account that sends a lead's message becomes the enrollment's (sticky) account when the
+  // outcome is recorded (markSent), not here: a claim that is not sent changes nothing.
+}

@@ -1,0 +1,89 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import { bumpCounters } from './counters.ts';
+
+// Enrollment transitions: ending enrollments (which cancels their pending messages), noting an
+// event on one, postponing its waiting step.
+
+export type EndStatus = 'completed' | 'replied' | 'bounced' | 'unsubscribed' | 'suppressed';
+
+/** Which statuses each ending may replace (contract §7: unsubscribe overrides completed). */
+const REPLACES: Record<EndStatus, string[]> = {
+  completed: ['active'],
+  replied: ['active', 'completed'],
+  bounced: ['active', 'completed'],
+  suppressed: ['active'],
+  unsubscribed: ['active', 'completed', 'replied'],
+};
+
+/**
+ * Ends enrollments: sets their status, cancels their pending (queued or scheduled) messages and
+ * adjusts the campaign counters, all in the caller's transaction. A message already being sent
+ * finishes; its outcome schedules nothing further because the enrollment is no longer active.
+ * Returns the enrollments that changed.
+ */
+export async function endEnrollments(em: EntityManager, enrollmentIds: string[], status: EndStatus, event: string, now: Date) {
+  if (!enrollmentIds.length) return [];
+  const ended = await sql<{ id: string; campaign_id: string }>(
+    em,
+    `update enrollments set status = ?, last_event = ?, last_event_at = ?, updated_at = ?
+      where id = any(?::text[]) and status = any(?::text[])
+      returning id, campaign_id`,
+    [status, event, now, now, enrollmentIds, REPLACES[status]],
+  );
+  if (!ended.length) return ended;
+  // outbound_pending_enrollment_idx
+  const cancelled = await sql<{ campaign_id: string; old_state: string }>(
+    em,
+    `update outbound_messages m set state = 'cancelled', cancel_reason = ?, updated_at = ?
+       from (select id, state as old_state from outbound_messages
+              where enrollment_id = any(?::text[]) and state in ('queued', 'scheduled') for update) o
+      where m.id = o.id
+      returning m.campaign_id, o.old_state`,
+    [status, now, ended.map((e) => e.id)],
+  );
+  const byCampaign = new Map<string, { queued: number; scheduled: number; unsubscribed: number }>();
+  const slot = (id: string) => byCampaign.get(id) ?? byCampaign.set(id, { queued: 0, scheduled: 0, unsubscribed: 0 }).get(id)!;
+  for (const c of cancelled) slot(c.campaign_id)[c.old_state === 'queued' ? 'queued' : 'scheduled']--;
+  if (status === 'unsubscribed') for (const e of ended) slot(e.campaign_id).unsubscribed++;
+  for (const [campaignId, delta] of [...byCampaign.entries()].sort(([a], [b]) => a.localeCompare(b))) await bumpCounters(em, campaignId, delta);
+  return ended;
+}
+
+/** Every enrollment of a lead, locked in id order (ending them all: unsubscribe, complaint). */
+export async function enrollmentsOfLead(em: EntityManager, leadId: string): Promise<string[]> {
+  // enrollments_lead_idx
+  const enrollments = await sql<{ id: string }>(em, `select id from enrollments where lead_id = ? order by id for update`, [leadId]);
+  return enrollments.map((e) => e.id);
+}
+
+/** The lead's last event on an enrollment that goes on (an open, an out-of-office). */
+export async function noteEnrollmentEvent(em: EntityManager, enrollmentId: string, event: 'opened' | 'out_of_office', now: Date): Promise<void> {
+  await sql(em, `update enrollments set last_event = ?, last_event_at = ?, updated_at = ? where id = ?`, [event, now, now, enrollmentId]);
+}
+
+export interface Postponed {
+  messageId: string;
+  from: Date;
+  to: Date;
+}
+
+/**
+ * Moves the enrollment's waiting step (queued, or scheduled earlier than `notBefore`) to
+ * `notBefore`. A step already scheduled later stays where it is, and one a worker has claimed
+ * (`sending`) goes out: its SMTP transaction may have begun.
+ */
+export async function postponeNextStep(em: EntityManager, enrollmentId: string, notBefore: Date, now: Date): Promise<Postponed | null> {
+  const [m] = await sql<{ id: string; campaign_id: string; state: 'queued' | 'scheduled'; due_at: Date | string }>(
+    em,
+    `select id, campaign_id, state, due_at from outbound_messages
+      where enrollment_id = ? and state in ('queued', 'scheduled') order by step_index limit 1 for update`,
+    [enrollmentId],
+  );
+  if (!m || new Date(m.due_at) >= notBefore) return null;
+  // Scheduled (not queued) even when the new time has passed by the time promoteDue runs: the
+  // promotion moves it and its counters like any follow-up.
+  await sql(em, `update outbound_messages set state = 'scheduled', due_at = ?, updated_at = ? where id = ?`, [notBefore, now, m.id]);
+  if (m.state === 'queued') await bumpCounters(em, m.campaign_id, { queued: -1, scheduled: 1 });
+  return { messageId: m.id, from: new Date(m.due_at), to: notBefore };
+}

@@ -1,0 +1,44 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import type { OutboundRef } from './send.ts';
+
+// Finding our messages from outside: the message an inbound mail answers or reports on.
+
+export interface MatchedMessage extends OutboundRef {
+  message_id_header: string | null;
+  state: string;
+}
+
+const MATCH_COLUMNS = `m.id, m.workspace_id, m.campaign_id, m.enrollment_id, m.lead_id, m.step_index, m.to_email, m.message_id_header, m.state`;
+
+/** Our outbound message with one of these Message-IDs (the latest in the chain wins). */
+export async function matchByMessageIds(em: EntityManager, workspaceId: string, ids: string[]): Promise<MatchedMessage | undefined> {
+  if (!ids.length) return undefined;
+  // outbound_message_id_key
+  const rows = await sql<MatchedMessage & { pos: number }>(
+    em,
+    `select ${MATCH_COLUMNS}, t.pos
+       from unnest(?::text[]) with ordinality as t(mid, pos)
+       join outbound_messages m on m.message_id_header = t.mid
+      where m.workspace_id = ? and m.kind = 'campaign'
+      order by t.pos desc limit 1`,
+    [ids, workspaceId],
+  );
+  return rows[0];
+}
+
+/**
+ * The most recent campaign message this account sent to that address (also after the lead's
+ * sequence completed, contract §7).
+ */
+export async function matchBySender(em: EntityManager, senderAccountId: string, address: string): Promise<MatchedMessage | undefined> {
+  // outbound_sender_to_idx (sender_account_id, lower(to_email), sent_at desc)
+  const rows = await sql<MatchedMessage>(
+    em,
+    `select ${MATCH_COLUMNS} from outbound_messages m
+      where m.sender_account_id = ? and lower(m.to_email) = lower(?) and m.sent_at is not null and m.kind = 'campaign'
+      order by m.sent_at desc limit 1`,
+    [senderAccountId, address],
+  );
+  return rows[0];
+}

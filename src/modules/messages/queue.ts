@@ -1,0 +1,171 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import { orderedIds } from '../../adapters/ids.ts';
+import { bumpCounters } from './counters.ts';
+import type { LeadColumns } from './send.ts';
+
+// Putting messages into the queue: enrolling leads, queueing first steps (and telling the
+// workers), promoting due follow-ups. outbound_messages and enrollments are owned by this
+// module (docs/architecture.md).
+
+/** The PostgreSQL channel a campaign start (or leads queued into a running campaign) notifies. */
+export const SEND_CHANNEL = 'mailgate_send';
+
+/**
+ * Tells the workers that messages were queued for sending. Call it in the transaction that
+ * queues them: PostgreSQL delivers the notification when (and only if) it commits
+ * (sending/wakeup.ts listens).
+ */
+export async function notifyQueued(em: EntityManager): Promise<void> {
+  await sql(em, `select pg_notify('${SEND_CHANNEL}', '')`);
+}
+
+/**
+ * Ids for the messages one statement queues, in the order it writes them: the statement's
+ * clock in microseconds, the row's number, 32 random bits. The primary key and
+ * outbound_claim_order_idx (campaign_id, due_at, id) then grow at their right edge instead of
+ * taking 100,000 inserts at random places (a campaign start: docs/benchmarks.md, issue 20); the
+ * claim sends a campaign's first steps in enrollment order.
+ */
+const ORDERED_MESSAGE_ID = `'msg_' || lpad(to_hex((select (extract(epoch from clock_timestamp()) * 1000000)::bigint)), 14, '0')
+       || lpad(to_hex(row_number() over ()), 8, '0') || lpad(to_hex((random() * 4294967295)::bigint), 8, '0')`;
+
+/**
+ * Enrolls leads into a campaign; a lead already enrolled keeps its enrollment untouched. A
+ * suppressed address is enrolled with status `suppressed` (never sent to).
+ */
+export async function enroll(em: EntityManager, workspaceId: string, campaignId: string, leads: Array<{ id: string; emailKey: string; email: string }>, now: Date) {
+  // enrollments_campaign_lead_key: the conflict target; suppressions primary key for the join.
+  return sql<{ id: string; lead_id: string; status: string }>(
+    em,
+    `insert into enrollments (id, workspace_id, campaign_id, lead_id, status, created_at, updated_at)
+     select t.id, ?, ?, t.lead_id, case when s.email_key is null then 'active' else 'suppressed' end, ?, ?
+       from unnest(?::text[], ?::text[], ?::text[]) as t(id, lead_id, email_key)
+       left join suppressions s on s.workspace_id = ? and s.email_key = t.email_key
+     on conflict (campaign_id, lead_id) do nothing
+     returning id, lead_id, status`,
+    [workspaceId, campaignId, now, now, orderedIds('enr', leads.length), leads.map((l) => l.id), leads.map((l) => l.emailKey), workspaceId],
+  );
+}
+
+/**
+ * Queues step 0 for every active enrollment of the campaign that has none yet.
+ * Idempotent: the (enrollment, step) unique index makes a repeat a no-op. Returns how many
+ * messages were queued.
+ */
+export async function queueFirstSteps(em: EntityManager, campaignId: string, now: Date): Promise<number> {
+  // enrollments_campaign_seq_idx for the campaign's enrollments; outbound_enrollment_step_key
+  // is the conflict target that skips the ones already queued (no anti-join: its plan is at
+  // the mercy of table statistics, and a fresh campaign has none).
+  const rows = await sql<{ n: string }>(
+    em,
+    `with q as (
+       insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
+       select ${ORDERED_MESSAGE_ID}, e.workspace_id, e.campaign_id, e.id, e.lead_id, 0, 'queued', ?, l.email, ?, ?
+         from enrollments e join leads l on l.id = e.lead_id
+        where e.campaign_id = ? and e.status = 'active'
+       on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
+       returning 1
+     )
+     select count(*) as n from q`,
+    [now, now, now, campaignId],
+  );
+  return Number(rows[0].n);
+}
+
+/** Queues step 0 for enrollments just created in a running campaign (no join needed). */
+export async function queueFirstStepsFor(
+  em: EntityManager,
+  workspaceId: string,
+  campaignId: string,
+  enrollments: Array<{ id: string; leadId: string; email: string }>,
+  now: Date,
+): Promise<number> {
+  if (!enrollments.length) return 0;
+  const rows = await sql<{ n: string }>(
+    em,
+    `with q as (
+       insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
+       select ${ORDERED_MESSAGE_ID}, ?, ?, t.enrollment_id, t.lead_id, 0, 'queued', ?, t.email, ?, ?
+         from unnest(?::text[], ?::text[], ?::text[]) as t(enrollment_id, lead_id, email)
+       on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
+       returning 1
+     )
+     select count(*) as n from q`,
+    [workspaceId, campaignId, now, now, now, enrollments.map((e) => e.id), enrollments.map((e) => e.leadId), enrollments.map((e) => e.email)],
+  );
+  return Number(rows[0].n);
+}
+
+/**
+ * Follow-ups whose time has come move from `scheduled` to `queued`, counters with them, in the
+ * caller's transaction. Returns how many moved.
+ */
+export async function promoteDue(em: EntityManager, now: Date, limit = 5000): Promise<number> {
+  // outbound_scheduled_idx
+  const promoted = await sql<{ campaign_id: string; n: string }>(
+    em,
+    `with p as (
+       update outbound_messages set state = 'queued', updated_at = ?
+        where id in (select id from outbound_messages where state = 'scheduled' and due_at <= ?
+                      order by due_at limit ? for update skip locked)
+        returning campaign_id)
+     select campaign_id, count(*) as n from p group by campaign_id order by campaign_id`,
+    [now, now, limit],
+  );
+  let n = 0;
+  for (const p of promoted) {
+    await bumpCounters(em, p.campaign_id, { scheduled: -Number(p.n), queued: Number(p.n) });
+    n += Number(p.n);
+  }
+  return n;
+}
+
+export interface EnrollmentRow extends LeadColumns {
+  enrollment_id: string;
+  status: string;
+  current_step: number | null;
+  last_event: string | null;
+  last_event_at: Date | string | null;
+  failure_reason: string | null;
+  created_at: Date | string;
+  lead_id: string;
+  next_send_at: Date | string | null;
+}
+
+export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string; q?: string; limit: number; offset: number }) {
+  // enrollments_campaign_seq_idx for the page and the count; outbound_enrollment_step_key for each enrollment's pending message.
+  // A search (q) filters the campaign's enrollments by their lead (leads primary key), no index of its own.
+  const conditions: string[] = [];
+  const params: unknown[] = [campaignId];
+  if (opts.status) {
+    conditions.push('and e.status = ?');
+    params.push(opts.status);
+  }
+  if (opts.q) {
+    const like = `%${opts.q.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`;
+    conditions.push(`and exists (select 1 from leads s where s.id = e.lead_id and (s.email_key like ? escape '\\' or lower(coalesce(s.first_name, '')) like ? escape '\\'
+                      or lower(coalesce(s.last_name, '')) like ? escape '\\' or lower(coalesce(s.company, '')) like ? escape '\\'))`);
+    params.push(like, like, like, like);
+  }
+  const filter = conditions.join(' ');
+  const rows = await sql<EnrollmentRow>(
+    em,
+    `select e.id as enrollment_id, e.status, e.last_event, e.last_event_at, e.created_at,
+            l.id as lead_id, l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom,
+            (select max(m.step_index) from outbound_messages m where m.enrollment_id = e.id and m.kind = 'campaign') as current_step,
+            (select min(m.due_at) from outbound_messages m
+              where m.enrollment_id = e.id and m.state in ('queued', 'scheduled', 'sending')) as next_send_at,
+            case when e.last_event = 'failed' then
+              (select m.last_error from outbound_messages m
+                where m.enrollment_id = e.id and m.kind = 'campaign' and m.state = 'failed' order by m.step_index desc limit 1)
+            end as failure_reason
+       from enrollments e join leads l on l.id = e.lead_id
+      where e.campaign_id = ? ${filter}
+      order by e.seq
+      limit ? offset ?`,
+    [...params, opts.limit, opts.offset],
+  );
+  const [{ n }] = await sql<{ n: string }>(em, `select count(*) as n from enrollments e where e.campaign_id = ? ${filter}`, params);
+  return { rows, total: Number(n) };
+}

@@ -1,0 +1,296 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import type { PreparedStatements } from '../../db/statements.ts';
+import { messageSentJsonb } from '../events/catalogue.ts';
+import { bumpCounters } from './counters.ts';
+import { endEnrollments } from './enrollments.ts';
+
+// The transitions of a message after its claim, each one statement or one short sequence in
+// the caller's transaction, counters and enrollments moved with it: requeue (and its variants),
+// markSent (the group-committed hot path), bounce, fail, cancel, markOpened.
+
+/**
+ * The one "back to the queue" reset: a message that was `sending` leaves its claim, its pool
+ * and account and its SMTP start (its Message-ID is written only with an outcome, so it is null
+ * here; cleared anyway for the retry paths that wrote it before). workers/registry.ts's reclaim
+ * uses it too.
+ */
+export const REQUEUED = `state = 'queued', claimed_by = null, lease_until = null, pool_id = null, sender_account_id = null,
+            smtp_started_at = null, message_id_header = null`;
+
+/** Back to the queue, untouched (a pause, an account that cannot send, a shutdown). */
+export async function requeue(em: EntityManager, id: string, workerId: string, now: Date, dueAt?: Date): Promise<void> {
+  await sql(
+    em,
+    `update outbound_messages set ${REQUEUED}, updated_at = ?, due_at = coalesce(?, due_at)
+      where id = ? and state = 'sending' and claimed_by is not distinct from ?`,
+    [now, dueAt ?? null, id, workerId],
+  );
+}
+
+/**
+ * Messages claimed by a worker that died (lease expired) go back to the queue. Those whose SMTP
+ * transaction had started (or had ended with its outcome not yet committed) may have been sent:
+ * they can repeat (documented). The lease of a live worker's messages is renewed until their
+ * outcome is recorded, so only a dead (or stalled) worker's claims expire.
+ */
+export async function requeueExpired(em: EntityManager, now: Date): Promise<{ released: number }> {
+  // outbound_lease_idx
+  const rows = await sql(
+    em,
+    `update outbound_messages m set ${REQUEUED}, updated_at = ?
+       from (select id from outbound_messages where state = 'sending' and lease_until < ? for update skip locked) o
+      where m.id = o.id
+      returning m.id`,
+    [now, now],
+  );
+  return { released: rows.length };
+}
+
+/** An SMTP answer of 4xx: another attempt later, or false when the attempts are used up (a soft bounce then). */
+export async function requeueForRetry(em: EntityManager, id: string, workerId: string, response: string, now: Date, retryDelaysMs: number[]): Promise<'retry' | 'exhausted' | 'lost'> {
+  const [row] = await sql<{ attempts: number }>(
+    em,
+    `update outbound_messages set attempts = attempts + 1, last_error = ?, smtp_response = ?, updated_at = ?
+      where id = ? and state = 'sending' and claimed_by is not distinct from ? returning attempts`,
+    [response, response, now, id, workerId],
+  );
+  if (!row) return 'lost';
+  if (row.attempts > retryDelaysMs.length) return 'exhausted';
+  await sql(
+    em,
+    `update outbound_messages set ${REQUEUED}, due_at = ?
+      where id = ?`,
+    [new Date(now.getTime() + retryDelaysMs[row.attempts - 1]), id],
+  );
+  return 'retry';
+}
+
+/**
+ * The account failed, not the message: back to the queue as it was, for another account of
+ * the pool; no attempt is counted against the lead.
+ */
+export async function requeueAfterAccountFailure(em: EntityManager, id: string, workerId: string, response: string, now: Date): Promise<void> {
+  await sql(
+    em,
+    `update outbound_messages set ${REQUEUED}, last_error = ?, updated_at = ?
+      where id = ? and state = 'sending' and claimed_by is not distinct from ?`,
+    [response, now, id, workerId],
+  );
+}
+
+/** message.sent's payload over the columns of the accepted statement's `m` (events/catalogue.ts). */
+export const MESSAGE_SENT_DATA = messageSentJsonb({
+  campaignId: 'campaign_id',
+  leadId: 'lead_id',
+  email: 'to_email',
+  sequenceStep: 'step_index',
+  messageId: 'id',
+  messageIdHeader: 'message_id_header',
+  sentAt: 'sent',
+});
+
+/** One accepted message of a group commit (markSent). */
+export interface AcceptedOutcome {
+  id: string;
+  /** When the server accepted it (`sent_at`, the event's time). */
+  at: Date;
+  response: string;
+  messageIdHeader: string;
+  subject: string;
+  inReplyTo: string | null;
+  references: string | null;
+  /** Ids for the next step's message and the message.sent event (adapters/ids.ts). */
+  nextId: string;
+  eventId: string;
+}
+
+/**
+ * Accepted outcomes as one statement (its own transaction): each message is sent with the
+ * server's reply and its rendered headers, its account becomes the enrollment's (sticky: the
+ * lead's follow-ups go through it), the next step is scheduled (or the enrollment completes),
+ * counters move once per campaign, and message.sent goes to the outbox for each.
+ * Data-modifying CTEs all see one snapshot and commit together. Returns the ids recorded
+ * (a message no longer ours is not).
+ *
+ * `mine` finds each message by its primary key (a lateral lookup per id) and locks it while it
+ * is still ours; the update then matches on the id alone. With `state = 'sending'` in the
+ * update's own condition the planner scanned the whole `state = 'sending'` partial index
+ * (outbound_sending_sender_idx: every claimed message of every worker, and the dead entries of
+ * those sent since the last vacuum, ~1,100 in the benchmark) and hash-joined it with the batch.
+ */
+export async function markSent(stmts: PreparedStatements, batch: AcceptedOutcome[], workerId: string): Promise<Set<string>> {
+    const rows = await stmts.run<{ id: string }>(
+      'sending.accepted',
+      `with t as (
+         select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+           as t(id, sent, response, mid, subject, in_reply_to, refs, next_id, event_id)
+       ), mine as (
+         -- by primary key: the owner test is not indexable on purpose (see send.ts guard)
+         select x.id from t cross join lateral (
+           select id from outbound_messages where id = t.id and state = 'sending' and claimed_by is not distinct from ? for update) x
+       ), m as (
+         update outbound_messages o set state = 'sent', sent_at = t.sent::timestamptz, smtp_response = t.response, lease_until = null,
+                updated_at = t.sent::timestamptz, message_id_header = t.mid, subject = t.subject, in_reply_to = t.in_reply_to,
+                references_header = t.refs
+           from t join mine on mine.id = t.id
+          where o.id = t.id
+          returning o.id, o.workspace_id, o.campaign_id, o.enrollment_id, o.lead_id, o.step_index, o.to_email, o.message_id_header,
+                    o.sender_account_id, t.sent, t.next_id, t.event_id
+       ), nxt as (
+         select m.*, s.step_index as next_step, s.delay_hours
+           from m join enrollments en on en.id = m.enrollment_id and en.status = 'active'
+           join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index + 1
+       ), ins as (
+         insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
+         select next_id, workspace_id, campaign_id, enrollment_id, lead_id, next_step,
+                case when delay_hours > 0 then 'scheduled' else 'queued' end,
+                sent::timestamptz + delay_hours * interval '1 hour', to_email, sent::timestamptz, sent::timestamptz
+           from nxt
+         on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
+         returning campaign_id, state
+       ), e as (
+         update enrollments en set last_event = 'sent', last_event_at = m.sent::timestamptz, updated_at = m.sent::timestamptz,
+                sender_account_id = m.sender_account_id,
+                status = case when en.status = 'active' and not exists (select 1 from nxt where nxt.enrollment_id = en.id) then 'completed' else en.status end
+           from m where en.id = m.enrollment_id
+          returning en.id
+       ), k as (
+         select m.campaign_id, count(*) as n,
+                (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'queued') as q,
+                (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'scheduled') as s
+           from m group by m.campaign_id
+       ), c as (
+         update campaign_counters cc set sent = sent + k.n, delivered = delivered + k.n, queued = queued - k.n + k.q, scheduled = scheduled + k.s
+           from k where cc.campaign_id = k.campaign_id
+          returning 1
+       ), ev as (
+         insert into events (id, workspace_id, type, data, created_at)
+         select event_id, workspace_id, 'message.sent',
+                ${MESSAGE_SENT_DATA},
+                sent::timestamptz
+           from m
+          returning 1
+       )
+       select id from m`,
+      [
+        batch.map((p) => p.id),
+        batch.map((p) => p.at.toISOString()),
+        batch.map((p) => p.response),
+        batch.map((p) => p.messageIdHeader),
+        batch.map((p) => p.subject),
+        batch.map((p) => p.inReplyTo),
+        batch.map((p) => p.references),
+        batch.map((p) => p.nextId),
+        batch.map((p) => p.eventId),
+        workerId,
+      ],
+    );
+  return new Set(rows.map((r) => r.id));
+}
+
+/** The message facts a bounce or failure needs. */
+export interface MessageOfEnrollment {
+  id: string;
+  campaignId: string;
+  enrollmentId: string;
+}
+
+/**
+ * Permanently rejected by the SMTP server (or out of retries): `bounced` with the rendered
+ * headers, counted as sent and bounced, the enrollment `bounced`. False when the message is no
+ * longer this worker's. The caller suppresses the address and records message.bounced.
+ */
+export async function bounce(
+  em: EntityManager,
+  m: MessageOfEnrollment & { messageIdHeader: string; subject: string; inReplyTo: string | null; references: string | null },
+  type: 'hard' | 'soft',
+  reason: string,
+  workerId: string,
+  now: Date,
+): Promise<boolean> {
+  const done = await sql(
+    em,
+    `update outbound_messages set state = 'bounced', sent_at = ?, bounce_type = ?, bounce_reason = ?, bounced_at = ?, smtp_response = ?,
+            lease_until = null, updated_at = ?, message_id_header = ?, subject = ?, in_reply_to = ?, references_header = ?
+      where id = ? and state = 'sending' and claimed_by is not distinct from ? returning id`,
+    [now, type, reason, now, reason, now, m.messageIdHeader, m.subject, m.inReplyTo, m.references, m.id, workerId],
+  );
+  if (!done.length) return false;
+  await bumpCounters(em, m.campaignId, { queued: -1, sent: 1, bounced: 1 });
+  await endEnrollments(em, [m.enrollmentId], 'bounced', `bounced_${type}`, now);
+  return true;
+}
+
+/**
+ * A delivery-status report for a message the server had accepted: it bounces after all
+ * (delivered -1, bounced +1) and its enrollment ends. False when it was not `sent` (already
+ * bounced, say). The caller suppresses and records the event.
+ */
+export async function bounceDelivered(em: EntityManager, m: MessageOfEnrollment, type: string, reason: string, bouncedAt: Date, now: Date): Promise<boolean> {
+  const [updated] = await sql<{ was: string }>(
+    em,
+    `update outbound_messages o set state = 'bounced', bounce_type = ?, bounce_reason = ?, bounced_at = ?, updated_at = ?
+       from (select id, state as was from outbound_messages where id = ? for update) p
+      where o.id = p.id and p.was = 'sent'
+      returning p.was`,
+    [type, reason, bouncedAt, now, m.id],
+  );
+  if (!updated) return false;
+  await bumpCounters(em, m.campaignId, { delivered: -1, bounced: 1 });
+  await endEnrollments(em, [m.enrollmentId], 'bounced', `bounced_${type}`, now);
+  return true;
+}
+
+/**
+ * Failed for a reason of its own (rendering or composing it threw): `failed` with the reason,
+ * out of `queued`, the enrollment ends `completed` with last event `failed`.
+ */
+export async function fail(em: EntityManager, m: MessageOfEnrollment, reason: string, workerId: string, now: Date): Promise<boolean> {
+  const done = await sql(
+    em,
+    `update outbound_messages set state = 'failed', last_error = ?, lease_until = null, updated_at = ?
+      where id = ? and state = 'sending' and claimed_by is not distinct from ? returning id`,
+    [reason.slice(0, 1000), now, m.id, workerId],
+  );
+  if (!done.length) return false;
+  await bumpCounters(em, m.campaignId, { queued: -1 });
+  await endEnrollments(em, [m.enrollmentId], 'completed', 'failed', now);
+  return true;
+}
+
+/** A queued message whose enrollment ended meanwhile is cancelled; its counter follows. */
+export async function cancel(em: EntityManager, id: string, campaignId: string, reason: string, now: Date): Promise<boolean> {
+  const rows = await sql(em, `update outbound_messages set state = 'cancelled', cancel_reason = ?, updated_at = ? where id = ? and state = 'queued' returning id`, [
+    reason,
+    now,
+    id,
+  ]);
+  if (rows.length !== 1) return false;
+  await bumpCounters(em, campaignId, { queued: -1 });
+  return true;
+}
+
+/** The first open of a sent message (counted once); null when it was not the first, or not sent. */
+export async function markOpened(em: EntityManager, id: string, now: Date): Promise<{ campaign_id: string; enrollment_id: string } | null> {
+  const [m] = await sql<{ campaign_id: string; enrollment_id: string }>(
+    em,
+    `update outbound_messages set opened_at = ?, updated_at = ? where id = ? and opened_at is null and sent_at is not null
+     returning campaign_id, enrollment_id`,
+    [now, now, id],
+  );
+  if (!m) return null;
+  await bumpCounters(em, m.campaign_id, { opened: 1 });
+  await sql(em, `update enrollments set last_event = 'opened', last_event_at = ?, updated_at = ? where id = ?`, [now, now, m.enrollment_id]);
+  return m;
+}
+
+/** The message a tracking or unsubscribe link names, if it exists. */
+export async function linkTarget(em: EntityManager, id: string): Promise<{ workspace_id: string; lead_id: string; to_email: string } | undefined> {
+  const [m] = await sql<{ workspace_id: string; lead_id: string; to_email: string }>(
+    em,
+    `select workspace_id, lead_id, to_email from outbound_messages where id = ?`,
+    [id],
+  );
+  return m;
+}

@@ -1,0 +1,176 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import type { ThreadScope } from './thread-repository.ts';
+
+// Follow-up rules and tasks (followup_rules, followup_tasks): the one place that writes them.
+// The thread status changes that go with them are thread-repository.ts's.
+
+export type FollowupStatus = 'pending' | 'done' | 'cancelled' | 'skipped';
+
+export interface TaskRow {
+  id: string;
+  thread_id: string;
+  sdr_id: string;
+  rule_id: string | null;
+  attempt: number;
+  status: FollowupStatus;
+  due_at: string | Date;
+  created_at: string | Date;
+}
+
+export const TASK_COLUMNS = 'id, thread_id, sdr_id, rule_id, attempt, status, due_at, created_at';
+
+export interface RuleRow {
+  id: string;
+  workspace_id: string;
+  after_ms: string | number;
+  business_days: boolean;
+  categories: string[] | null;
+  max_attempts: number;
+  created_at: string | Date;
+}
+
+/** Claims up to `limit` awaiting_reply threads (id > after) without a pending task, with the time their next task counts from. */
+export async function claimThreadsWithoutTask(em: EntityManager, after: string, limit: number) {
+  return sql<{ id: string; workspace_id: string; sdr_id: string; category: string; base: string | Date }>(
+    em,
+    `select t.id, t.workspace_id, t.sdr_id, t.category,
+            greatest(t.last_message_at, (select max(f.completed_at) from followup_tasks f where f.thread_id = t.id)) as base
+       from prospect_threads t
+      where t.status = 'awaiting_reply' and t.id > ?
+        and exists (select 1 from followup_rules r where r.workspace_id = t.workspace_id)
+        and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')
+      order by t.id
+      limit ?
+      for update of t skip locked`,
+    [after, limit],
+    );
+}
+
+export async function rulesOf(em: EntityManager, workspaceIds: string[]): Promise<RuleRow[]> {
+  return sql<RuleRow>(em, 'select * from followup_rules where workspace_id = any(?::text[]) order by created_at asc, id asc', [workspaceIds]);
+}
+
+/** Tasks made so far per (thread, rule). */
+export async function attemptsByRule(em: EntityManager, threadIds: string[]) {
+  return sql<{ thread_id: string; rule_id: string; n: number }>(
+    em,
+    `select thread_id, rule_id, count(*)::int as n from followup_tasks
+      where thread_id = any(?::text[]) and rule_id is not null group by thread_id, rule_id`,
+    [threadIds],
+  );
+}
+
+/** New pending tasks; a thread that has one meanwhile gets none. Returns how many were made. */
+export async function insertTasks(em: EntityManager, rows: Array<{ id: string; ws: string; thread: string; sdr: string; rule: string; attempt: number; due: Date }>, now: Date): Promise<number> {
+  // A fresh statement snapshot: re-checks "no pending task" against anything committed meanwhile.
+  const inserted = await sql<{ id: string }>(
+    em,
+    `insert into followup_tasks (id, workspace_id, thread_id, sdr_id, rule_id, attempt, status, due_at, created_at)
+     select x.id, x.ws, x.thread, x.sdr, x.rule, x.attempt, 'pending', x.due, ?
+       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::timestamptz[]) as x(id, ws, thread, sdr, rule, attempt, due)
+      where not exists (select 1 from followup_tasks f where f.thread_id = x.thread and f.status = 'pending')
+     returning id`,
+    [
+      now,
+      rows.map((r) => r.id),
+      rows.map((r) => r.ws),
+      rows.map((r) => r.thread),
+      rows.map((r) => r.sdr),
+      rows.map((r) => r.rule),
+      rows.map((r) => r.attempt),
+      rows.map((r) => r.due),
+    ],
+  );
+  return inserted.length;
+}
+
+export async function completeTasksOfThread(em: EntityManager, threadId: string, now: Date) {
+  return sql<{ id: string }>(em, `update followup_tasks set status = 'done', completed_at = ? where thread_id = ? and status = 'pending' returning id`, [
+    now,
+    threadId,
+  ]);
+}
+
+export async function moveTasksOfThread(em: EntityManager, threadId: string, dueAt: Date) {
+  return sql<{ id: string }>(em, `update followup_tasks set due_at = ? where thread_id = ? and status = 'pending' returning id`, [
+    dueAt,
+    threadId,
+  ]);
+}
+
+export async function cancelTasksOfThread(em: EntityManager, threadId: string, now: Date) {
+  return sql<{ id: string }>(em, `update followup_tasks set status = 'cancelled', completed_at = ? where thread_id = ? and status = 'pending' returning id`, [
+    now,
+    threadId,
+  ]);
+}
+
+/** The SDR's pending tasks, due first; `dueBy` null: upcoming ones too. */
+export async function pendingTasks(em: EntityManager, scope: ThreadScope, limit: number, dueBy: Date | null): Promise<TaskRow[]> {
+  const params: unknown[] = [scope.workspaceId, scope.sdrId];
+  let due = '';
+  if (dueBy) {
+    due = 'and due_at <= ?';
+    params.push(dueBy);
+  }
+  return sql<TaskRow>(
+    em,
+    `select ${TASK_COLUMNS} from followup_tasks where workspace_id = ? and sdr_id = ? and status = 'pending' ${due} order by due_at asc, id asc limit ?`,
+    [...params, limit],
+  );
+}
+
+/** Ends a pending task of the SDR; undefined when there is none pending with that id. */
+export async function closeTask(em: EntityManager, scope: ThreadScope, id: string, to: 'done' | 'skipped', now: Date): Promise<TaskRow | undefined> {
+  const [row] = await sql<TaskRow>(
+    em,
+    `update followup_tasks set status = ?, completed_at = ? where id = ? and workspace_id = ? and sdr_id = ? and status = 'pending' returning ${TASK_COLUMNS}`,
+    [to, now, id, scope.workspaceId, scope.sdrId],
+  );
+  return row;
+}
+
+export async function taskStatus(em: EntityManager, scope: ThreadScope, id: string): Promise<{ status: string } | undefined> {
+  const [existing] = await sql<{ status: string }>(em, 'select status from followup_tasks where id = ? and workspace_id = ? and sdr_id = ?', [
+    id,
+    scope.workspaceId,
+    scope.sdrId,
+  ]);
+  return existing;
+}
+
+/** A follow-up rule as the API and CLI show it. */
+export interface FollowupRuleRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  after_ms: string | number;
+  business_days: boolean;
+  categories: string[] | null;
+  max_attempts: number;
+  created_at: string | Date;
+}
+
+export async function insertRule(
+  em: EntityManager,
+  r: { id: string; workspaceId: string; name: string; afterMs: number; businessDays: boolean; categories: string[] | null; maxAttempts: number },
+  now: Date,
+): Promise<FollowupRuleRow> {
+  const [row] = await sql<FollowupRuleRow>(
+    em,
+    `insert into followup_rules (id, workspace_id, name, after_ms, business_days, categories, max_attempts, created_at)
+     values (?, ?, ?, ?, ?, ?::text[], ?, ?) returning *`,
+    [r.id, r.workspaceId, r.name, r.afterMs, r.businessDays, r.categories, r.maxAttempts, now],
+  );
+  return row;
+}
+
+export async function rulesOfWorkspace(em: EntityManager, workspaceId: string): Promise<FollowupRuleRow[]> {
+  return sql<FollowupRuleRow>(em, 'select * from followup_rules where workspace_id = ? order by created_at asc, id asc', [workspaceId]);
+}
+
+export async function deleteRule(em: EntityManager, id: string): Promise<boolean> {
+  const rows = await sql<{ id: string }>(em, 'delete from followup_rules where id = ? returning id', [id]);
+  return rows.length > 0;
+}

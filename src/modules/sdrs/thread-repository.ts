@@ -1,0 +1,394 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+import { newId } from '../../adapters/ids.ts';
+import type { ThreadStatus } from './threads-state.ts';
+import type { ThreadCategory } from './priority.ts';
+
+// Prospect threads: prospect_threads, thread_messages and handoffs (prospect_thread_counts is
+// kept by triggers, migration 0003): the inbox's statement, one thread's reads, status, snooze
+// and priority writes, the desk's sends and answers, handoffs. Every write to these tables is
+// here.
+
+/** Whose threads: every query is scoped to (workspace, SDR). */
+export interface ThreadScope {
+  workspaceId: string;
+  sdrId: string;
+}
+
+export interface InboxQuery {
+  status?: ThreadStatus[];
+  category?: ThreadCategory;
+  search?: string;
+  snoozed?: boolean;
+  limit: number;
+  offset: number;
+  orderBy: 'priority' | 'lastMessage' | 'created';
+}
+
+/** Statuses a prospect's answer or an SDR's send moves (closed ones stay as they are). */
+export const OPEN = ['new', 'awaiting_reply', 'needs_followup', 'replied'];
+
+export interface ThreadForSend {
+  id: string;
+  workspace_id: string;
+  campaign_id: string | null;
+  lead_id: string | null;
+  contact_email: string;
+  subject: string;
+  status: string;
+}
+
+/** The SDR's own thread in the workspace, or undefined. */
+export async function threadOfSdr(em: EntityManager, sdrId: string, workspaceId: string, threadId: string): Promise<ThreadForSend | undefined> {
+  const [thread] = await sql<ThreadForSend>(
+    em,
+    `select id, workspace_id, campaign_id, lead_id, contact_email, subject, status from prospect_threads where id = ? and sdr_id = ? and workspace_id = ?`,
+    [threadId, sdrId, workspaceId],
+  );
+  return thread;
+}
+
+/** The thread's Message-IDs, oldest first (a reply's References). */
+export async function threadReferences(em: EntityManager, threadId: string): Promise<string[]> {
+  const history = await sql<{ message_id_header: string | null }>(
+    em,
+    `select message_id_header from thread_messages where thread_id = ? and message_id_header is not null order by at, created_at`,
+    [threadId],
+  );
+  return history.map((h) => h.message_id_header!);
+}
+
+/** A send already recorded in the thread under this Message-ID (an idempotent repeat), with the thread's status. */
+export async function recordedSend(em: EntityManager, threadId: string, messageIdHeader: string): Promise<{ status: string } | undefined> {
+  const [done] = await sql<{ status: string }>(
+    em,
+    `select t.status from thread_messages m join prospect_threads t on t.id = m.thread_id
+      where m.thread_id = ? and m.direction = 'outbound' and m.message_id_header = ?`,
+    [threadId, messageIdHeader],
+  );
+  return done;
+}
+
+/** An SDR's send in the thread; the thread then awaits a reply (when open). Returns its status. */
+export async function addSentMessage(
+  em: EntityManager,
+  threadId: string,
+  m: { outboundMessageId: string | null; messageIdHeader: string; from: string; to: string[]; cc: string[]; subject: string; bodyText: string; bodyHtml: string },
+  now: Date,
+): Promise<{ status: string }> {
+  await sql(
+    em,
+    `insert into thread_messages (id, thread_id, direction, outbound_message_id, message_id_header, from_email, to_emails, cc_emails, subject, body_text, body_html, at, created_at)
+     values (?, ?, 'outbound', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [newId('tmsg'), threadId, m.outboundMessageId, m.messageIdHeader, m.from, m.to, m.cc, m.subject, m.bodyText, m.bodyHtml, now, now],
+  );
+  const [t] = await sql<{ status: string }>(
+    em,
+    `update prospect_threads set status = case when status = any(?::text[]) then 'awaiting_reply' else status end, last_message_at = ?, updated_at = ?
+      where id = ? returning status`,
+    [OPEN, now, now, threadId],
+  );
+  return t;
+}
+
+/** The SDR's thread an answer belongs to: the one whose messages it references, else the latest with that contact. */
+export async function threadOfAnswer(em: EntityManager, sdrId: string, chain: string[], from: string | null): Promise<string | undefined> {
+  let [thread] = chain.length
+    ? await sql<{ id: string }>(
+        em,
+        `select t.id from thread_messages m join prospect_threads t on t.id = m.thread_id
+          where t.sdr_id = ? and m.message_id_header = any(?::text[]) order by m.at desc limit 1`,
+        [sdrId, chain],
+      )
+    : [];
+  if (!thread && from)
+    [thread] = await sql<{ id: string }>(em, `select id from prospect_threads where sdr_id = ? and lower(contact_email) = ? order by last_message_at desc limit 1`, [sdrId, from]);
+  return thread?.id;
+}
+
+/** A prospect's answer joins the thread; a person's answer (not an out-of-office) makes an open thread `replied`. */
+export async function addAnswer(
+  em: EntityManager,
+  threadId: string,
+  m: { inboundMessageId: string; messageIdHeader: string | null; from: string; subject: string | null; bodyText: string; receivedAt: Date; outOfOffice: boolean },
+  now: Date,
+): Promise<void> {
+  await sql(
+    em,
+    `insert into thread_messages (id, thread_id, direction, inbound_message_id, message_id_header, from_email, subject, body_text, at, created_at)
+     values (?, ?, 'inbound', ?, ?, ?, ?, ?, ?, ?)`,
+    [newId('tmsg'), threadId, m.inboundMessageId, m.messageIdHeader, m.from, m.subject, m.bodyText, m.receivedAt, now],
+  );
+  await sql(
+    em,
+    `update prospect_threads set status = case when ? and status = any(?::text[]) then 'replied' else status end, last_message_at = ?, updated_at = ? where id = ?`,
+    [!m.outOfOffice, OPEN, m.receivedAt, now, threadId],
+  );
+}
+
+/** The SDR's thread opened for this reply, locked, if it was handed to them before. */
+export async function lockThreadOfReply(em: EntityManager, replyId: string, sdrId: string): Promise<string | undefined> {
+  const [existing] = await sql<{ id: string }>(em, `select id from prospect_threads where reply_id = ? and sdr_id = ? for update`, [replyId, sdrId]);
+  return existing?.id;
+}
+
+export async function recategorize(em: EntityManager, threadId: string, category: string, score: number, now: Date): Promise<void> {
+  await sql(em, `update prospect_threads set category = ?, priority_score = ?, updated_at = ? where id = ?`, [category, score, now, threadId]);
+}
+
+/** A new thread in the SDR's inbox for a handed-off reply, with the reply as its first message. */
+export async function openThread(
+  em: EntityManager,
+  t: {
+    id: string;
+    workspaceId: string;
+    sdrId: string;
+    replyId: string;
+    leadId: string;
+    campaignId: string;
+    contactEmail: string;
+    contactName: string;
+    subject: string;
+    category: string;
+    score: number;
+    receivedAt: Date;
+    mailThreadId: string | null;
+  },
+  first: { from: string; to: string[]; bodyText: string; bodyHtml: string | null },
+  now: Date,
+): Promise<void> {
+  await sql(
+    em,
+    `insert into prospect_threads (id, workspace_id, sdr_id, reply_id, lead_id, campaign_id, contact_email, contact_name, subject, status,
+                                   category, priority_score, last_message_at, mail_thread_id, created_at, updated_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, ?, ?, ?, ?, ?)`,
+    [t.id, t.workspaceId, t.sdrId, t.replyId, t.leadId, t.campaignId, t.contactEmail, t.contactName, t.subject, t.category, t.score, t.receivedAt, t.mailThreadId, now, now],
+  );
+  await sql(
+    em,
+    `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, to_emails, subject, body_text, body_html, at, created_at)
+     values (?, ?, 'inbound', ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [newId('tmsg'), t.id, t.mailThreadId, first.from, first.to, t.subject, first.bodyText, first.bodyHtml, t.receivedAt, now],
+  );
+}
+
+export interface NewHandoff {
+  id: string;
+  workspaceId: string;
+  replyId: string;
+  threadId: string;
+  sdrId: string;
+  forwardedMessageId: string;
+  to: string;
+  cc: string[];
+  subject: string;
+  note: string | null;
+  category: string;
+  seniority: string | null;
+  employeeCount: string | null;
+  snapshot: unknown;
+}
+
+export async function recordHandoff(em: EntityManager, h: NewHandoff, now: Date): Promise<void> {
+  await sql(
+    em,
+    `insert into handoffs (id, workspace_id, reply_id, thread_id, sdr_id, forwarded_message_id, to_email, cc_emails, subject, note, category,
+                           seniority, employee_count, snapshot, created_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)`,
+    [h.id, h.workspaceId, h.replyId, h.threadId, h.sdrId, h.forwardedMessageId, h.to, h.cc, h.subject, h.note, h.category, h.seniority, h.employeeCount, JSON.stringify(h.snapshot), now],
+  );
+}
+
+export interface ThreadRow {
+  id: string;
+  contact_email: string;
+  contact_name: string;
+  subject: string;
+  status: ThreadStatus;
+  category: ThreadCategory;
+  priority_score: number;
+  last_message_at: string | Date;
+  created_at: string | Date;
+  snoozed_until: string | Date | null;
+}
+
+const THREAD_COLUMNS = 'id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, snoozed_until';
+
+/** Escapes LIKE wildcards so the search is a plain substring match. */
+function likeLiteral(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => '\\' + c);
+}
+
+const ORDER_KEY: Record<InboxQuery['orderBy'], string> = {
+  priority: 'priority_score',
+  lastMessage: 'last_message_at',
+  created: 'created_at',
+};
+
+/**
+ * The one statement of the inbox: its page and its exact total, in one round trip (`?`
+ * placeholders; bench/inbox.ts runs the same text through pg). One row per thread of the
+ * page, each with `total`; an empty page is one row whose thread columns are null.
+ *
+ * - The page walks the order index, which covers every filter but search, so skipped threads
+ *   cost no heap visit; only the page's threads are read from the table.
+ * - With search or `snoozed=true`, the matching threads are collected once (trigram index on
+ *   search_text, or the covering snoozed index) and both counted and ordered.
+ * - Otherwise the total comes from prospect_thread_counts (0003_inbox_counts.ts), and for
+ *   `snoozed=false` minus a count of the snoozed index.
+ */
+export function inboxStatement(scope: ThreadScope, q: InboxQuery, now: Date): { text: string; params: unknown[] } {
+  // Every piece carries its own parameters, in the order its `?`s appear.
+  type Piece = { text: string; params: unknown[] };
+  const scopeWhere: Piece = { text: 'workspace_id = ? and sdr_id = ?', params: [scope.workspaceId, scope.sdrId] };
+  const counterWhere: Piece[] = [scopeWhere];
+  if (q.status && q.status.length > 0) counterWhere.push({ text: 'status = any(?::text[])', params: [q.status] });
+  if (q.category) counterWhere.push({ text: 'category = ?', params: [q.category] });
+  const threadWhere = [...counterWhere];
+  const search = q.search !== undefined && q.search !== '';
+  // search_text is lower(contact_email || ' ' || contact_name || ' ' || subject), trigram-indexed.
+  if (search) threadWhere.push({ text: `search_text like ? escape '\\'`, params: ['%' + likeLiteral(q.search!.toLowerCase()) + '%'] });
+  const snoozedNow: Piece = { text: 'snoozed_until > ?', params: [now] };
+  if (q.snoozed === true) threadWhere.push(snoozedNow);
+  if (q.snoozed === false) threadWhere.push({ text: '(snoozed_until is null or snoozed_until <= ?)', params: [now] });
+  const and = (ps: Piece[]): Piece => ({ text: ps.map((p) => p.text).join(' and '), params: ps.flatMap((p) => p.params) });
+
+  const key = ORDER_KEY[q.orderBy];
+  const where = and(threadWhere);
+  const page = { text: 'order by k desc, id limit ? offset ?', params: [q.limit, q.offset] };
+  const select = `select c.total, ${THREAD_COLUMNS.split(', ').map((c) => 't.' + c).join(', ')}`;
+  const join = 'left join (p join prospect_threads t on t.id = p.id) on true order by p.k desc, p.id';
+  if (search || q.snoozed === true) {
+    return {
+      text:
+        `with m as materialized (select id, ${key} as k from prospect_threads where ${where.text}), ` +
+        `p as (select id, k from m ${page.text}) ` +
+        `${select} from (select count(*)::int as total from m) c ${join}`,
+      params: [...where.params, ...page.params],
+    };
+  }
+  const counters = and(counterWhere);
+  const counted = { text: `(select coalesce(sum(n), 0)::int from prospect_thread_counts where ${counters.text})`, params: counters.params };
+  const snoozedCount = and([...counterWhere, snoozedNow]);
+  const snoozed = { text: `(select count(*)::int from prospect_threads where ${snoozedCount.text})`, params: snoozedCount.params };
+  const total: Piece = q.snoozed === undefined ? counted : { text: `${counted.text} - ${snoozed.text}`, params: [...counted.params, ...snoozed.params] };
+  return {
+    text: `with p as (select id, ${key} as k from prospect_threads where ${where.text} ${page.text}) ` + `${select} from (select ${total.text} as total) c ${join}`,
+    params: [...where.params, ...page.params, ...total.params],
+  };
+}
+
+/** The inbox page and its total (inboxStatement). */
+export async function inboxPage(em: EntityManager, st: { text: string; params: unknown[] }) {
+  return sql<ThreadRow & { total: number }>(em, st.text, st.params);
+}
+
+/** One thread of the SDR in the workspace (undefined: another's, or missing). */
+export async function scopedThread(em: EntityManager, scope: ThreadScope, id: string): Promise<(ThreadRow & { reply_id: string | null }) | undefined> {
+  const [row] = await sql<ThreadRow & { reply_id: string | null }>(
+    em,
+    `select ${THREAD_COLUMNS}, reply_id from prospect_threads where id = ? and workspace_id = ? and sdr_id = ?`,
+    [id, scope.workspaceId, scope.sdrId],
+  );
+  return row;
+}
+
+export async function threadMessages(em: EntityManager, threadId: string) {
+  return sql<Record<string, any>>(
+    em,
+    `select id, direction, message_id_header, from_email, to_emails, cc_emails, subject, body_text, body_html, at
+       from thread_messages where thread_id = ? order by at asc, created_at asc, id asc`,
+    [threadId],
+  );
+}
+
+export async function latestHandoff(em: EntityManager, workspaceId: string, threadId: string) {
+  const [handoff] = await sql<Record<string, any>>(
+    em,
+    `select id, reply_id, to_email, cc_emails, subject, note, category, seniority, employee_count, snapshot, created_at
+       from handoffs where thread_id = ? and workspace_id = ? order by created_at desc, id desc limit 1`,
+    [threadId, workspaceId],
+  );
+  return handoff;
+}
+
+/** The thread's drafts (a read of the drafts module's table, in the thread's snapshot). */
+export async function threadDrafts(em: EntityManager, workspaceId: string, threadId: string) {
+  return sql<Record<string, any>>(
+    em,
+    `select id, state, subject, body_text, body_html, created_at, updated_at
+       from drafts where thread_id = ? and workspace_id = ? order by created_at asc, id asc`,
+    [threadId, workspaceId],
+  );
+}
+
+/** What a thread's priority is computed from, as of `now`. */
+export async function priorityInputs(em: EntityManager, threadId: string, now: Date) {
+  const [r] = await sql<{ category: ThreadCategory; last_message_at: string | Date; classification: string | null; overdue: number }>(
+    em,
+    `select t.category, t.last_message_at, r.classification,
+            (select count(*)::int from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?) as overdue
+       from prospect_threads t left join replies r on r.id = t.reply_id where t.id = ?`,
+    [now, threadId],
+  );
+  return r;
+}
+
+export async function setPriority(em: EntityManager, threadId: string, score: number): Promise<void> {
+  await sql(em, 'update prospect_threads set priority_score = ? where id = ?', [score, threadId]);
+}
+
+/** The next batch (by id, after `after`) of threads whose score can still move. */
+export async function priorityBatch(em: EntityManager, now: Date, after: string, since: Date, batch: number) {
+  return sql<{ id: string; category: ThreadCategory; last_message_at: string | Date; classification: string | null; overdue: number; priority_score: number }>(
+    em,
+    `select t.id, t.category, t.last_message_at, r.classification, t.priority_score,
+            (select count(*)::int from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?) as overdue
+       from prospect_threads t left join replies r on r.id = t.reply_id
+      where t.id > ?
+        and (t.last_message_at >= ? or exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending'))
+      order by t.id limit ?`,
+    [now, after, since, batch],
+  );
+}
+
+export async function setPriorities(em: EntityManager, changed: Array<{ id: string; score: number }>): Promise<void> {
+  await sql(em, `update prospect_threads t set priority_score = x.score from unnest(?::text[], ?::float8[]) as x(id, score) where t.id = x.id`, [
+    changed.map((c) => c.id),
+    changed.map((c) => c.score),
+  ]);
+}
+
+/** Compare-and-set on the status read, so a concurrent change cannot be overwritten blindly. */
+export async function setStatusIf(em: EntityManager, id: string, from: ThreadStatus, to: ThreadStatus, now: Date): Promise<boolean> {
+  const updated = await sql<{ id: string }>(em, 'update prospect_threads set status = ?, updated_at = ? where id = ? and status = ? returning id', [to, now, id, from]);
+  return updated.length > 0;
+}
+
+export async function setSnooze(em: EntityManager, id: string, until: Date | null, now: Date): Promise<void> {
+  if (until) await sql(em, 'update prospect_threads set snoozed_until = ?, updated_at = ? where id = ?', [until, now, id]);
+  else await sql(em, 'update prospect_threads set snoozed_until = null, updated_at = ? where id = ?', [now, id]);
+}
+
+/** awaiting_reply threads with a pending follow-up due now become needs_followup (a compare-and-set per row). */
+export async function markFollowupsDue(em: EntityManager, now: Date) {
+  return sql<{ id: string }>(
+    em,
+    `update prospect_threads t set status = 'needs_followup', updated_at = ?
+      where t.status = 'awaiting_reply'
+        and exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?)
+      returning t.id`,
+    [now, now],
+  );
+}
+
+/** A needs_followup thread whose last pending follow-up was closed awaits a reply again. */
+export async function backToAwaitingIfNoTask(em: EntityManager, threadId: string, now: Date): Promise<void> {
+  await sql(
+    em,
+    `update prospect_threads t set status = 'awaiting_reply', updated_at = ?
+      where t.id = ? and t.status = 'needs_followup'
+        and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')`,
+    [now, threadId],
+  );
+}

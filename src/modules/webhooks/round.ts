@@ -1,0 +1,176 @@
+import { performance } from 'node:perf_hooks';
+import type { ClaimedDelivery } from './entities.ts';
+
+export interface WebhookRoundResult {
+  fannedOut: number;
+  claimed: number;
+  delivered: number;
+  retrying: number;
+  failed: number;
+}
+
+/**
+ * Wakes the round's loop when a slot frees or a fan-out pass ends, or after `ms`. A wake that
+ * comes while the loop is busy is kept, so the next wait returns at once.
+ */
+export class RoundWaker {
+  private wakeUp: (() => void) | null = null;
+  private pending = false;
+  wake(): void {
+    if (this.wakeUp) this.wakeUp();
+    else this.pending = true;
+  }
+  wait(ms: number): Promise<void> {
+    if (this.pending) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      this.wakeUp = done;
+    });
+  }
+}
+
+/** What a round asks of its dispatcher: the database and HTTP work, and whether to stop. */
+export interface RoundWork {
+  stopping(): boolean;
+  claim(limit: number, ahead: number): Promise<ClaimedDelivery[]>;
+  fanOut(limit: number, ahead: number, probe: boolean): Promise<{ events: number; claims: ClaimedDelivery[] }>;
+  /** One HTTP attempt; its outcome's write joins `writes`. */
+  attempt(c: ClaimedDelivery, result: WebhookRoundResult, writes: Set<Promise<void>>): Promise<void>;
+  /** Gives back claims that will not be attempted (stopping). */
+  giveBack(claims: ClaimedDelivery[]): Promise<void>;
+}
+
+export interface RoundLimits {
+  /** HTTP attempts at once. */
+  concurrency: number;
+  /** Deliveries held at once: slots plus the queue waiting for one. */
+  capacity: number;
+  pollMs: number;
+  maxRoundMs: number;
+  lingerMs: number;
+}
+
+/**
+ * The state of one webhook round (WebhookDispatcher.runRound): the deliveries waiting for a slot,
+ * the attempts in flight, the outcome writes not yet done, and the background fetches (claims
+ * and fan-outs) with the room they reserved. Slots hold HTTP attempts only: a finished attempt
+ * frees its slot at once and starts the next waiting delivery, and its outcome is written in
+ * the background, batched with others.
+ */
+export class DeliveryRound {
+  readonly result: WebhookRoundResult = { fannedOut: 0, claimed: 0, delivered: 0, retrying: 0, failed: 0 };
+  private readonly waker = new RoundWaker();
+  private readonly waiting: ClaimedDelivery[] = [];
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly writes = new Set<Promise<void>>();
+  private readonly started = performance.now();
+  // Work is fetched in the background, up to two fetches at once, so one's round trip hides
+  // behind the other's; each reserves the room it asks for. Fetched deliveries join the queue
+  // in the order their fetches started, so a lease computed for a queue position (everything
+  // queued or reserved before it) is never too short.
+  private fetching = 0;
+  private reserved = 0;
+  private applied: Promise<void> = Promise.resolve();
+  private claimedAt = -Infinity;
+  private claimFull = false;
+  private outboxCheckedAt = -Infinity;
+  private outboxEmpty = false;
+  private idleSince = this.started;
+
+  constructor(
+    private readonly work: RoundWork,
+    private readonly limits: RoundLimits,
+  ) {}
+
+  private launch(): void {
+    while (this.waiting.length && this.inflight.size < this.limits.concurrency && !this.work.stopping()) {
+      const p: Promise<void> = this.work.attempt(this.waiting.shift()!, this.result, this.writes).finally(() => {
+        this.inflight.delete(p);
+        this.launch();
+        this.waker.wake();
+      });
+      this.inflight.add(p);
+    }
+  }
+
+  private fetch(kind: 'claim' | 'fanout', limit: number): void {
+    const ahead = this.inflight.size + this.waiting.length + this.reserved - this.limits.concurrency;
+    this.fetching++;
+    this.reserved += limit;
+    const got =
+      kind === 'claim'
+        ? this.work.claim(limit, ahead).then((claims) => {
+            this.claimFull = claims.length === limit;
+            this.result.claimed += claims.length;
+            return claims;
+          })
+        : this.work.fanOut(limit, ahead, this.outboxEmpty).then((f) => {
+            // An event nobody subscribes to makes no delivery: a full batch of events means more wait.
+            this.outboxEmpty = f.events < limit;
+            this.result.fannedOut += f.events;
+            return f.claims;
+          });
+    this.applied = this.applied
+      .then(() => got)
+      .then((claims) => {
+        this.fetching--;
+        this.reserved -= limit;
+        this.waiting.push(...claims);
+        if (claims.length) this.idleSince = performance.now();
+        this.launch();
+        this.waker.wake();
+      });
+  }
+
+  /**
+   * Fetches and attempts until the round's time is up, it is stopped, or it has been idle for
+   * `lingerMs`; then finishes what it holds (giving back what has not started when stopping).
+   */
+  async run(): Promise<WebhookRoundResult> {
+    const { concurrency: conc, capacity, pollMs } = this.limits;
+    while (!this.work.stopping() && performance.now() - this.started < this.limits.maxRoundMs) {
+      // Outcomes not yet written hold their leases: do not run far ahead of the database.
+      while (this.writes.size > 8 * conc) await Promise.race(this.writes);
+      const room = capacity - this.inflight.size - this.waiting.length - this.reserved;
+      // Work comes in batches of at least half the queue, except when idle: a fan-out's cost is
+      // mostly per statement (bench/webhooks.ts: batches of 8 cost twice as much per delivery
+      // as batches of 64), and half a queue still waits behind the slots meanwhile.
+      const enough = this.inflight.size + this.waiting.length + this.reserved ? Math.max(1, (capacity - conc) >> 1) : 1;
+      if (this.fetching < 2 && room >= enough) {
+        if (this.claimFull || performance.now() - this.claimedAt >= pollMs) {
+          this.claimedAt = performance.now();
+          this.fetch('claim', room);
+          continue;
+        }
+        if (!this.outboxEmpty || performance.now() - this.outboxCheckedAt >= pollMs) {
+          this.outboxCheckedAt = performance.now();
+          this.fetch('fanout', room);
+          continue;
+        }
+      }
+      if (this.fetching || this.inflight.size || this.waiting.length) this.idleSince = performance.now();
+      else if (this.outboxEmpty && !this.claimFull && performance.now() - this.idleSince >= this.limits.lingerMs) break;
+      await this.waker.wait(pollMs);
+    }
+    await this.applied;
+
+    for (;;) {
+      // Stopping: what has not started goes back at once rather than at lease expiry.
+      if (this.work.stopping() && this.waiting.length) await this.work.giveBack(this.waiting.splice(0));
+      this.launch();
+      if (!this.inflight.size) break;
+      await Promise.race(this.inflight);
+    }
+    await Promise.all(this.writes);
+    return this.result;
+  }
+}

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, ConfigError } from '../../src/config/index.ts';
+import { parseDuration } from '../../src/shared/duration.ts';
+
+describe('configuration', () => {
+  function dir(files: Record<string, unknown>): string {
+    const d = mkdtempSync(path.join(os.tmpdir(), 'mailgate-config-'));
+    for (const [name, content] of Object.entries(files)) writeFileSync(path.join(d, name), typeof content === 'string' ? content : JSON.stringify(content));
+    return d;
+  }
+
+  it('defaults, then config/default.json, then config/$NODE_ENV.json, then env', () => {
+    const d = dir({ 'default.json': { port: 9000, host: '0.0.0.0', shutdownTimeout: '10s' }, 'staging.json': { port: 9100 } });
+    assert.equal(loadConfig({}, {}, d).port, 9000);
+    assert.equal(loadConfig({}, {}, d).logLevel, 'info');
+    assert.equal(loadConfig({}, {}, d).shutdownTimeout, 10_000);
+    assert.equal(loadConfig({ NODE_ENV: 'staging' }, {}, d).port, 9100);
+    assert.equal(loadConfig({ NODE_ENV: 'staging', PORT: '9200' }, {}, d).port, 9200);
+    assert.equal(loadConfig({ MAILGATE_SHUTDOWN_TIMEOUT: '2m' }, {}, d).shutdownTimeout, 120_000);
+    assert.equal(loadConfig({}, {}, d).databaseUrl, undefined);
+    assert.ok(path.isAbsolute(loadConfig({}, {}, d).dataDir));
+  });
+
+  it('the shipped config/default.json is valid and complete', () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 8080);
+    assert.equal(c.host, '127.0.0.1');
+  });
+
+  it('a bad value names the setting and where it came from', () => {
+    const d = dir({ 'default.json': { port: 'abc' } });
+    assert.throws(() => loadConfig({}, {}, d), (e: Error) => e instanceof ConfigError && /invalid setting port in config\/ \(port\)/.test(e.message));
+    assert.throws(() => loadConfig({ PORT: '70000' }, {}), /invalid setting PORT \(port\)/);
+    assert.throws(() => loadConfig({ MAILGATE_SECRET_KEY: 'abc' }, {}), /invalid setting MAILGATE_SECRET_KEY/);
+    assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://h/db' }, {}), /invalid setting DATABASE_URL.*postgres/);
+    assert.throws(() => loadConfig({ MAILGATE_SHUTDOWN_TIMEOUT: 'soon' }, {}), /invalid setting MAILGATE_SHUTDOWN_TIMEOUT.*duration/);
+  });
+
+  it('a worker is dead after at least two of its heartbeats', () => {
+    const c = loadConfig({});
+    assert.equal(c.workerHeartbeat, 5_000);
+    assert.equal(c.workerDeadAfter, 15_000);
+    assert.equal(loadConfig({ MAILGATE_WORKER_HEARTBEAT: '1s', MAILGATE_WORKER_DEAD_AFTER: '2s' }).workerDeadAfter, 2_000);
+    assert.throws(() => loadConfig({ MAILGATE_WORKER_HEARTBEAT: '10s' }), /invalid setting MAILGATE_WORKER_DEAD_AFTER.*twice MAILGATE_WORKER_HEARTBEAT/);
+    assert.throws(() => loadConfig({ MAILGATE_WORKER_DEAD_AFTER: '500ms' }), /invalid setting MAILGATE_WORKER_DEAD_AFTER.*at least 1s/);
+  });
+
+  it('unknown keys and broken JSON in config/ stop start-up', () => {
+    assert.throws(() => loadConfig({}, {}, dir({ 'default.json': { prot: 1 } })), /unknown setting in config\/: prot/);
+    assert.throws(() => loadConfig({}, {}, dir({ 'default.json': '{"port": ' })), /not valid JSON/);
+  });
+
+  it('accepts a 32-byte secret key in hex or base64 only', () => {
+    const hex = 'a'.repeat(64);
+    assert.equal(loadConfig({ MAILGATE_SECRET_KEY: hex }).secretKey, hex);
+    const b64 = Buffer.alloc(32, 7).toString('base64');
+    assert.equal(loadConfig({ MAILGATE_SECRET_KEY: b64 }).secretKey, b64);
+    assert.throws(() => loadConfig({ MAILGATE_SECRET_KEY: Buffer.alloc(16).toString('base64') }), /MAILGATE_SECRET_KEY/);
+  });
+
+  it('durations', () => {
+    assert.equal(parseDuration('250ms'), 250);
+    assert.equal(parseDuration('30s'), 30_000);
+    assert.equal(parseDuration('5m'), 300_000);
+    assert.equal(parseDuration('2h'), 7_200_000);
+    assert.equal(parseDuration('1d'), 86_400_000);
+    assert.equal(parseDuration('1.5h'), 5_400_000);
+    assert.throws(() => parseDuration('5 minutes'));
+    assert.throws(() => parseDuration('-1s'));
+  });
+});

@@ -1,0 +1,276 @@
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { simpleParser } from 'mailparser';
+import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
+import { SmtpSink } from '../support/smtp.ts';
+import { ImapTestServer } from '../support/dovecot.ts';
+import { SmtpMessenger } from '../../src/adapters/smtp.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
+import { assertThreadCountsExact } from '../support/thread-counts.ts';
+
+describe('POST /v1/replies/:replyId/assign', function () {
+  this.timeout(90_000);
+  const sink = new SmtpSink();
+  const imap = new ImapTestServer();
+  let app: TestApp;
+  let db: pg.Client;
+  let messenger: SmtpMessenger;
+  let dispatcher: SendDispatcher;
+  let watcher: MailboxWatcher;
+  const SENDER = 'alice@acme.example';
+  let key: string;
+  let workspaceId: string;
+  let senderId: string;
+  const replyIds = new Map<string, string>(); // lead email -> reply id
+
+  before(async () => {
+    await sink.start();
+    await imap.start();
+    imap.addUser(SENDER, 'pw');
+    sink.users.set(SENDER, 'pw');
+    app = await startTestApp();
+    db = new pg.Client({ connectionString: app.databaseUrl });
+    await db.connect();
+    messenger = new SmtpMessenger({ maxConnections: 2 });
+    dispatcher = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    const seeded = await seedWorkspace(app);
+    key = seeded.adminKey;
+    workspaceId = seeded.workspace.id;
+    const s = app.services();
+    const account = await s.senders.add({ workspaceId, email: SENDER, name: 'Alice', smtpUrl: sink.url(SENDER, 'pw'), imapUrl: imap.url(SENDER, 'pw') });
+    senderId = account.id;
+    const pool = await s.senders.createPool(workspaceId, 'p', 100, [account.id]);
+    const c = await app.request('POST', '/v1/campaigns', {
+      key,
+      body: { name: 'Assign', senderPoolId: pool.id, sequenceSteps: [{ subject: 'Idea for {{company}}', bodyHtml: '<p>Hi {{firstName}}, a quick idea for {{company}}.</p>' }] },
+    });
+    const leads = ['one', 'two', 'three', 'four'].map((n) => ({ email: `${n}@lead.example`, firstName: n[0].toUpperCase() + n.slice(1), lastName: 'Lead', company: `${n} Corp` }));
+    await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key, body: { leads } });
+    await app.request('POST', `/v1/campaigns/${c.body.id}/start`, { key });
+    await dispatcher.runRound();
+    watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
+    await watcher.start();
+    for (const r of sink.received) {
+      const lead = r.to[0];
+      await imap.append(
+        SENDER,
+        'pw',
+        [
+          `From: ${lead}`,
+          `To: ${SENDER}`,
+          `Subject: Re: ${r.parsed.subject}`,
+          `Date: ${new Date().toUTCString()}`,
+          `Message-ID: <reply.${lead}>`,
+          `In-Reply-To: ${r.parsed.messageId}`,
+          'Content-Type: text/plain; charset=utf-8',
+          '',
+          'Yes, interested! Can you send pricing and a time for a call?',
+          '',
+        ].join('\r\n'),
+      );
+    }
+    for (let i = 0; i < 150 && replyIds.size < 4; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      for (const r of (await app.request('GET', '/v1/replies', { key })).body) replyIds.set(r.email, r.id);
+    }
+    assert.equal(replyIds.size, 4);
+    sink.received.length = 0;
+  });
+  after(async () => {
+    await watcher.stop();
+    await dispatcher.close();
+    await messenger.close();
+    await db.end();
+    await app.close();
+    await imap.stop();
+    await sink.stop();
+  });
+
+  beforeEach(() => {
+    sink.received.length = 0;
+  });
+
+  const assign = (replyId: string, body: unknown, k = key) => app.request('POST', `/v1/replies/${replyId}/assign`, { key: k, body });
+  const count = async (table: string) => (await db.query(`select count(*)::int as n from ${table}`)).rows[0].n as number;
+
+  it('forwards the reply to the SDR, records the handoff snapshot and opens a prospect thread', async () => {
+    const { sdr } = await seedSdr(app, workspaceId, 'Sam Rep', 'sam@acme.example');
+    const res = await assign(replyIds.get('one@lead.example')!, { sdrId: sdr.id, note: 'Hot lead, call today', category: 'A', cc: ['boss@acme.example'], skipIcpCheck: true });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const { handoffId, threadId, messageId, mailThreadId } = res.body.data;
+    assert.match(handoffId, /^hof_/);
+    assert.match(threadId, /^thr_/);
+    assert.match(messageId, /^msg_/);
+    assert.equal(mailThreadId, '<reply.one@lead.example>');
+
+    assert.equal(sink.received.length, 1);
+    const fwd = sink.received[0];
+    assert.deepEqual(fwd.to.sort(), ['boss@acme.example', 'sam@acme.example']);
+    assert.equal(fwd.parsed.subject, 'Fwd: Re: Idea for one Corp');
+    assert.match(fwd.parsed.text!, /^Hot lead, call today\n/);
+    assert.match(fwd.parsed.text!, /> Yes, interested! Can you send pricing/);
+    assert.match(fwd.parsed.text!, /From: one@lead\.example/);
+    // The original travels as a message/rfc822 part (mailparser would inline it, so read the raw).
+    const raw = fwd.raw.toString();
+    const part = /Content-Type: message\/rfc822[^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n([\s\S]*?)\r\n--/.exec(raw);
+    assert.ok(part, 'the original is attached as message/rfc822');
+    const inner = await simpleParser(Buffer.from(part![1]));
+    assert.equal(inner.messageId, '<reply.one@lead.example>');
+
+    const thread = (await db.query(`select * from prospect_threads where id = $1`, [threadId])).rows[0];
+    assert.equal(thread.sdr_id, sdr.id);
+    assert.equal(thread.status, 'new');
+    assert.equal(thread.category, 'A');
+    assert.equal(thread.contact_email, 'one@lead.example');
+    assert.equal(thread.contact_name, 'One Lead');
+    assert.equal(thread.mail_thread_id, '<reply.one@lead.example>');
+    assert.ok(Number(thread.priority_score) > 0);
+    const handoff = (await db.query(`select * from handoffs where id = $1`, [handoffId])).rows[0];
+    assert.equal(handoff.forwarded_message_id, messageId);
+    assert.equal(handoff.note, 'Hot lead, call today');
+    const snap = handoff.snapshot;
+    assert.deepEqual(snap.messages.map((m: { direction: string }) => m.direction), ['outbound', 'inbound']);
+    assert.equal(snap.messages[0].subject, 'Idea for one Corp');
+    assert.match(snap.messages[0].bodyText, /Hi One, a quick idea for one Corp\./);
+    assert.match(snap.messages[1].bodyText, /send pricing/);
+    assert.equal(snap.lead.email, 'one@lead.example');
+    const forward = (await db.query(`select kind, state, sender_account_id from outbound_messages where id = $1`, [messageId])).rows[0];
+    assert.deepEqual(forward, { kind: 'forward', state: 'sent', sender_account_id: senderId });
+    // The forward is not a campaign message: stats do not move.
+    const msgs = await db.query(`select count(*)::int as n from thread_messages where thread_id = $1`, [threadId]);
+    assert.equal(msgs.rows[0].n, 1);
+  });
+
+  it('end to end: the assigned thread is answered from the SDR mailbox and the prospect’s answer comes back', async () => {
+    const SDR_BOX = 'rita@acme.example';
+    sink.users.set(SDR_BOX, 'rita-pw');
+    imap.addUser(SDR_BOX, 'rita-pw');
+    const { sdr, sdrKey } = await seedSdr(app, workspaceId, 'Rita Rep', SDR_BOX);
+    await app.services().sdrs.connectMail(sdr.id, { smtpUrl: sink.url(SDR_BOX, 'rita-pw'), imapUrl: imap.url(SDR_BOX, 'rita-pw') });
+    // The watcher's own IMAP session keeps the mailbox health current (active once it logs in).
+    for (let i = 0; i < 100; i++) {
+      if ((await app.request('GET', '/v1/sdr/mail/status', { key: sdrKey })).body.data.connected) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const assigned = await assign(replyIds.get('one@lead.example')!, { sdrId: sdr.id, skipIcpCheck: true, category: 'A', forceForward: true });
+    assert.equal(assigned.status, 200, JSON.stringify(assigned.body));
+    const threadId = assigned.body.data.threadId;
+    const inbox = await app.request('GET', '/v1/sdr/inbox', { key: sdrKey });
+    assert.deepEqual(inbox.body.data.threads.map((t: { id: string }) => t.id), [threadId]);
+    sink.received.length = 0;
+    const sent = await app.request('POST', `/v1/sdr/threads/${threadId}/send-manual`, { key: sdrKey, body: { bodyText: 'Hi One, pricing attached. Does Tuesday work?' } });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    assert.equal(sent.body.data.status, 'awaiting_reply');
+    const mail = sink.received[0];
+    assert.equal(mail.user, SDR_BOX);
+    assert.deepEqual(mail.to, ['one@lead.example']);
+    assert.equal(mail.parsed.inReplyTo, assigned.body.data.mailThreadId, 'threaded on the prospect’s message');
+    await imap.append(
+      SDR_BOX,
+      'rita-pw',
+      [
+        'From: one@lead.example',
+        `To: ${SDR_BOX}`,
+        `Subject: Re: ${mail.parsed.subject}`,
+        `Date: ${new Date().toUTCString()}`,
+        '<one.answer@lead.example>'.replace(/^/, 'Message-ID: '),
+        `In-Reply-To: ${mail.parsed.messageId}`,
+        'Content-Type: text/plain; charset=utf-8',
+        '',
+        'Tuesday works, talk then.',
+        '',
+      ].join('\r\n'),
+    );
+    let status = '';
+    for (let i = 0; i < 150 && status !== 'replied'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = (await app.request('GET', `/v1/sdr/threads/${threadId}`, { key: sdrKey })).body.data.status;
+    }
+    assert.equal(status, 'replied');
+  });
+
+  it('to and subject overrides; 409 already_forwarded unless forceForward', async () => {
+    const { sdr } = await seedSdr(app, workspaceId, 'Pat Rep', 'pat@acme.example');
+    const id = replyIds.get('two@lead.example')!;
+    const first = await assign(id, { sdrId: sdr.id, to: 'desk@acme.example', subject: 'New MQL: Two', skipIcpCheck: true });
+    assert.equal(first.status, 200);
+    assert.deepEqual(sink.received[0].to, ['desk@acme.example']);
+    assert.equal(sink.received[0].parsed.subject, 'New MQL: Two');
+    const again = await assign(id, { sdrId: sdr.id, skipIcpCheck: true });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error.code, 'already_forwarded');
+    const forced = await assign(id, { sdrId: sdr.id, skipIcpCheck: true, forceForward: true });
+    assert.equal(forced.status, 200);
+    assert.equal(forced.body.data.threadId, first.body.data.threadId, 'the same SDR keeps one thread for the reply');
+    assert.notEqual(forced.body.data.handoffId, first.body.data.handoffId);
+    assert.equal(sink.received.length, 2);
+  });
+
+  it('the ICP gate: values required, unknown values 400, outside the criteria 400 icp_failed', async () => {
+    const { sdr } = await seedSdr(app, workspaceId);
+    await db.query(`insert into icp_criteria (workspace_id, seniority, employee_counts, updated_at) values ($1, $2, $3, now())`, [workspaceId, ['director', 'vp', 'cxo'], ['51-200', '201-500']]);
+    const id = replyIds.get('three@lead.example')!;
+    const before = [await count('handoffs'), await count('prospect_threads'), sink.received.length];
+    let res = await assign(id, { sdrId: sdr.id });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error.code, 'invalid_request');
+    assert.match(res.body.error.message, /seniority/);
+    res = await assign(id, { sdrId: sdr.id, seniority: 'emperor', employeeCount: '51-200' });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error.code, 'invalid_request');
+    res = await assign(id, { sdrId: sdr.id, seniority: 'entry', employeeCount: '51-200' });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error.code, 'icp_failed');
+    assert.equal(res.body.icpFailed, true);
+    res = await assign(id, { sdrId: sdr.id, seniority: 'vp', employeeCount: 5000 });
+    assert.equal(res.body.error.code, 'icp_failed');
+    assert.deepEqual([await count('handoffs'), await count('prospect_threads'), sink.received.length], before, 'nothing written, nothing sent');
+    res = await assign(id, { sdrId: sdr.id, seniority: 'vp', employeeCount: 120 });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  });
+
+  it('errors: unknown reply 404, inactive or foreign SDR 400, SDR keys 403, bad body 400, SMTP refusal writes nothing', async () => {
+    const { sdr, sdrKey } = await seedSdr(app, workspaceId);
+    const id = replyIds.get('four@lead.example')!;
+    let res = await assign('rpl_nope', { sdrId: sdr.id, skipIcpCheck: true });
+    assert.equal(res.status, 404);
+    assert.equal(res.body.error.code, 'reply_not_found');
+    const other = await seedWorkspace(app);
+    res = await assign(id, { sdrId: sdr.id, skipIcpCheck: true }, other.adminKey);
+    assert.equal(res.body.error.code, 'reply_not_found');
+    const foreign = await seedSdr(app, other.workspace.id);
+    res = await assign(id, { sdrId: foreign.sdr.id, skipIcpCheck: true });
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /sdrId/);
+    await app.services().sdrs.setActive(sdr.id, false);
+    res = await assign(id, { sdrId: sdr.id, skipIcpCheck: true });
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /sdrId/);
+    await app.services().sdrs.setActive(sdr.id, true);
+    res = await assign(id, { sdrId: sdr.id, skipIcpCheck: true }, sdrKey);
+    assert.equal(res.status, 403);
+    for (const body of [{}, { sdrId: sdr.id, category: 'D' }, { sdrId: sdr.id, cc: ['nope'] }, { sdrId: sdr.id, extra: 1 }]) {
+      res = await assign(id, body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.body.error.code, 'invalid_request');
+    }
+    // The sender account's server refuses the login: 502, and nothing is written.
+    sink.users.set(SENDER, 'changed');
+    const before = [await count('handoffs'), await count('prospect_threads'), await count(`outbound_messages where kind = 'forward'`)];
+    res = await assign(id, { sdrId: sdr.id, skipIcpCheck: true });
+    assert.equal(res.status, 502);
+    assert.equal(res.body.error.code, 'forward_failed');
+    assert.deepEqual([await count('handoffs'), await count('prospect_threads'), await count(`outbound_messages where kind = 'forward'`)], before);
+    assert.equal((await db.query(`select forwarded_at from replies where id = $1`, [id])).rows[0].forwarded_at, null);
+    sink.users.set(SENDER, 'pw');
+  });
+
+  // Added with migration 0003: whatever the tests above wrote, the inbox counters still match
+  // (a describe of its own, so it runs after the nested describes above).
+  describe('afterwards', () => {
+    it('prospect_thread_counts equal a count of the threads', async () => {
+      await assertThreadCountsExact(db);
+    });
+  });
+});

@@ -1,0 +1,228 @@
+import assert from 'node:assert/strict';
+import { waitFor } from '../support/wait.ts';
+import pg from 'pg';
+import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
+import { SmtpSink } from '../support/smtp.ts';
+import { ImapTestServer } from '../support/dovecot.ts';
+import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
+import { assertThreadCountsExact } from '../support/thread-counts.ts';
+
+
+describe('SDR desk mail: send-manual through the SDR mailbox, answers joining the thread', function () {
+  this.timeout(60_000);
+  const sink = new SmtpSink();
+  const imap = new ImapTestServer();
+  let app: TestApp;
+  let db: pg.Client;
+  let watcher: MailboxWatcher;
+  const SDR = 'sam@acme.example';
+  let adminKey: string;
+  let sdrKey: string;
+  let workspaceId: string;
+  let threadId: string;
+
+  before(async () => {
+    await sink.start();
+    await imap.start();
+    sink.users.set(SDR, 'pw');
+    imap.addUser(SDR, 'pw');
+    app = await startTestApp();
+    db = new pg.Client({ connectionString: app.databaseUrl });
+    await db.connect();
+    const seeded = await seedWorkspace(app);
+    adminKey = seeded.adminKey;
+    workspaceId = seeded.workspace.id;
+    const rep = await seedSdr(app, workspaceId, 'Sam Rep', SDR);
+    sdrKey = rep.sdrKey;
+    const connected = await app.services().sdrs.connectMail(rep.sdr.id, { smtpUrl: sink.url(SDR, 'pw'), imapUrl: imap.url(SDR, 'pw') });
+    assert.equal(connected.mailbox.healthState, 'active');
+    // A thread as assignment leaves it: a campaign, its lead, the prospect's first answer.
+    const c = await app.request('POST', '/v1/campaigns', { key: adminKey, body: { name: 'Desk', sequenceSteps: [{ subject: 'Idea', bodyHtml: 'x' }] } });
+    await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key: adminKey, body: { leads: [{ email: 'pat@lead.example', firstName: 'Pat' }] } });
+    const lead = (await db.query(`select id from leads where email_key = 'pat@lead.example'`)).rows[0].id;
+    threadId = 'thr_desktest';
+    await db.query(
+      `insert into prospect_threads (id, workspace_id, sdr_id, lead_id, campaign_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, mail_thread_id, created_at, updated_at)
+       values ($1, $2, $3, $4, $5, 'pat@lead.example', 'Pat', 'Re: Idea', 'new', 'B', 50, now(), '<p1@lead.example>', now(), now())`,
+      [threadId, workspaceId, rep.sdr.id, lead, c.body.id],
+    );
+    await db.query(
+      `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, subject, body_text, at, created_at)
+       values ('tmsg_first', $1, 'inbound', '<p1@lead.example>', 'pat@lead.example', 'Re: Idea', 'Interested, tell me more', now() - interval '1 minute', now())`,
+      [threadId],
+    );
+    watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300 });
+    await watcher.start();
+  });
+  after(async () => {
+    await watcher.stop();
+    await db.end();
+    await app.close();
+    await imap.stop();
+    await sink.stop();
+  });
+
+  const thread = async () => (await app.request('GET', `/v1/sdr/threads/${threadId}`, { key: sdrKey })).body.data;
+  const send = (body: unknown, key = sdrKey, id = threadId) => app.request('POST', `/v1/sdr/threads/${id}/send-manual`, { key, body });
+
+  it("sends through the SDR's own SMTP in the prospect's thread; the thread awaits a reply", async () => {
+    const res = await send({ bodyText: 'Hi Pat,\nhere is more: https://acme.example/tour\nSam', cc: ['boss@acme.example'] });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.match(res.body.data.messageId, /^msg_/);
+    assert.equal(res.body.data.threadId, threadId);
+    assert.equal(res.body.data.status, 'awaiting_reply');
+    assert.equal(sink.received.length, 1);
+    const m = sink.received[0];
+    assert.equal(m.user, SDR);
+    assert.deepEqual(m.to.sort(), ['boss@acme.example', 'pat@lead.example']);
+    assert.equal(m.parsed.subject, 'Re: Idea');
+    assert.equal(m.parsed.inReplyTo, '<p1@lead.example>');
+    assert.match(m.parsed.text!, /here is more/);
+    const t = await thread();
+    assert.equal(t.status, 'awaiting_reply');
+    assert.equal(t.messages.length, 2);
+    assert.equal(t.messages[1].direction, 'outbound');
+  });
+
+  it("a prospect's answer in the SDR's mailbox joins the thread and makes it replied; an out-of-office does not", async () => {
+    const ours = sink.received[0].parsed.messageId!;
+    await imap.append(
+      SDR,
+      'pw',
+      [
+        'From: pat@lead.example',
+        `To: ${SDR}`,
+        'Subject: Automatic reply: Re: Idea',
+        `Date: ${new Date().toUTCString()}`,
+        'Message-ID: <ooo1@lead.example>',
+        `In-Reply-To: ${ours}`,
+        'Auto-Submitted: auto-replied',
+        'Content-Type: text/plain; charset=utf-8',
+        '',
+        'I am out of the office until next week.',
+        '',
+      ].join('\r\n'),
+    );
+    await waitFor('the out-of-office in the thread', async () => (await thread()).messages.length === 3);
+    assert.equal((await thread()).status, 'awaiting_reply');
+    await imap.append(
+      SDR,
+      'pw',
+      [
+        'From: Pat <pat@lead.example>',
+        `To: ${SDR}`,
+        'Subject: Re: Idea',
+        `Date: ${new Date().toUTCString()}`,
+        'Message-ID: <p2@lead.example>',
+        `In-Reply-To: ${ours}`,
+        `References: <p1@lead.example> ${ours}`,
+        'Content-Type: text/plain; charset=utf-8',
+        '',
+        'Great, Thursday at 10 works for me.',
+        '',
+      ].join('\r\n'),
+    );
+    const t = await waitFor('the answer in the thread', async () => {
+      const x = await thread();
+      return x.messages.length === 4 && x;
+    });
+    assert.equal(t.status, 'replied');
+    // (INTERNALDATE has whole seconds, so the answer may sort next to our message of the same second.)
+    const answer = t.messages.find((m: Record<string, unknown>) => m.direction === 'inbound' && /Thursday at 10/.test(JSON.stringify(m)));
+    assert.ok(answer, JSON.stringify(t.messages));
+    const status = await app.request('GET', '/v1/sdr/mail/status', { key: sdrKey });
+    assert.equal(status.body.data.connected, true);
+    assert.equal(status.body.data.healthState, 'active');
+    assert.ok(status.body.data.lastSyncedAt);
+  });
+
+  // With an Idempotency-Key (plain tests, before the errors test moves the thread away).
+  {
+    const keyed = (bodyText: string, k: string) =>
+      app.request('POST', `/v1/sdr/threads/${threadId}/send-manual`, { key: sdrKey, body: { bodyText }, headers: { 'idempotency-key': k } });
+    const outbound = async () => (await thread()).messages.filter((m: { direction: string }) => m.direction === 'outbound').length;
+
+    it('Idempotency-Key: repeats, also concurrent ones, answer the one recorded send and send nothing more; another key sends again', async () => {
+      const mails = sink.received.length;
+      const recorded = await outbound();
+      const [a, b] = await Promise.all([keyed('Following up: the tour link.', 'req-1'), keyed('Following up: the tour link.', 'req-1')]);
+      assert.equal(a.status, 200, JSON.stringify(a.body));
+      assert.equal(b.status, 200, JSON.stringify(b.body));
+      assert.equal(a.body.data.messageId, b.body.data.messageId);
+      assert.equal(sink.received.length, mails + 1, 'one mail for two concurrent requests');
+      assert.match(sink.received.at(-1)!.parsed.messageId!, /^<sm_[0-9a-f]{32}@acme\.example>$/);
+      const again = await keyed('Following up: the tour link.', 'req-1');
+      assert.equal(again.status, 200);
+      assert.deepEqual(again.body.data, { messageId: a.body.data.messageId, threadId, status: 'awaiting_reply' });
+      assert.equal(sink.received.length, mails + 1, 'a repeat sends nothing');
+      assert.equal(await outbound(), recorded + 1);
+
+      const other = await keyed('One more thing.', 'req-2');
+      assert.equal(other.status, 200);
+      assert.notEqual(other.body.data.messageId, a.body.data.messageId);
+      assert.equal(sink.received.length, mails + 2);
+      assert.equal(await outbound(), recorded + 2);
+    });
+
+    it('Idempotency-Key: a repeat after a failure between the server accepting and the commit carries the same Message-ID, recorded once', async () => {
+      const mails = sink.received.length;
+      const recorded = await outbound();
+      // The record fails after the SMTP server accepted the mail (as a crash there would).
+      await db.query(`create function fail_outbound() returns trigger language plpgsql as $$ begin raise exception 'simulated crash'; end $$`);
+      await db.query(`create trigger fail_outbound before insert on thread_messages for each row execute function fail_outbound()`);
+      let res;
+      try {
+        res = await keyed('Did you see the deck?', 'req-crash');
+      } finally {
+        await db.query(`drop trigger fail_outbound on thread_messages`);
+        await db.query(`drop function fail_outbound()`);
+      }
+      assert.equal(res.status, 500);
+      assert.equal(sink.received.length, mails + 1, 'the server accepted it');
+      assert.equal(await outbound(), recorded, 'nothing recorded');
+
+      const retry = await keyed('Did you see the deck?', 'req-crash');
+      assert.equal(retry.status, 200, JSON.stringify(retry.body));
+      assert.equal(sink.received.length, mails + 2);
+      assert.equal(sink.received.at(-1)!.parsed.messageId, sink.received.at(-2)!.parsed.messageId, 'the same Message-ID: Gmail keeps one');
+      assert.equal(await outbound(), recorded + 1);
+    });
+
+    it('Idempotency-Key: a malformed key is 400 invalid_request naming the header, and sends nothing', async () => {
+      const mails = sink.received.length;
+      for (const k of ['x'.repeat(256), 'clé', 'two words']) {
+        const res = await keyed('hello', k);
+        assert.equal(res.status, 400, k);
+        assert.equal(res.body.error.code, 'invalid_request');
+        assert.equal(res.body.errors[0].field, 'Idempotency-Key');
+      }
+      assert.equal(sink.received.length, mails);
+    });
+  }
+
+  it('errors: body validation 400, another SDR’s thread 404, no usable mailbox 409, admin key 403', async () => {
+    for (const body of [{}, { bodyText: '   ' }, { bodyText: 'x', cc: ['nope'] }, { bodyText: 'x', to: 'a@b.example' }]) {
+      const res = await send(body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.body.error.code, 'invalid_request');
+    }
+    const other = await seedSdr(app, workspaceId);
+    let res = await send({ bodyText: 'hi' }, other.sdrKey);
+    assert.equal(res.status, 404);
+    assert.equal(res.body.error.code, 'thread_not_found');
+    await db.query(`update prospect_threads set sdr_id = $1 where id = $2`, [other.sdr.id, threadId]);
+    res = await send({ bodyText: 'hi' }, other.sdrKey);
+    assert.equal(res.status, 409);
+    assert.equal(res.body.error.code, 'mail_not_connected');
+    res = await send({ bodyText: 'hi' }, adminKey);
+    assert.equal(res.status, 403);
+  });
+
+  // Added with migration 0003: whatever the tests above wrote, the inbox counters still match
+  // (a describe of its own, so it runs after the nested describes above).
+  describe('afterwards', () => {
+    it('prospect_thread_counts equal a count of the threads', async () => {
+      await assertThreadCountsExact(db);
+    });
+  });
+});

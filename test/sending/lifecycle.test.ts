@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { SmtpMessenger, type Messenger, type MailAccount, type OutgoingMail } from '../../src/adapters/smtp.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { requeueExpired } from '../../src/modules/messages/transitions.ts';
+import { SendWakeup } from '../../src/modules/sending/wakeup.ts';
+import { waitFor } from '../support/wait.ts';
+import { sendingWorld } from './world.ts';
+import type { TestApp } from '../support/harness.ts';
+
+describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', function () {
+  this.timeout(60_000);
+  const w = sendingWorld();
+  const { clock, sink, setup, stats, to } = w;
+  let app: TestApp, db: pg.Client, messenger: SmtpMessenger, dispatcher: SendDispatcher;
+  before(() => ({ app, db, messenger, dispatcher } = w));
+
+  it('pause: nothing starts sending after the pause commits; in-flight finishes; resume sends the rest once', async () => {
+    const leads = Array.from({ length: 6 }, (_, i) => ({ email: `pz${i}@lead.example` }));
+    const t = await setup({ leads });
+    // The pause commits while the first message of the batch is in its SMTP transaction.
+    let paused = false;
+    const pausing: Messenger = {
+      send: async (account: MailAccount, mail: OutgoingMail) => {
+        if (!paused) {
+          paused = true;
+          assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+        }
+        return messenger.send(account, mail);
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(app.deps, pausing, { maxConnections: 1, retryDelaysMs: [60_000] });
+    await d.runRound();
+    assert.equal(sink.received.length, 1, 'only the in-flight message went out');
+    let s = await stats(t);
+    assert.equal(s.queued, 5);
+    assert.equal(s.sent, 1);
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 1, 'paused: nothing more');
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 6);
+    assert.equal(new Set(sink.received.map((r) => r.to[0])).size, 6, 'no duplicates');
+    s = await stats(t);
+    assert.deepEqual([s.sent, s.queued], [6, 0]);
+  });
+
+  it('a campaign start wakes the worker: its messages go out without waiting for a scheduled round', async () => {
+    const t = await setup({ leads: [{ email: 'wake1@lead.example' }, { email: 'wake2@lead.example' }], start: false });
+    // No runRound call here: only the notification of the start can make this worker send.
+    const d = new SendDispatcher(app.deps, messenger, { maxConnections: 2, retryDelaysMs: [60_000] });
+    const wakeup = new SendWakeup(app.databaseUrl, () => d.wake(), app.deps.log);
+    await wakeup.start();
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(to('wake1@lead.example').length, 0, 'nothing before the start');
+      assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
+      await waitFor('both messages', async () => to('wake1@lead.example').length + to('wake2@lead.example').length === 2, 5_000);
+      // Leads added to the running campaign wake it too.
+      const more = await app.request('POST', `/v1/campaigns/${t.campaignId}/leads/bulk`, { key: t.key, body: { leads: [{ email: 'wake3@lead.example' }] } });
+      assert.equal(more.status, 200);
+      await waitFor('the added lead', async () => to('wake3@lead.example').length === 1, 5_000);
+    } finally {
+      await wakeup.stop();
+      d.stop();
+      await d.close();
+    }
+    assert.deepEqual([(await stats(t)).sent, to('wake1@lead.example').length, to('wake2@lead.example').length], [3, 1, 1]);
+  });
+
+  it('shutdown: a woken round drains (its message in SMTP finishes and is recorded) before the messenger closes', async () => {
+    const t = await setup({ leads: [{ email: 'drain@lead.example' }] });
+    let entered!: () => void;
+    const inSmtp = new Promise<void>((r) => (entered = r));
+    const slow: Messenger = {
+      send: async (account: MailAccount, mail: OutgoingMail) => {
+        entered();
+        await new Promise((r) => setTimeout(r, 300));
+        return messenger.send(account, mail);
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(app.deps, slow, { maxConnections: 1, retryDelaysMs: [60_000] });
+    d.wake();
+    await inSmtp;
+    d.stop();
+    await d.drain(5_000);
+    assert.equal(to('drain@lead.example').length, 1);
+    assert.equal((await stats(t)).sent, 1);
+    await d.close();
+  });
+
+  it('an expired claim (a worker that died) goes back to the queue and is sent once', async () => {
+    const t = await setup({ leads: [{ email: 'crash@lead.example' }] });
+    // A worker claimed it and died before its SMTP transaction: its lease runs out.
+    await db.query(`update outbound_messages set state = 'sending', claimed_by = 'dead.worker', lease_until = $2 where campaign_id = $1`, [
+      t.campaignId,
+      new Date(clock.now().getTime() + 60_000),
+    ]);
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 0, 'still leased');
+    clock.advance(61_000);
+    const r = await dispatcher.runRound();
+    assert.equal(r.released, 1);
+    assert.equal(to('crash@lead.example').length, 1);
+    assert.equal((await stats(t)).sent, 1);
+  });
+
+  it('a worker keeps the lease of the messages it holds: a long wait does not let them expire', async () => {
+    const t = await setup({ leads: [{ email: 'slow@lead.example' }] });
+    let meanwhile: { state: string; claimed_by: string } | undefined;
+    let d: SendDispatcher;
+    const slow: Messenger = {
+      send: async (account, mail) => {
+        clock.advance(1000); // the claim's 300 ms lease has run out on the clock...
+        await new Promise((r) => setTimeout(r, 400)); // ...while the renewal runs every 100 ms
+        await requeueExpired(app.deps.orm.em.fork(), clock.now());
+        meanwhile = (await db.query(`select state, claimed_by from outbound_messages where campaign_id = $1`, [t.campaignId])).rows[0];
+        return messenger.send(account, mail);
+      },
+      close: async () => {},
+    };
+    d = new SendDispatcher(app.deps, slow, { maxConnections: 1, retryDelaysMs: [60_000], leaseMs: 300 });
+    await d.runRound();
+    await d.close();
+    assert.deepEqual(meanwhile, { state: 'sending', claimed_by: d.workerId });
+    assert.equal(to('slow@lead.example').length, 1);
+    assert.equal((await stats(t)).sent, 1);
+  });
+
+  it('when outcomes cannot be committed, the server has at most one message per connection unrecorded', async () => {
+    const leads = Array.from({ length: 20 }, (_, i) => ({ email: `stall${i}@lead.example` }));
+    const t = await setup({ leads });
+    const mine = () => sink.received.filter((r) => r.to[0].startsWith('stall'));
+    // The real messenger and server; the count of transactions that reached the end of their
+    // data (where the dispatcher makes them wait for an acceptance place).
+    const real = new SmtpMessenger({ maxConnections: 2 });
+    let atEnd = 0;
+    const watched: Messenger = {
+      send: (account, mail, beforeEnd) =>
+        real.send(account, mail, beforeEnd && (async () => {
+          atEnd++;
+          await beforeEnd();
+        })),
+      close: () => real.close(),
+    };
+    // PostgreSQL stalls for the outcomes: the campaign's counter row is locked.
+    const blocker = new pg.Client({ connectionString: app.databaseUrl });
+    await blocker.connect();
+    await blocker.query('begin');
+    await blocker.query('select 1 from campaign_counters where campaign_id = $1 for update', [t.campaignId]);
+    const d = new SendDispatcher(app.deps, watched, { maxConnections: 2, retryDelaysMs: [60_000] });
+    const round = d.runRound();
+    // Either too many accepted (the bug), or the standstill: two accepted whose outcomes wait
+    // for the lock, and the next two with their data sent, waiting to end it, holding both
+    // connections (nothing else can move until the lock goes).
+    await waitFor('too many accepted, or both connections waiting at the end of their data', async () => mine().length > 2 || atEnd === 4);
+    assert.equal(mine().length, 2, 'no more accepted unrecorded messages than connections');
+    await blocker.query('commit');
+    await blocker.end();
+    await round;
+    await d.close();
+    await real.close();
+    assert.equal(mine().length, 20);
+    assert.equal(new Set(mine().map((r) => r.to[0])).size, 20);
+    assert.equal((await stats(t)).sent, 20);
+  });
+});

@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { type Messenger } from '../../src/adapters/smtp.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { sendingWorld } from './world.ts';
+import type { TestApp } from '../support/harness.ts';
+import pg from 'pg';
+
+describe('sending engine: outcomes (suppression, bounces, retries, account failures, group commit)', function () {
+  this.timeout(60_000);
+  const w = sendingWorld();
+  const { clock, sink, setup, stats, to } = w;
+  let app: TestApp, db: pg.Client, dispatcher: SendDispatcher;
+  before(() => ({ app, db, dispatcher } = w));
+
+  it('an address suppressed after it was queued is not sent to', async () => {
+    const t = await setup({ leads: [{ email: 'late@lead.example' }, { email: 'fine@lead.example' }] });
+    const res = await app.request('POST', '/v1/suppression-list', { key: t.key, body: { emails: ['LATE@lead.example'] } });
+    assert.deepEqual(res.body, { suppressed: 1 });
+    await dispatcher.runRound();
+    assert.deepEqual(sink.received.map((r) => r.to[0]), ['fine@lead.example']);
+    const s = await stats(t);
+    assert.equal(s.queued, 0);
+    assert.equal(s.sent, 1);
+    const leads = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data;
+    assert.equal(leads.find((l: { email: string }) => l.email === 'late@lead.example').status, 'suppressed');
+  });
+
+  it('5xx: a hard bounce at once, address suppressed, enrollment bounced, message.bounced with the server text', async () => {
+    sink.rcptAnswers.set('gone@lead.example', [550, '5.1.1 <gone@lead.example>: Recipient address rejected: User unknown']);
+    const t = await setup({ leads: [{ email: 'gone@lead.example' }], steps: [{ subject: 'a', bodyHtml: 'a' }, { subject: '', bodyHtml: 'b' }] });
+    await dispatcher.runRound();
+    const { rows } = await db.query(`select state, bounce_type, bounce_reason, smtp_response from outbound_messages where campaign_id = $1`, [t.campaignId]);
+    assert.equal(rows.length, 1, 'no follow-up is scheduled');
+    assert.equal(rows[0].state, 'bounced');
+    assert.equal(rows[0].bounce_type, 'hard');
+    assert.match(rows[0].bounce_reason, /550 5\.1\.1 .*User unknown/);
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.delivered, s.bounced, s.queued, s.scheduled], [1, 0, 1, 0, 0]);
+    const sup = await db.query(`select reason from suppressions where workspace_id = $1 and email_key = 'gone@lead.example'`, [t.workspaceId]);
+    assert.equal(sup.rows[0].reason, 'hard_bounce');
+    const lead = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data[0];
+    assert.equal(lead.status, 'bounced');
+    const ev = await db.query(`select data from events where type = 'message.bounced' and data->>'campaignId' = $1`, [t.campaignId]);
+    assert.equal(ev.rows[0].data.bounceType, 'hard');
+    assert.match(ev.rows[0].data.bounceReason, /User unknown/);
+    assert.deepEqual(Object.keys(ev.rows[0].data).sort(), ['bounceReason', 'bounceType', 'bouncedAt', 'campaignId', 'email', 'leadId', 'messageId', 'messageIdHeader', 'sequenceStep']);
+  });
+
+  it('4xx: retried on the configured delays, then a soft bounce (not suppressed)', async () => {
+    sink.rcptAnswers.set('busy@lead.example', [451, '4.7.1 Try again later']);
+    const t = await setup({ leads: [{ email: 'busy@lead.example' }] });
+    await dispatcher.runRound();
+    let m = (await db.query(`select state, attempts, due_at from outbound_messages where campaign_id = $1`, [t.campaignId])).rows[0];
+    assert.equal(m.state, 'queued');
+    assert.equal(m.attempts, 1);
+    assert.equal(new Date(m.due_at).getTime(), clock.now().getTime() + 5 * 60_000);
+    clock.advance(4 * 60_000);
+    await dispatcher.runRound();
+    assert.equal((await db.query(`select attempts from outbound_messages where campaign_id = $1`, [t.campaignId])).rows[0].attempts, 1);
+    clock.advance(60_000);
+    await dispatcher.runRound();
+    clock.advance(30 * 60_000);
+    await dispatcher.runRound();
+    m = (await db.query(`select state, attempts, bounce_type, bounce_reason from outbound_messages where campaign_id = $1`, [t.campaignId])).rows[0];
+    assert.equal(m.state, 'bounced');
+    assert.equal(m.attempts, 3);
+    assert.equal(m.bounce_type, 'soft');
+    assert.match(m.bounce_reason, /451 4\.7\.1 Try again later/);
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.delivered, s.bounced, s.queued], [1, 0, 1, 0]);
+    assert.equal((await db.query(`select count(*)::int as n from suppressions where email_key = 'busy@lead.example'`)).rows[0].n, 0);
+    assert.equal(sink.received.length, 0);
+  });
+
+  it('an authentication failure marks the account unhealthy and moves its messages, with no bounce', async () => {
+    const leads = Array.from({ length: 4 }, (_, i) => ({ email: `auth${i}@lead.example` }));
+    const t = await setup({ leads, senders: [{ email: 'broken@acme.example', password: 'wrong' }, { email: 'healthy@acme.example' }] });
+    await dispatcher.runRound();
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 4);
+    assert.ok(sink.received.every((r) => r.user === 'healthy@acme.example'));
+    const accounts = (await app.request('GET', '/v1/sender-accounts', { key: t.key })).body;
+    assert.equal(accounts.find((a: { email: string }) => a.email === 'broken@acme.example').health, 'auth_failed');
+    assert.equal(accounts.find((a: { email: string }) => a.email === 'healthy@acme.example').health, 'ok');
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.bounced, s.queued], [4, 0, 0]);
+    // `sender resume` clears the failure so the account is tried again.
+    const broken = accounts.find((a: { email: string }) => a.email === 'broken@acme.example');
+    await app.services().senders.setStatus(broken.id, 'active');
+    const after = (await app.request('GET', '/v1/sender-accounts', { key: t.key })).body;
+    assert.equal(after.find((a: { email: string }) => a.email === 'broken@acme.example').health, 'unknown');
+  });
+
+  it('group commit: outcomes that finish together share one statement; each is recorded with its headers, sticky account and event', async () => {
+    const leads = Array.from({ length: 12 }, (_, i) => ({ email: `gc${i}@lead.example` }));
+    const t = await setup({ leads });
+    // A server that answers four messages at once.
+    let waiting: Array<() => void> = [];
+    const together: Messenger = {
+      send: async () => {
+        const answered = new Promise<void>((resolve) => waiting.push(resolve));
+        if (waiting.length === 4) for (const r of waiting.splice(0)) r();
+        await answered;
+        return { kind: 'accepted', response: '250 2.0.0 queued' };
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(app.deps, together, { maxConnections: 4, retryDelaysMs: [60_000] });
+    const r = await d.runRound();
+    await d.close();
+    assert.equal(r.sent, 12);
+    assert.ok(d.acceptedStatements < 12, `${d.acceptedStatements} outcome statements for 12 messages`);
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.delivered, s.queued], [12, 12, 0]);
+    const { rows } = await db.query(
+      `select m.state, m.message_id_header, m.subject, m.smtp_response, e.sender_account_id, e.status
+         from outbound_messages m join enrollments e on e.id = m.enrollment_id where m.campaign_id = $1`,
+      [t.campaignId],
+    );
+    assert.equal(rows.length, 12);
+    for (const row of rows) {
+      assert.equal(row.state, 'sent');
+      assert.match(row.message_id_header, /^<msg_.*@acme\.example>$/);
+      assert.equal(row.subject, 'Hello there');
+      assert.equal(row.smtp_response, '250 2.0.0 queued');
+      assert.equal(row.sender_account_id, t.senders[0]);
+      assert.equal(row.status, 'completed');
+    }
+    const ev = await db.query(`select count(*)::int as n from events where type = 'message.sent' and data->>'campaignId' = $1`, [t.campaignId]);
+    assert.equal(ev.rows[0].n, 12);
+  });
+});

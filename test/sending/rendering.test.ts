@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import type { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { sendingWorld, HOUR, rawHeader } from './world.ts';
+import type { TestApp } from '../support/harness.ts';
+import pg from 'pg';
+
+describe('sending engine: rendering and threading', function () {
+  this.timeout(60_000);
+  const w = sendingWorld();
+  const { clock, sink, setup, stats, to } = w;
+  let app: TestApp, db: pg.Client, dispatcher: SendDispatcher;
+  before(() => ({ app, db, dispatcher } = w));
+
+  it('renders and sends step 0: tokens, escaping, text part, headers, pixel; records and counts it', async () => {
+    const t = await setup({
+      leads: [
+        { email: 'ann@lead.example', firstName: 'Ann <b>&</b> "Co"', company: 'Acme', plan: 'pro' },
+        { email: 'bob@lead.example', company: 'Bobco' },
+      ],
+      steps: [
+        {
+          subject: 'Hi {{firstName|there}}\r\nBcc: evil@x.example {{plan}}',
+          bodyHtml: '<html><body><p>Hello {{firstName|there}} from {{company}} ({{plan|basic}}) {{missing}}</p><a href="{{unsubscribeUrl}}">unsubscribe</a></body></html>',
+        },
+      ],
+    });
+    const r = await dispatcher.runRound();
+    assert.equal(r.sent, 2);
+    assert.equal(sink.received.length, 2);
+    const ann = to('ann@lead.example')[0].parsed;
+    assert.equal(ann.subject, 'Hi Ann <b>&</b> "Co" Bcc: evil@x.example pro');
+    assert.equal(ann.headers.get('bcc'), undefined);
+    assert.match(ann.html as string, /Hello Ann &lt;b&gt;&amp;&lt;\/b&gt; &quot;Co&quot; from Acme \(pro\) <\/p>/);
+    assert.match(ann.text as string, /Hello Ann <b>&<\/b> "Co" from Acme \(pro\)/);
+    assert.match(ann.html as string, /<img src="https:\/\/mg\.example\.com\/t\/o\/[^"]+" width="1" height="1"/);
+    assert.doesNotMatch(ann.text as string, /t\/o\//);
+    assert.equal(ann.from?.value[0].name, 'Alice Sender');
+    const listUnsub = rawHeader(ann, 'list-unsubscribe');
+    assert.match(listUnsub, /^<https:\/\/mg\.example\.com\/u\/[^>]+>, <mailto:sender\.[a-z0-9]+@acme\.example\?subject=unsubscribe>$/);
+    assert.equal(rawHeader(ann, 'list-unsubscribe-post'), 'List-Unsubscribe=One-Click');
+    assert.ok((ann.html as string).includes(listUnsub.slice(1, listUnsub.indexOf('>'))), 'the {{unsubscribeUrl}} token is the same link');
+    const bob = to('bob@lead.example')[0].parsed;
+    assert.equal(bob.subject, 'Hi there Bcc: evil@x.example');
+    assert.match(bob.html as string, /Hello there from Bobco \(basic\)/);
+    assert.ok(ann.messageId && bob.messageId && ann.messageId !== bob.messageId);
+
+    const s = await stats(t);
+    assert.equal(s.sent, 2);
+    assert.equal(s.delivered, 2);
+    assert.equal(s.queued, 0);
+    const { rows } = await db.query(`select id, state, smtp_response, message_id_header, sent_at from outbound_messages where campaign_id = $1 order by to_email`, [t.campaignId]);
+    assert.ok(rows.every((m) => m.state === 'sent' && /^250/.test(m.smtp_response)));
+    assert.equal(rows[0].message_id_header, ann.messageId);
+    const { rows: events } = await db.query(`select data from events where type = 'message.sent' and data->>'campaignId' = $1 order by data->>'email'`, [t.campaignId]);
+    assert.equal(events.length, 2);
+    assert.deepEqual(Object.keys(events[0].data).sort(), ['campaignId', 'email', 'leadId', 'messageId', 'messageIdHeader', 'sentAt', 'sequenceStep']);
+    assert.equal(events[0].data.messageId, rows[0].id);
+    assert.equal(events[0].data.sequenceStep, 0);
+    // Completed: a one-step sequence ends after its step.
+    const leads = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data;
+    assert.ok(leads.every((l: { status: string }) => l.status === 'completed'));
+  });
+
+  it('no pixel when trackOpens is false', async () => {
+    await setup({ leads: [{ email: 'np@lead.example' }], campaign: { trackOpens: false } });
+    await dispatcher.runRound();
+    assert.doesNotMatch(to('np@lead.example')[0].parsed.html as string, /\/t\/o\//);
+  });
+
+  it('follow-ups: scheduled delayHours after the previous send, threaded, Re: subject, then completed', async () => {
+    const t = await setup({
+      leads: [{ email: 'seq@lead.example', firstName: 'Sue' }],
+      steps: [
+        { subject: 'Intro for {{firstName}}', bodyHtml: '<p>one</p>' },
+        { subject: '', bodyHtml: '<p>two</p>', delayHours: 48 },
+        { subject: 'A new angle', bodyHtml: '<p>three</p>', delayHours: 24 },
+      ],
+    });
+    await dispatcher.runRound();
+    assert.equal(to('seq@lead.example').length, 1);
+    let s = await stats(t);
+    assert.equal(s.scheduled, 1);
+    assert.equal(s.queued, 0);
+    clock.advance(47 * HOUR);
+    await dispatcher.runRound();
+    assert.equal(to('seq@lead.example').length, 1, 'not before its time');
+    clock.advance(HOUR);
+    await dispatcher.runRound();
+    const mails = to('seq@lead.example').map((r) => r.parsed);
+    assert.equal(mails.length, 2);
+    assert.equal(mails[1].subject, 'Re: Intro for Sue');
+    assert.equal(mails[1].inReplyTo, mails[0].messageId);
+    assert.deepEqual([mails[1].references].flat(), [mails[0].messageId]);
+    clock.advance(24 * HOUR);
+    await dispatcher.runRound();
+    const third = to('seq@lead.example').map((r) => r.parsed)[2];
+    assert.equal(third.subject, 'A new angle');
+    assert.equal(third.inReplyTo, mails[1].messageId);
+    assert.deepEqual([third.references].flat(), [mails[0].messageId, mails[1].messageId]);
+    s = await stats(t);
+    assert.equal(s.sent, 3);
+    assert.equal(s.scheduled, 0);
+    const lead = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data[0];
+    assert.equal(lead.status, 'completed');
+    assert.equal(lead.currentStep, 2);
+    // Follow-ups stayed on the account that sent the first step.
+    const { rows } = await db.query(`select distinct sender_account_id from outbound_messages where campaign_id = $1`, [t.campaignId]);
+    assert.equal(rows.length, 1);
+  });
+});

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import type { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { sendingWorld, HOUR, rawHeader } from '../sending/world.ts';
+import type { TestApp } from '../support/harness.ts';
+import pg from 'pg';
+
+describe('tracking and unsubscribe links of sent messages', function () {
+  this.timeout(60_000);
+  const w = sendingWorld();
+  const { clock, setup, stats, to } = w;
+  let app: TestApp, db: pg.Client, dispatcher: SendDispatcher;
+  before(() => ({ app, db, dispatcher } = w));
+
+  it('open tracking: a 1x1 GIF, first open counted once; a tampered token is 404', async () => {
+    const t = await setup({ leads: [{ email: 'open@lead.example' }] });
+    await dispatcher.runRound();
+    const html = to('open@lead.example')[0].parsed.html as string;
+    const path = /https:\/\/mg\.example\.com(\/t\/o\/[^"]+)"/.exec(html)![1];
+    // Through the harness: its answers are checked against the OpenAPI document too.
+    const first = await app.request('GET', path);
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get('content-type'), 'image/gif');
+    assert.ok(Number(first.headers.get('content-length')) > 0);
+    await app.request('GET', path);
+    let s = await stats(t);
+    assert.equal(s.opened, 1);
+    assert.equal(s.openRate, 1);
+    const tampered = path.slice(0, -2) + (path.endsWith('A') ? 'BB' : 'AA');
+    const bad = await app.request('GET', tampered);
+    assert.equal(bad.status, 404);
+    s = await stats(t);
+    assert.equal(s.opened, 1);
+  });
+
+  it('unsubscribe: a confirmation page, one-click POST suppresses and ends enrollments; forged tokens 404', async () => {
+    const t = await setup({
+      leads: [{ email: 'unsub@lead.example' }],
+      steps: [{ subject: 'a', bodyHtml: 'a' }, { subject: '', bodyHtml: 'b', delayHours: 1 }],
+    });
+    await dispatcher.runRound();
+    const header = rawHeader(to('unsub@lead.example')[0].parsed, 'list-unsubscribe');
+    const path = /https:\/\/mg\.example\.com(\/u\/[^>]+)>/.exec(header)![1];
+    const pageRes = await app.request('GET', path);
+    assert.equal(pageRes.status, 200);
+    assert.match(pageRes.text, /unsub@lead\.example/);
+    assert.equal((await stats(t)).scheduled, 1);
+    const forged = await app.request('POST', path.replace(/.$/, (c) => (c === 'x' ? 'y' : 'x')));
+    assert.equal(forged.status, 404);
+    const post = await app.request('POST', path, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, raw: 'List-Unsubscribe=One-Click' });
+    assert.equal(post.status, 200);
+    const s = await stats(t);
+    assert.equal(s.unsubscribed, 1);
+    assert.equal(s.scheduled, 0);
+    const lead = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data[0];
+    assert.equal(lead.status, 'unsubscribed');
+    assert.equal((await db.query(`select reason from suppressions where email_key = 'unsub@lead.example'`)).rows[0].reason, 'unsubscribe');
+    clock.advance(2 * HOUR);
+    await dispatcher.runRound();
+    assert.equal(to('unsub@lead.example').length, 1);
+    // Again: idempotent.
+    assert.equal((await app.request('POST', path)).status, 200);
+    const asJson = await app.request('POST', path, { headers: { accept: 'application/json' } });
+    assert.deepEqual([asJson.status, asJson.body], [200, { unsubscribed: true }]);
+    assert.equal((await stats(t)).unsubscribed, 1);
+  });
+});

@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import { claimDue, fanOut, viaOrm } from '../../src/modules/webhooks/repository.ts';
+import type { WebhookWorld } from './helpers.ts';
+import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
+import type pg from 'pg';
+import { deliveryWorld, DELAYS } from './delivery-world.ts';
+
+describe('webhook delivery: restarts, workers, leases', function () {
+  this.timeout(60_000);
+  const d = deliveryWorld();
+  let w: WebhookWorld, db: pg.Client, dispatcher: WebhookDispatcher;
+  before(() => ({ w, db, dispatcher } = d));
+  const { oneHookOneEvent, attemptsOf, staleClaim } = d;
+
+  it('a restart mid-retry continues the schedule: a new dispatcher takes over the pending retries', async () => {
+    w.receiver.respond = () => 500;
+    const first = w.dispatcher();
+    const { key, hook } = await oneHookOneEvent();
+    await first.runRound();
+    w.clock.advance(DELAYS[0]);
+    await first.runRound();
+    first.stop();
+    await first.close(); // the old process is gone
+    w.receiver.respond = () => 200;
+    const second = w.dispatcher();
+    w.clock.advance(DELAYS[1] - 1);
+    await second.runRound();
+    assert.equal(w.receiver.received.length, 2, 'the schedule is kept: not before the next delay');
+    w.clock.advance(1);
+    await second.runRound();
+    assert.equal(w.receiver.received.length, 3);
+    const d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'delivered');
+    assert.deepEqual(
+      d.attempts.map((a: { statusCode: number }) => a.statusCode),
+      [500, 500, 200],
+    );
+  });
+
+  it('a worker that died holding a claim: nobody touches the delivery until its lease runs out, then it is attempted once', async () => {
+    const { key, workspaceId, hook } = await oneHookOneEvent();
+    await dispatcher.runRound(); // fans out and delivers: use a second event for the crash
+    const eventId = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_crash' });
+    // Fan out without attempting, then claim as a worker that dies right after.
+    await fanOut(viaOrm(w.app.deps.orm.em.fork()), w.clock.now(), 100);
+    const now = w.clock.now();
+    const claimed = await claimDue(viaOrm(w.app.deps.orm.em.fork()), now, new Date(now.getTime() + dispatcher.leaseMs), 10);
+    assert.deepEqual(
+      claimed.map((c) => c.eventId),
+      [eventId],
+    );
+    w.receiver.reset();
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 0, 'leased by the dead worker');
+    w.clock.advance(dispatcher.leaseMs);
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 1);
+    assert.equal(w.receiver.received[0].json.id, eventId);
+    const d = (await w.deliveries(key, hook.id)).find((x: { eventId: string }) => x.eventId === eventId);
+    assert.equal(d.state, 'delivered');
+    assert.equal(d.attempts.length, 1);
+  });
+
+  it('two workers at once never deliver the same event twice', async () => {
+    w.receiver.respond = () => ({ status: 200, delayMs: 5 });
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    const ids: string[] = [];
+    for (let i = 0; i < 80; i++) ids.push(await w.emit(workspaceId, 'message.sent', { messageId: `msg_${i}` }));
+    // Fanned out first, so both workers find the deliveries when their rounds start.
+    await fanOut(viaOrm(w.app.deps.orm.em.fork()), w.clock.now(), 500);
+    // A generous timeout: on a loaded machine a 400 ms answer can be late, and a late attempt is
+    // retried in a later round, which is not what this test is about.
+    const deps = { ...w.app.deps, config: { ...w.app.deps.config, webhookTimeout: 5_000 } };
+    const a = w.dispatcher({ concurrency: 4 }, deps);
+    const b = w.dispatcher({ concurrency: 4 }, deps);
+    const [ra, rb] = await Promise.all([a.runRound(), b.runRound()]);
+    assert.equal(ra.delivered + rb.delivered, 80);
+    assert.ok(ra.delivered > 0 && rb.delivered > 0, `both workers worked (${ra.delivered}/${rb.delivered})`);
+    assert.equal(w.receiver.received.length, 80);
+    assert.deepEqual(new Set(w.receiver.received.map((r) => r.json.id)), new Set(ids));
+    const { rows } = await db.query(
+      `select count(*)::int as deliveries, sum(attempt_count)::int as attempts, count(*) filter (where state = 'delivered')::int as delivered
+         from webhook_deliveries where webhook_id = $1`,
+      [hook.id],
+    );
+    assert.deepEqual(rows[0], { deliveries: 80, attempts: 80, delivered: 80 });
+    const { rows: logged } = await db.query(`select sum(jsonb_array_length(attempts))::int as n from webhook_deliveries where webhook_id = $1`, [hook.id]);
+    assert.equal(logged[0].n, 80);
+  });
+
+  it('fresh deliveries come leased from the fan-out: no claim sees them until the lease runs out, then one attempt', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const a = await w.register(key, ['message.sent'], '/a');
+    const b = await w.register(key, ['message.sent'], '/b');
+    const e1 = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_l1' });
+    const e2 = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_l2' });
+    const now = w.clock.now();
+    const leases: Date[] = [];
+    // A worker fans out, leasing what it creates, and dies before any attempt. It brings one id
+    // per event: the batch needs four, so it is run again with enough.
+    const r = await fanOut(viaOrm(w.app.deps.orm.em.fork()), now, 10, (i) => {
+      leases.push(new Date(now.getTime() + dispatcher.leaseFor(i)));
+      return leases[i];
+    });
+    assert.equal(r.events, 2);
+    // One delivery per (event, webhook), each with the event's data, the webhook's URL and its own lease.
+    assert.deepEqual(r.claims.map((c) => `${c.eventId}:${c.webhookId}`).sort(), [`${e1}:${a.id}`, `${e1}:${b.id}`, `${e2}:${a.id}`, `${e2}:${b.id}`].sort());
+    assert.ok(r.claims.every((c, i) => c.attemptCount === 0 && c.leaseUntil.getTime() === leases[i].getTime() && c.data.messageId && c.url.endsWith(c.webhookId === a.id ? '/a' : '/b')));
+    const { rows } = await db.query(`select lease_until, next_attempt_at, state from webhook_deliveries where webhook_id = any($1) order by lease_until`, [[a.id, b.id]]);
+    assert.ok(rows.every((row) => row.state === 'pending' && row.lease_until.getTime() === row.next_attempt_at.getTime()), 'due again when the lease runs out');
+    // Nobody else takes them meanwhile: neither a claim nor another dispatcher's round.
+    assert.equal((await claimDue(viaOrm(w.app.deps.orm.em.fork()), now, new Date(now.getTime() + 60_000), 10)).length, 0);
+    await w.dispatcher().runRound();
+    assert.equal(w.receiver.received.length, 0);
+    w.clock.advance(dispatcher.leaseFor(3));
+    const rescuer = await w.dispatcher().runRound();
+    assert.equal(rescuer.claimed, 4);
+    assert.equal(w.receiver.received.length, 4);
+    for (const hook of [a, b]) {
+      const ds = await w.deliveries(key, hook.id);
+      assert.deepEqual(ds.map((d: { state: string; attempts: unknown[] }) => `${d.state}/${d.attempts.length}`), ['delivered/1', 'delivered/1']);
+    }
+  });
+
+  it('leases grow with the queue: a delivery with k others ahead of it is leased for (floor(k / concurrency) + 2) timeouts + 5 s', () => {
+    const d = w.dispatcher({ concurrency: 4 });
+    const t = w.app.deps.config.webhookTimeout;
+    assert.equal(d.leaseMs, 2 * t + 5_000);
+    assert.deepEqual([0, 3, 4, 7, 8, 12].map((k) => d.leaseFor(k)), [2, 2, 3, 3, 4, 5].map((n) => n * t + 5_000));
+  });
+
+  it('two workers fanning out the same outbox at once: every event goes out once, through both', async () => {
+    w.receiver.respond = () => ({ status: 200, delayMs: 5 });
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    const ids: string[] = [];
+    for (let i = 0; i < 120; i++) ids.push(await w.emit(workspaceId, 'message.sent', { messageId: `msg_race${i}` }));
+    // A generous timeout: on a loaded machine a 400 ms answer can be late, and a late attempt is
+    // retried in a later round, which is not what this test is about.
+    const deps = { ...w.app.deps, config: { ...w.app.deps.config, webhookTimeout: 5_000 } };
+    const a = w.dispatcher({ concurrency: 4 }, deps);
+    const b = w.dispatcher({ concurrency: 4 }, deps);
+    const [ra, rb] = await Promise.all([a.runRound(), b.runRound()]);
+    assert.equal(ra.fannedOut + rb.fannedOut, 120);
+    assert.equal(ra.delivered + rb.delivered, 120);
+    assert.ok(ra.delivered > 0 && rb.delivered > 0, `both workers worked (${ra.delivered}/${rb.delivered})`);
+    assert.equal(w.receiver.received.length, 120);
+    assert.deepEqual(new Set(w.receiver.received.map((r) => r.json.id)), new Set(ids));
+    const { rows } = await db.query(
+      `select count(*)::int as deliveries, sum(attempt_count)::int as attempts, count(*) filter (where state = 'delivered' and lease_until is null and next_attempt_at is null)::int as delivered,
+              sum(jsonb_array_length(attempts))::int as logged
+         from webhook_deliveries where webhook_id = $1`,
+      [hook.id],
+    );
+    assert.deepEqual(rows[0], { deliveries: 120, attempts: 120, delivered: 120, logged: 120 });
+  });
+
+  it('a stopping worker gives back the leased deliveries it had not started: due at once for the next worker', async () => {
+    w.receiver.respond = () => ({ status: 200, delayMs: 50 });
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    for (let i = 0; i < 12; i++) await w.emit(workspaceId, 'message.sent', { messageId: `msg_stop${i}` });
+    const first = w.dispatcher({ concurrency: 1, queue: 20 });
+    const round = first.runRound();
+    await w.receiver.waitFor(1, 10_000);
+    first.stop();
+    const r = await round;
+    assert.equal(r.fannedOut, 12, 'the fan-out leased all of them to the first worker');
+    assert.ok(r.delivered >= 1 && r.delivered < 12, String(r.delivered));
+    const { rows } = await db.query(
+      `select count(*)::int as n from webhook_deliveries where webhook_id = $1 and state = 'pending' and lease_until is null and next_attempt_at <= $2`,
+      [hook.id, w.clock.now()],
+    );
+    assert.equal(rows[0].n, 12 - r.delivered, 'given back, due now');
+    const second = await w.dispatcher().runRound(); // same clock: no lease had to run out
+    assert.equal(second.claimed, 12 - r.delivered);
+    assert.equal(w.receiver.received.length, 12);
+    assert.ok((await w.deliveries(key, hook.id, '?limit=50')).every((d: { state: string; attempts: unknown[] }) => d.state === 'delivered' && d.attempts.length === 1));
+  });
+});
