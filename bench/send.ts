@@ -101,6 +101,7 @@ const worker = spawn('node', [...workerNodeArgs, 'bin/mailgate.js', 'serve', '--
 await new Promise((r) => setTimeout(r, 3000)); // let the worker boot before the clock starts
 cpu0 = { self: process.cpuUsage(), sink: cpuOf(sink.pid!), pg: postgresCpu() };
 const worker0 = cpuOf(worker.pid!);
+await env.statementStats(true);
 t = performance.now();
 await env.api('POST', `/v1/campaigns/${id}/start`);
 await waitForCount(COUNT);
@@ -109,6 +110,7 @@ const pgNow = postgresCpu();
 const mgCpu = { worker: cpuOf(worker.pid!) - worker0, sink: cpuOf(sink.pid!) - cpu0.sink, pg: pgNow === null || cpu0.pg === null ? null : pgNow - cpu0.pg };
 const status = readFileSync(`/proc/${worker.pid}/status`, 'utf8');
 const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
+const stmts = await env.statementStats();
 const stats = await env.api('GET', `/v1/campaigns/${id}/stats`);
 worker.kill('SIGTERM');
 await new Promise((r) => worker.once('exit', r));
@@ -117,7 +119,11 @@ const bareRate = COUNT / (bareMs / 1000);
 const mgRate = COUNT / (mailgateMs / 1000);
 console.log(`bare nodemailer pool (${CONNECTIONS} connections): ${COUNT} messages in ${(bareMs / 1000).toFixed(2)} s = ${bareRate.toFixed(0)} msg/s`);
 console.log(`mailgate worker (${CONNECTIONS} connections):       ${COUNT} messages in ${(mailgateMs / 1000).toFixed(2)} s = ${mgRate.toFixed(0)} msg/s (stats: sent ${stats.sent}, queued ${stats.queued})`);
-console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.7); worker peak RSS ${peakRssMb.toFixed(0)} MB (target < 300 MB)`);
+console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.85, issue 20); worker peak RSS ${peakRssMb.toFixed(0)} MB (target < 250 MB)`);
 console.log(`CPU per message: bare —${cpuLine('client', bareCpu.client)}${cpuLine('sink', bareCpu.sink)}; mailgate —${cpuLine('worker', mgCpu.worker)}${cpuLine('postgres', mgCpu.pg)}${cpuLine('sink', mgCpu.sink)}`);
+if (stmts) {
+  console.log(`statements per message (pg_stat_statements, the worker's and the start request's): ${(stmts.calls / COUNT).toFixed(2)}; execution ${((stmts.execMs * 1000) / COUNT).toFixed(0)} us per message`);
+  for (const q of stmts.top) console.log(`  ${String(q.calls).padStart(7)} calls ${q.ms.toFixed(0).padStart(6)} ms  ${q.query}`);
+}
 sink.send({ cmd: 'exit' });
 await env.close();

@@ -1,7 +1,7 @@
 // Shared set-up for benchmarks: an embedded PostgreSQL in a temp dir (or BENCH_DATABASE_URL,
 // an admin URL), a migrated database, and the real app listening on an ephemeral port.
 import http from 'node:http';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,10 +21,25 @@ import { createDeps, type Deps } from '../src/deps.ts';
 export async function benchEnvironment() {
   let embedded: EmbeddedDatabase | undefined;
   let adminUrl = process.env.BENCH_DATABASE_URL;
+  // BENCH_PG_STATEMENTS=1: the embedded cluster loads pg_stat_statements (a restart after
+  // ALTER SYSTEM), so a benchmark can count statements per message (statementStats below).
+  const withStatements = !adminUrl && process.env.BENCH_PG_STATEMENTS === '1';
+  let dataDir: string | undefined;
   if (!adminUrl) {
-    embedded = new EmbeddedDatabase({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'mailgate-bench-')), ephemeral: true });
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'mailgate-bench-'));
+    embedded = new EmbeddedDatabase({ dataDir, ephemeral: !withStatements });
     await embedded.start();
     adminUrl = embedded.adminUrl('postgres');
+    if (withStatements) {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
+      await c.query(`alter system set pg_stat_statements.track = 'all'`);
+      await c.end();
+      await embedded.stop();
+      await embedded.start();
+      adminUrl = embedded.adminUrl('postgres');
+    }
   }
   const name = `mailgate_bench_${randomBytes(3).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -44,6 +59,7 @@ export async function benchEnvironment() {
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   const services = () => createServices(deps, orm.em.fork());
+  if (withStatements) await pool.query('create extension if not exists pg_stat_statements');
   const ws = await services().workspaces.create('bench');
   const key = (await services().workspaces.createKey({ workspace: ws.id })).key;
   return {
@@ -65,12 +81,30 @@ export async function benchEnvironment() {
       if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
       return json;
     },
+    /** pg_stat_statements of this database (BENCH_PG_STATEMENTS=1), or null: reset, or read the totals. */
+    async statementStats(reset = false): Promise<null | { calls: number; execMs: number; top: Array<{ calls: number; ms: number; query: string }> }> {
+      if (!withStatements) return null;
+      if (reset) {
+        await pool.query('select pg_stat_statements_reset()');
+        return null;
+      }
+      const { rows } = await pool.query(
+        `select calls::int, total_exec_time as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
+           from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database()) order by total_exec_time desc`,
+      );
+      return {
+        calls: rows.reduce((n, r) => n + r.calls, 0),
+        execMs: rows.reduce((n, r) => n + r.ms, 0),
+        top: rows.slice(0, 12),
+      };
+    },
     async close() {
       server.closeAllConnections();
       server.close();
       await pool.end();
       await orm.close(true);
       await embedded?.stop();
+      if (withStatements && dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -39,7 +39,34 @@ export function newIds(prefix: IdPrefix, n: number): string[] {
   return Array.from({ length: n }, (_, i) => encode(prefix, all.subarray(16 * i, 16 * i + 16)));
 }
 
-function encode(prefix: string, bytes: Buffer): string {
+// The same 32 symbols in ascending byte order, so that ids made by orderedIds sort (as text, in
+// the C and the usual linguistic collations) in the order they were made.
+const SORTED_ALPHABET = '234567abcdefghijklmnopqrstuvwxyz';
+let counter = randomBytes(4).readUInt32BE(0);
+
+/**
+ * `n` new ids that sort in creation order: 6 bytes of the time in milliseconds, a 4-byte
+ * per-process counter and 6 random bytes, in the same 26-symbol form as newId. For the rows
+ * written by the ten thousand (leads, enrollments): a primary key and the indexes led by it
+ * grow at their right edge instead of at random places (docs/benchmarks.md, issue 20). Not
+ * unguessable: nothing uses these ids as secrets (tracking and unsubscribe tokens are signed).
+ */
+export function orderedIds(prefix: IdPrefix, n: number): string[] {
+  const random = randomBytes(6 * n);
+  const ms = Date.now();
+  const out = new Array<string>(n);
+  const bytes = Buffer.alloc(16);
+  bytes.writeUIntBE(ms, 0, 6);
+  for (let i = 0; i < n; i++) {
+    counter = (counter + 1) >>> 0;
+    bytes.writeUInt32BE(counter, 6);
+    random.copy(bytes, 10, 6 * i, 6 * i + 6);
+    out[i] = encode(prefix, bytes, SORTED_ALPHABET);
+  }
+  return out;
+}
+
+function encode(prefix: string, bytes: Buffer, alphabet = ALPHABET): string {
   let bits = 0;
   let value = 0;
   let out = '';
@@ -47,10 +74,10 @@ function encode(prefix: string, bytes: Buffer): string {
     value = (value << 8) | b;
     bits += 8;
     while (bits >= 5) {
-      out += ALPHABET[(value >>> (bits - 5)) & 31];
+      out += alphabet[(value >>> (bits - 5)) & 31];
       bits -= 5;
     }
   }
-  if (bits > 0) out += ALPHABET[(value << (5 - bits)) & 31];
+  if (bits > 0) out += alphabet[(value << (5 - bits)) & 31];
   return `${prefix}_${out}`;
 }

@@ -1,20 +1,12 @@
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import pg from 'pg';
 import { waitFor } from '../support/wait.ts';
 import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
+import { refusedPort } from '../support/ports.ts';
 
-/** A port nothing listens on (bound by the OS, then closed). */
-async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', () => resolve()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
 
 // Mailbox health from real IMAP outcomes (issue 16, part 1): a sender account's IMAP watch and
 // an SDR's mailbox, against Dovecot refusing a login and a closed port.
@@ -64,7 +56,7 @@ describe('mailbox health from real IMAP outcomes', function () {
       assert.equal(connected.mailbox.healthState, 'active');
     }
     await db.query(`update sdr_mailboxes set imap_url_enc = $1 where sdr_id = $2`, [app.deps.crypto.encrypt(imap.url('rep@acme.example', 'changed')), rep.sdr.id]);
-    await db.query(`update sdr_mailboxes set imap_url_enc = $1 where sdr_id = $2`, [app.deps.crypto.encrypt(`imap://far%40acme.example:right@127.0.0.1:${await closedPort()}`), far.sdr.id]);
+    await db.query(`update sdr_mailboxes set imap_url_enc = $1 where sdr_id = $2`, [app.deps.crypto.encrypt(`imap://far%40acme.example:right@127.0.0.1:${await refusedPort()}`), far.sdr.id]);
 
     watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, tickMs: 300, leaseMs: 3_000 });
     await watcher.start();

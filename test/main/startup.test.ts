@@ -16,6 +16,7 @@ import { withDatabase } from '../support/global.ts';
 import { createLogger } from '../../src/adapters/logger.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { announceAdminKey, ADMIN_KEY_FILE } from '../../src/admin-key.ts';
+import { refusedPort } from '../support/ports.ts';
 
 const repo = path.resolve(import.meta.dirname, '..', '..');
 const isRoot = process.getuid?.() === 0;
@@ -110,11 +111,6 @@ async function holdPort(): Promise<{ port: number; close(): Promise<void> }> {
   };
 }
 
-async function closedPort(): Promise<number> {
-  const h = await holdPort();
-  await h.close();
-  return h.port;
-}
 
 describe('start-up fails cleanly (real processes)', function () {
   this.timeout(120_000);
@@ -175,7 +171,7 @@ describe('start-up fails cleanly (real processes)', function () {
     const silent = await holdPort();
     try {
       const env = { MAILGATE_DATA_DIR: dir, MAILGATE_SECRET_KEY: randomBytes(32).toString('hex') };
-      const closed = await closedPort();
+      const closed = await refusedPort();
       const refused = await serveUntilExit({ ...env, DATABASE_URL: `postgres://mailgate:s3cret@127.0.0.1:${closed}/mailgate` });
       assertOneLineFailure(refused, new RegExp(`^error: cannot connect to DATABASE_URL postgres://mailgate:\\*\\*\\*@127\\.0\\.0\\.1:${closed}/mailgate: connection refused: correct DATABASE_URL, or unset it to use the embedded PostgreSQL$`));
       assert.ok(!refused.stderr.includes('s3cret') && !refused.stdout.includes('s3cret'), 'the password is not shown');

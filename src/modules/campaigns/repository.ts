@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
-import { newId } from '../../adapters/ids.ts';
+import { orderedIds } from '../../adapters/ids.ts';
 import type { LeadInput, StandardField } from './leads.ts';
 import type { Schedule } from './entities.ts';
 import type { LeadColumns } from '../messages/send.ts';
@@ -29,7 +29,7 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
       workspaceId,
       now,
       now,
-      leads.map(() => newId('lead')),
+      orderedIds('lead', leads.length),
       leads.map((l) => l.email),
       keys,
       fieldArray(leads, 'firstName'),

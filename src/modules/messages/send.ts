@@ -69,12 +69,18 @@ export async function loadForSending(stmts: PreparedStatements, ids: string[]): 
  * read-only statement (no row version, no WAL, no commit to wait for): what the guard wrote
  * before (the rendered headers, the lease) moved to the outcome and to the lease renewal.
  * Returns false when it must not send.
+ *
+ * The owner is compared with `is not distinct from` (the same answer for a worker id, which is
+ * never null), which no index can serve: the message is found by its primary key. With `=` the
+ * generic plan scanned outbound_claimed_by_idx, every message this worker claimed and the dead
+ * entries of those it sent since the last vacuum, 0.1 -> 0.7 ms per guard (issue 20). The
+ * statements that find a claimed message by id and owner (messages/transitions.ts) do the same.
  */
 export async function guard(stmts: PreparedStatements, id: string, workerId: string): Promise<boolean> {
   const rows = await stmts.run(
     'sending.guard',
     `select 1 as go from outbound_messages m
-      where m.id = ? and m.state = 'sending' and m.claimed_by = ?
+      where m.id = ? and m.state = 'sending' and m.claimed_by is not distinct from ?
         and exists (select 1 from campaigns c where c.id = m.campaign_id and c.status = 'running')
         and exists (select 1 from enrollments e where e.id = m.enrollment_id and e.status = 'active')
         and not exists (select 1 from suppressions s where s.workspace_id = m.workspace_id and s.email_key = lower(m.to_email))`,
@@ -88,7 +94,7 @@ export async function renewLeases(stmts: PreparedStatements, ids: string[], work
   // outbound_messages primary key
   const rows = await stmts.run(
     'sending.renew',
-    `update outbound_messages set lease_until = ? where id = any(?::text[]) and state = 'sending' and claimed_by = ? returning id`,
+    `update outbound_messages set lease_until = ? where id = any(?::text[]) and state = 'sending' and claimed_by is not distinct from ? returning id`,
     [leaseUntil, ids, workerId],
   );
   return rows.length;

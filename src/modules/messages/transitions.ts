@@ -23,7 +23,7 @@ export async function requeue(em: EntityManager, id: string, workerId: string, n
   await sql(
     em,
     `update outbound_messages set ${REQUEUED}, updated_at = ?, due_at = coalesce(?, due_at)
-      where id = ? and state = 'sending' and claimed_by = ?`,
+      where id = ? and state = 'sending' and claimed_by is not distinct from ?`,
     [now, dueAt ?? null, id, workerId],
   );
 }
@@ -52,7 +52,7 @@ export async function requeueForRetry(em: EntityManager, id: string, workerId: s
   const [row] = await sql<{ attempts: number }>(
     em,
     `update outbound_messages set attempts = attempts + 1, last_error = ?, smtp_response = ?, updated_at = ?
-      where id = ? and state = 'sending' and claimed_by = ? returning attempts`,
+      where id = ? and state = 'sending' and claimed_by is not distinct from ? returning attempts`,
     [response, response, now, id, workerId],
   );
   if (!row) return 'lost';
@@ -74,7 +74,7 @@ export async function requeueAfterAccountFailure(em: EntityManager, id: string, 
   await sql(
     em,
     `update outbound_messages set ${REQUEUED}, last_error = ?, updated_at = ?
-      where id = ? and state = 'sending' and claimed_by = ?`,
+      where id = ? and state = 'sending' and claimed_by is not distinct from ?`,
     [response, now, id, workerId],
   );
 }
@@ -126,8 +126,9 @@ export async function markSent(stmts: PreparedStatements, batch: AcceptedOutcome
          select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
            as t(id, sent, response, mid, subject, in_reply_to, refs, next_id, event_id)
        ), mine as (
+         -- by primary key: the owner test is not indexable on purpose (see send.ts guard)
          select x.id from t cross join lateral (
-           select id from outbound_messages where id = t.id and state = 'sending' and claimed_by = ? for update) x
+           select id from outbound_messages where id = t.id and state = 'sending' and claimed_by is not distinct from ? for update) x
        ), m as (
          update outbound_messages o set state = 'sent', sent_at = t.sent::timestamptz, smtp_response = t.response, lease_until = null,
                 updated_at = t.sent::timestamptz, message_id_header = t.mid, subject = t.subject, in_reply_to = t.in_reply_to,
@@ -212,7 +213,7 @@ export async function bounce(
     em,
     `update outbound_messages set state = 'bounced', sent_at = ?, bounce_type = ?, bounce_reason = ?, bounced_at = ?, smtp_response = ?,
             lease_until = null, updated_at = ?, message_id_header = ?, subject = ?, in_reply_to = ?, references_header = ?
-      where id = ? and state = 'sending' and claimed_by = ? returning id`,
+      where id = ? and state = 'sending' and claimed_by is not distinct from ? returning id`,
     [now, type, reason, now, reason, now, m.messageIdHeader, m.subject, m.inReplyTo, m.references, m.id, workerId],
   );
   if (!done.length) return false;
@@ -249,7 +250,7 @@ export async function fail(em: EntityManager, m: MessageOfEnrollment, reason: st
   const done = await sql(
     em,
     `update outbound_messages set state = 'failed', last_error = ?, lease_until = null, updated_at = ?
-      where id = ? and state = 'sending' and claimed_by = ? returning id`,
+      where id = ? and state = 'sending' and claimed_by is not distinct from ? returning id`,
     [reason.slice(0, 1000), now, m.id, workerId],
   );
   if (!done.length) return false;
