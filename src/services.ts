@@ -1,8 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Deps } from './deps.ts';
 
-// Deps lives in deps.ts; this re-export keeps older imports of it from here compiling.
-export type { Deps };
 import { WorkspaceService } from './modules/workspaces/service.ts';
 import { SenderService } from './modules/senders/service.ts';
 import { SuppressionService } from './modules/suppression/service.ts';

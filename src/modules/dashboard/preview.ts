@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
 import { sql } from '../../db/sql.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { publicUrl } from '../../config/index.ts';
 import { CampaignService } from '../campaigns/service.ts';
 import { parseLeads } from '../campaigns/leads.ts';

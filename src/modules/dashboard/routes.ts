@@ -3,7 +3,8 @@ import { defineRoute } from '../../http/route.ts';
 import { isoTime, emailText } from '../../http/doc-schemas.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { checkOrigin, clearSessionCookie, readSessionToken, setSessionCookie } from '../../http/session.ts';
-import { mailServerSchema, probeFailedFields } from './mail-servers.ts';
+import { mailServerSchema } from './mail-servers.ts';
+import { probeFailedFields } from '../mailboxes/probe-failure.ts';
 
 // The dashboard's own routes (docs/dashboard.md): the session, and the flows the spec keeps out
 // of the API. Mounted with the dashboard authorizer (http/auth.ts dashboardAuthorizer): a

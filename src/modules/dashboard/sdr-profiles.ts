@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
 import { sql } from '../../db/sql.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { SdrService, type ProfileInput } from '../sdrs/service.ts';
 import { isoOrNull, toIso } from '../../shared/time.ts';
 

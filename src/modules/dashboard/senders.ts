@@ -2,11 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
 import { isEmail } from '../../shared/email.ts';
 import { sql } from '../../db/sql.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { SenderService } from '../senders/service.ts';
 import type { ProbeOutcome } from '../../adapters/mailprobe.ts';
 import { senderUsage } from './queries.ts';
-import { mailUrl, probeFailed, type MailServerInput } from './mail-servers.ts';
+import { mailUrl, type MailServerInput } from './mail-servers.ts';
+import { probeFailed } from '../mailboxes/probe-failure.ts';
 
 export interface AddSenderBody {
   email: string;

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
 import { sql } from '../../db/sql.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { WorkspaceService } from '../workspaces/service.ts';
 import { SuppressionService } from '../suppression/service.ts';
 import { SdrService, sdrView } from '../sdrs/service.ts';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
 import { sql } from '../../db/sql.ts';
-import type { Deps } from '../../services.ts';
+import type { Deps } from '../../deps.ts';
 import { findKey, checkRole } from '../../http/auth.ts';
 import { csrfTokenFor, hashSessionToken } from '../../http/session.ts';
 import type { Role } from '../workspaces/entities.ts';

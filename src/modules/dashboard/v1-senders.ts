@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../../http/route.ts';
 import { senderAccount, senderPool } from '../senders/routes.ts';
-import { mailServerSchema, probeFailedFields, probeView } from './mail-servers.ts';
+import { mailServerSchema, probeView } from './mail-servers.ts';
+import { probeFailedFields } from '../mailboxes/probe-failure.ts';
 
 // Adding, pausing and resuming sender accounts and building pools from the dashboard
 // (docs/dashboard.md): the CLI's operations as API routes; an account is saved only after its

@@ -12,7 +12,7 @@ import { deleteRule, insertRule, rulesOfWorkspace, type FollowupRuleRow } from '
 import { addSdrWatch } from '../mailboxes/repository.ts';
 import { isoOrNull, toIso } from '../../shared/time.ts';
 import type { IcpCriteria } from './icp.ts';
-import { probeFailed } from '../dashboard/mail-servers.ts';
+import { probeFailed } from '../mailboxes/probe-failure.ts';
 
 export interface ProfileInput {
   tone?: string;
