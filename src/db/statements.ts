@@ -20,10 +20,17 @@ export class PreparedStatements {
    * lookups by design on tables that grow fast from empty: there the statistics lag behind
    * (autovacuum analyzes at most once a minute) and a plan made while a table was small, kept
    * as a prepared statement's generic plan, would read the whole table on every run.
+   *
+   * `genericPlans`: prepared statements run with their generic plan from the first execution
+   * (`plan_cache_mode = force_generic_plan`) instead of PostgreSQL choosing per run. For
+   * statements whose custom plan is no better (lookups by primary key over arrays of ids) and
+   * whose planning costs more than their execution; together with `indexPathsOnly` the plan
+   * cannot be a whole-table read made while the table was small.
    */
-  constructor(connectionString: string, max: number, opts: { asyncCommit?: boolean; indexPathsOnly?: boolean } = {}) {
+  constructor(connectionString: string, max: number, opts: { asyncCommit?: boolean; indexPathsOnly?: boolean; genericPlans?: boolean } = {}) {
     const settings = [
       ...(opts.asyncCommit ? ['synchronous_commit=off'] : []),
+      ...(opts.genericPlans ? ['plan_cache_mode=force_generic_plan'] : []),
       ...(opts.indexPathsOnly ? ['enable_seqscan=off', 'enable_bitmapscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off'] : []),
     ];
     this.pool = new pg.Pool({
