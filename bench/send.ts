@@ -50,6 +50,32 @@ function postgresCpu(): number | null {
   for (const p of pids) if (stat(p)?.ppid === Number(master)) total += cpuOf(Number(p));
   return total;
 }
+/** BENCH_PG_BREAKDOWN=1: PostgreSQL CPU seconds by process kind (backends, WAL writer, exited children such as autovacuum workers, ...). */
+function postgresCpuByKind(): Map<string, number> {
+  const out = new Map<string, number>();
+  const add = (k: string, v: number) => out.set(k, (out.get(k) ?? 0) + v);
+  const pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  const parentOf = (pid: string) => {
+    try {
+      const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return { comm: s.slice(s.indexOf('(') + 1, s.lastIndexOf(')')), ppid: Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]) };
+    } catch {
+      return null;
+    }
+  };
+  const master = pids.find((p) => { const s = parentOf(p); return s?.ppid === process.pid && s.comm === 'postgres'; });
+  if (!master) return out;
+  add('postmaster', cpuOf(Number(master)));
+  add('exited children (autovacuum workers, ended backends)', cpuOf(Number(master), true) - cpuOf(Number(master)));
+  for (const p of pids) {
+    if (parentOf(p)?.ppid !== Number(master)) continue;
+    let cmd = '';
+    try { cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').trim(); } catch { continue; }
+    const kind = /postgres: (walwriter|checkpointer|background writer|autovacuum launcher|autovacuum worker|logical replication launcher|walsender)/.exec(cmd)?.[1] ?? 'backends';
+    add(kind, cpuOf(Number(p)));
+  }
+  return out;
+}
 const cpuLine = (label: string, secs: number | null) => (secs === null ? '' : ` ${label} ${((secs * 1000) / COUNT).toFixed(3)} ms`);
 
 const waitForCount = async (n: number) => {
@@ -100,6 +126,7 @@ const worker = spawn('node', [...workerNodeArgs, 'bin/mailgate.js', 'serve', '--
 });
 await new Promise((r) => setTimeout(r, 3000)); // let the worker boot before the clock starts
 cpu0 = { self: process.cpuUsage(), sink: cpuOf(sink.pid!), pg: postgresCpu() };
+const pgKinds0 = postgresCpuByKind();
 const worker0 = cpuOf(worker.pid!);
 await env.statementStats(true);
 t = performance.now();
@@ -107,6 +134,7 @@ await env.api('POST', `/v1/campaigns/${id}/start`);
 await waitForCount(COUNT);
 const mailgateMs = performance.now() - t;
 const pgNow = postgresCpu();
+const pgKinds1 = postgresCpuByKind();
 const mgCpu = { worker: cpuOf(worker.pid!) - worker0, sink: cpuOf(sink.pid!) - cpu0.sink, pg: pgNow === null || cpu0.pg === null ? null : pgNow - cpu0.pg };
 const status = readFileSync(`/proc/${worker.pid}/status`, 'utf8');
 const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
@@ -121,9 +149,13 @@ console.log(`bare nodemailer pool (${CONNECTIONS} connections): ${COUNT} message
 console.log(`mailgate worker (${CONNECTIONS} connections):       ${COUNT} messages in ${(mailgateMs / 1000).toFixed(2)} s = ${mgRate.toFixed(0)} msg/s (stats: sent ${stats.sent}, queued ${stats.queued})`);
 console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.85, issue 20); worker peak RSS ${peakRssMb.toFixed(0)} MB (target < 250 MB)`);
 console.log(`CPU per message: bare —${cpuLine('client', bareCpu.client)}${cpuLine('sink', bareCpu.sink)}; mailgate —${cpuLine('worker', mgCpu.worker)}${cpuLine('postgres', mgCpu.pg)}${cpuLine('sink', mgCpu.sink)}`);
+if (process.env.BENCH_PG_BREAKDOWN) {
+  const parts = [...pgKinds1].map(([k, v]) => `${k} ${(((v - (pgKinds0.get(k) ?? 0)) * 1000) / COUNT).toFixed(3)} ms`);
+  console.log(`PostgreSQL CPU per message by process: ${parts.join(', ')}`);
+}
 if (stmts) {
-  console.log(`statements per message (pg_stat_statements, the worker's and the start request's): ${(stmts.calls / COUNT).toFixed(2)}; execution ${((stmts.execMs * 1000) / COUNT).toFixed(0)} us per message`);
-  for (const q of stmts.top) console.log(`  ${String(q.calls).padStart(7)} calls ${q.ms.toFixed(0).padStart(6)} ms  ${q.query}`);
+  console.log(`statements per message (pg_stat_statements, the worker's and the start request's): ${(stmts.calls / COUNT).toFixed(2)}; execution ${((stmts.execMs * 1000) / COUNT).toFixed(0)} us, planning ${((stmts.planMs * 1000) / COUNT).toFixed(0)} us per message`);
+  for (const q of stmts.top) console.log(`  ${String(q.calls).padStart(7)} calls ${q.ms.toFixed(0).padStart(6)} ms ${String(q.plans).padStart(6)} plans ${q.plan_ms.toFixed(0).padStart(5)} ms  ${q.query}`);
 }
 sink.send({ cmd: 'exit' });
 await env.close();

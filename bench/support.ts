@@ -35,6 +35,7 @@ export async function benchEnvironment() {
       await c.connect();
       await c.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
       await c.query(`alter system set pg_stat_statements.track = 'all'`);
+      await c.query(`alter system set pg_stat_statements.track_planning = on`);
       await c.end();
       await embedded.stop();
       await embedded.start();
@@ -82,19 +83,20 @@ export async function benchEnvironment() {
       return json;
     },
     /** pg_stat_statements of this database (BENCH_PG_STATEMENTS=1), or null: reset, or read the totals. */
-    async statementStats(reset = false): Promise<null | { calls: number; execMs: number; top: Array<{ calls: number; ms: number; query: string }> }> {
+    async statementStats(reset = false): Promise<null | { calls: number; execMs: number; planMs: number; top: Array<{ calls: number; ms: number; plan_ms: number; plans: number; query: string }> }> {
       if (!withStatements) return null;
       if (reset) {
         await pool.query('select pg_stat_statements_reset()');
         return null;
       }
       const { rows } = await pool.query(
-        `select calls::int, total_exec_time as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
+        `select calls::int, total_exec_time as ms, total_plan_time as plan_ms, plans::int, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
            from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database()) order by total_exec_time desc`,
       );
       return {
         calls: rows.reduce((n, r) => n + r.calls, 0),
         execMs: rows.reduce((n, r) => n + r.ms, 0),
+        planMs: rows.reduce((n, r) => n + r.plan_ms, 0),
         top: rows.slice(0, 12),
       };
     },
