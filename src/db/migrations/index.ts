@@ -14,6 +14,7 @@ import { Migration0013Complaints } from './0013_complaints.ts';
 import { Migration0015CampaignFinished } from './0015_campaign_finished.ts';
 import { Migration0014SenderHealth } from './0014_sender_health.ts';
 import { Migration0016Dashboard } from './0016_dashboard.ts';
+import { Migration0017QueueWithoutFkChecks } from './0017_queue_without_fk_checks.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -33,4 +34,5 @@ export const migrations = [
   { name: '0014_sender_health', class: Migration0014SenderHealth },
   { name: '0015_campaign_finished', class: Migration0015CampaignFinished },
   { name: '0016_dashboard', class: Migration0016Dashboard },
+  { name: '0017_queue_without_fk_checks', class: Migration0017QueueWithoutFkChecks },
 ];

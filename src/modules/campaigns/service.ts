@@ -171,12 +171,13 @@ export class CampaignService {
       if (!steps) throw new ApiError(400, 'no_sequence_steps', 'the campaign has no sequence steps');
       const now = this.deps.clock.now();
       const resumed = campaign.status === 'paused';
+      const neverStarted = campaign.startedAt == null;
       campaign.status = 'running';
       campaign.startedAt ??= now;
       campaign.pausedAt = null;
       campaign.updatedAt = now;
       await em.flush();
-      const queued = await queueFirstSteps(em, id, now);
+      const queued = await queueFirstSteps(em, id, now, { neverStarted });
       await bumpCounters(em, id, { queued });
       // The workers hear of it when this commits (sending/wakeup.ts), not at their next round.
       await notifyQueued(em);

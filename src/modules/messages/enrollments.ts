@@ -32,12 +32,12 @@ export async function endEnrollments(em: EntityManager, enrollmentIds: string[],
     [status, event, now, now, enrollmentIds, REPLACES[status]],
   );
   if (!ended.length) return ended;
-  // outbound_pending_enrollment_idx
+  // outbound_enrollment_step_key: only campaign messages have an enrollment (0017)
   const cancelled = await sql<{ campaign_id: string; old_state: string }>(
     em,
     `update outbound_messages m set state = 'cancelled', cancel_reason = ?, updated_at = ?
        from (select id, state as old_state from outbound_messages
-              where enrollment_id = any(?::text[]) and state in ('queued', 'scheduled') for update) o
+              where enrollment_id = any(?::text[]) and kind = 'campaign' and state in ('queued', 'scheduled') for update) o
       where m.id = o.id
       returning m.campaign_id, o.old_state`,
     [status, now, ended.map((e) => e.id)],
@@ -74,10 +74,11 @@ export interface Postponed {
  * (`sending`) goes out: its SMTP transaction may have begun.
  */
 export async function postponeNextStep(em: EntityManager, enrollmentId: string, notBefore: Date, now: Date): Promise<Postponed | null> {
+  // outbound_enrollment_step_key
   const [m] = await sql<{ id: string; campaign_id: string; state: 'queued' | 'scheduled'; due_at: Date | string }>(
     em,
     `select id, campaign_id, state, due_at from outbound_messages
-      where enrollment_id = ? and state in ('queued', 'scheduled') order by step_index limit 1 for update`,
+      where enrollment_id = ? and kind = 'campaign' and state in ('queued', 'scheduled') order by step_index limit 1 for update`,
     [enrollmentId],
   );
   if (!m || new Date(m.due_at) >= notBefore) return null;

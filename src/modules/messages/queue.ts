@@ -52,8 +52,14 @@ export async function enroll(em: EntityManager, workspaceId: string, campaignId:
  * Queues step 0 for every active enrollment of the campaign that has none yet.
  * Idempotent: the (enrollment, step) unique index makes a repeat a no-op. Returns how many
  * messages were queued.
+ *
+ * `neverStarted`: the campaign is starting for the first time (the caller holds its row lock),
+ * so none of its enrollments has a message yet: step 0 is only ever queued for a running
+ * campaign (here, or by an enrollment into one). The insert then needs no conflict arbiter, and
+ * each row is one plain insert instead of a speculative insert confirmed afterwards (a quarter
+ * of a 100,000-lead start, docs/benchmarks.md). A resume keeps the arbiter.
  */
-export async function queueFirstSteps(em: EntityManager, campaignId: string, now: Date): Promise<number> {
+export async function queueFirstSteps(em: EntityManager, campaignId: string, now: Date, opts: { neverStarted: boolean }): Promise<number> {
   // enrollments_campaign_seq_idx for the campaign's enrollments; outbound_enrollment_step_key
   // is the conflict target that skips the ones already queued (no anti-join: its plan is at
   // the mercy of table statistics, and a fresh campaign has none).
@@ -64,7 +70,7 @@ export async function queueFirstSteps(em: EntityManager, campaignId: string, now
        select ${ORDERED_MESSAGE_ID}, e.workspace_id, e.campaign_id, e.id, e.lead_id, 0, 'queued', ?, l.email, ?, ?
          from enrollments e join leads l on l.id = e.lead_id
         where e.campaign_id = ? and e.status = 'active'
-       on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
+       ${opts.neverStarted ? '' : `on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing`}
        returning 1
      )
      select count(*) as n from q`,
@@ -134,7 +140,7 @@ export interface EnrollmentRow extends LeadColumns {
 }
 
 export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string; q?: string; limit: number; offset: number }) {
-  // enrollments_campaign_seq_idx for the page and the count; outbound_enrollment_step_key for each enrollment's pending message.
+  // enrollments_campaign_seq_idx for the page and the count; outbound_enrollment_step_key for each enrollment's messages.
   // A search (q) filters the campaign's enrollments by their lead (leads primary key), no index of its own.
   const conditions: string[] = [];
   const params: unknown[] = [campaignId];
@@ -155,7 +161,7 @@ export async function listEnrollments(em: EntityManager, campaignId: string, opt
             l.id as lead_id, l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom,
             (select max(m.step_index) from outbound_messages m where m.enrollment_id = e.id and m.kind = 'campaign') as current_step,
             (select min(m.due_at) from outbound_messages m
-              where m.enrollment_id = e.id and m.state in ('queued', 'scheduled', 'sending')) as next_send_at,
+              where m.enrollment_id = e.id and m.kind = 'campaign' and m.state in ('queued', 'scheduled', 'sending')) as next_send_at,
             case when e.last_event = 'failed' then
               (select m.last_error from outbound_messages m
                 where m.enrollment_id = e.id and m.kind = 'campaign' and m.state = 'failed' order by m.step_index desc limit 1)

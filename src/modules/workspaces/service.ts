@@ -1,3 +1,4 @@
+import { deleteWorkspaceMessages } from '../messages/deletion.ts';
 import { advisoryXactLockId } from '../../db/admin.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
@@ -48,7 +49,8 @@ export class WorkspaceService {
   }
 
   /**
-   * Deletes the workspace and all its data (foreign keys cascade from the workspace); its keys
+   * Deletes the workspace and all its data (foreign keys cascade from the workspace; its
+   * messages, which have none, are deleted by their owner, messages/deletion.ts); its keys
    * stay behind and answer 404. Webhook deliveries have no foreign keys (0009): they are deleted
    * in the same transaction, after locks taken in the webhook fan-out's order
    * (lockWorkspaceWebhooks).
@@ -57,7 +59,10 @@ export class WorkspaceService {
     const ws = await this.resolve(idOrName);
     await this.em.transactional(async (em) => {
       const hooks = await lockWorkspaceWebhooks(em, ws.id);
+      // outbound_messages has no foreign keys (0017): its owner deletes them, before and after.
+      await deleteWorkspaceMessages(em, ws.id);
       await em.nativeDelete(WorkspaceSchema, { id: ws.id });
+      await deleteWorkspaceMessages(em, ws.id);
       await deleteDeliveriesOf(em, hooks);
     });
     return { id: ws.id };

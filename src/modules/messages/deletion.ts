@@ -1,0 +1,16 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
+
+/**
+ * Deletes every message of a workspace (campaign steps, forwards, SDR replies), in the caller's
+ * transaction. outbound_messages has no foreign keys to cascade from (0017), so deleting a
+ * workspace calls this twice: before the workspace row goes (it locks the messages, so a worker
+ * recording an outcome for one of them either finishes first or finds it gone) and after (a
+ * fresh snapshot also takes the next step such an outcome queued meanwhile). One pass over the
+ * table each time: a rare operation, and the cascade it replaces read the table once per
+ * enrollment.
+ */
+export async function deleteWorkspaceMessages(em: EntityManager, workspaceId: string): Promise<number> {
+  const rows = await sql<{ n: string }>(em, `with d as (delete from outbound_messages where workspace_id = ? returning 1) select count(*) as n from d`, [workspaceId]);
+  return Number(rows[0].n);
+}
