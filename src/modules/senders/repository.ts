@@ -1,6 +1,75 @@
 import { sql } from '../../db/sql.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { toDate } from '../../shared/time.ts';
+import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema, type PoolMember, type SenderAccount, type SenderPool, type SenderStatus } from './entities.ts';
+
+// The owner of `sender_accounts`, `sender_pools` and `pool_members`: ordinary CRUD through the
+// ORM entities, the pools' usage and the claim's bookkeeping as hand-written SQL; the health
+// transitions are in health.ts.
+
+export async function insertSender(em: EntityManager, sender: SenderAccount): Promise<void> {
+  await em.insert(SenderAccountSchema, sender);
+}
+
+/** An account by id (any workspace: the CLI names accounts by id), or null. */
+export async function findSender(em: EntityManager, id: string): Promise<SenderAccount | null> {
+  return em.findOne(SenderAccountSchema, { id });
+}
+
+/** An account of the workspace, or null. */
+export async function senderOfWorkspace(em: EntityManager, workspaceId: string, id: string): Promise<SenderAccount | null> {
+  return em.findOne(SenderAccountSchema, { id, workspaceId });
+}
+
+/** An account with its encrypted SMTP and IMAP URLs loaded (lazy properties), for a live test. */
+export async function senderWithCredentials(em: EntityManager, id: string): Promise<SenderAccount | null> {
+  return em.findOne(SenderAccountSchema, { id }, { populate: ['smtpUrlEnc', 'imapUrlEnc'] });
+}
+
+/** The workspace's accounts, oldest first. */
+export async function listSenders(em: EntityManager, workspaceId: string): Promise<SenderAccount[]> {
+  return em.find(SenderAccountSchema, { workspaceId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+}
+
+/** Pauses or resumes an account read by findSender. */
+export async function setSenderStatus(em: EntityManager, sender: SenderAccount, status: SenderStatus, now: Date): Promise<void> {
+  sender.status = status;
+  sender.updatedAt = now;
+  await em.flush();
+}
+
+/** Reloads an account read by findSender (after a statement changed its row). */
+export async function reloadSender(em: EntityManager, sender: SenderAccount): Promise<void> {
+  await em.refresh(sender);
+}
+
+export async function insertPool(em: EntityManager, pool: SenderPool): Promise<void> {
+  await em.insert(SenderPoolSchema, pool);
+}
+
+/** A pool by id (any workspace), or null. */
+export async function findPool(em: EntityManager, id: string): Promise<SenderPool | null> {
+  return em.findOne(SenderPoolSchema, { id });
+}
+
+/** A pool of the workspace, or null. */
+export async function poolOfWorkspace(em: EntityManager, workspaceId: string, id: string): Promise<SenderPool | null> {
+  return em.findOne(SenderPoolSchema, { id, workspaceId });
+}
+
+/** The workspace's oldest pool (a new campaign's default), or undefined. */
+export async function firstPool(em: EntityManager, workspaceId: string): Promise<SenderPool | undefined> {
+  const [pool] = await em.find(SenderPoolSchema, { workspaceId }, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: 1 });
+  return pool;
+}
+
+export async function isPoolMember(em: EntityManager, poolId: string, senderAccountId: string): Promise<boolean> {
+  return (await em.findOne(PoolMemberSchema, { poolId, senderAccountId })) !== null;
+}
+
+export async function addPoolMember(em: EntityManager, member: PoolMember): Promise<void> {
+  await em.insert(PoolMemberSchema, member);
+}
 
 export interface PoolRow {
   id: string;
