@@ -27,7 +27,8 @@ import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toDate, toIso } from '../../shared/time.ts';
 import type { Deps } from '../../deps.ts';
-import { ThreadService, type ThreadScope } from './threads.ts';
+import type { Clock } from '../../adapters/clock.ts';
+import { recomputeThreadPriority, type ThreadScope } from './threads.ts';
 
 export type { FollowupStatus };
 
@@ -83,6 +84,30 @@ export function addBusinessDuration(start: Date, ms: number): Date {
 
 
 const BATCH = 500;
+
+// The hooks of a send and of a prospect's answer run inside the desk's transaction
+// (desk-mail.ts): they are functions of that transaction's EntityManager, and
+// FollowupService's methods of the same name run them on its own unit of work.
+
+/** The SDR sent from the thread (draft or manual): its pending task(s) are done; the priority is recomputed. */
+export async function followupsOnSend(em: EntityManager, clock: Clock, threadId: string): Promise<number> {
+  const now = clock.now();
+  const rows = await completeTasksOfThread(em, threadId, now);
+  // The caller moved the thread's lastMessageAt too: its recency changed either way.
+  await recomputeThreadPriority(em, clock, threadId);
+  return rows.length;
+}
+
+/**
+ * The prospect answered. With an out-of-office return date the pending task(s) stay pending,
+ * due at the start of the UTC day after the return date; otherwise they are cancelled.
+ */
+export async function followupsOnAnswer(em: EntityManager, clock: Clock, threadId: string, oooReturnDate: Date | null): Promise<number> {
+  const now = clock.now();
+  const rows = oooReturnDate ? await moveTasksOfThread(em, threadId, startOfNextUtcDay(oooReturnDate)) : await cancelTasksOfThread(em, threadId, now);
+  await recomputeThreadPriority(em, clock, threadId);
+  return rows.length;
+}
 
 export class FollowupService {
   constructor(
@@ -144,29 +169,18 @@ export class FollowupService {
   private async markDue(): Promise<number> {
     const now = this.deps.clock.now();
     const moved = await markFollowupsDue(this.em, now);
-    const threads = new ThreadService(this.deps, this.em);
-    for (const { id } of moved) await threads.recomputePriority(id);
+    for (const { id } of moved) await recomputeThreadPriority(this.em, this.deps.clock, id);
     return moved.length;
   }
 
-  /** Hook: the SDR sent from the thread (draft or manual): its pending task(s) are done; the priority is recomputed. */
+  /** Hook: followupsOnSend on this unit of work. */
   async onSend(threadId: string): Promise<number> {
-    const now = this.deps.clock.now();
-    const rows = await completeTasksOfThread(this.em, threadId, now);
-    // The caller moved the thread's lastMessageAt too: its recency changed either way.
-    await this.recompute(threadId);
-    return rows.length;
+    return followupsOnSend(this.em, this.deps.clock, threadId);
   }
 
-  /**
-   * Hook: the prospect answered. With an out-of-office return date the pending task(s) stay
-   * pending, due at the start of the UTC day after the return date; otherwise they are cancelled.
-   */
+  /** Hook: followupsOnAnswer on this unit of work. */
   async onProspectAnswer(threadId: string, oooReturnDate: Date | null): Promise<number> {
-    const now = this.deps.clock.now();
-    const rows = oooReturnDate ? await moveTasksOfThread(this.em, threadId, startOfNextUtcDay(oooReturnDate)) : await cancelTasksOfThread(this.em, threadId, now);
-    await this.recompute(threadId);
-    return rows.length;
+    return followupsOnAnswer(this.em, this.deps.clock, threadId, oooReturnDate);
   }
 
   /** Pending tasks of the SDR, due first; only the due ones unless includeUpcoming. */
@@ -197,11 +211,7 @@ export class FollowupService {
       throw new ApiError(409, 'followup_not_pending', `follow-up ${id} is ${existing.status}, not pending`);
     }
     await backToAwaitingIfNoTask(this.em, row.thread_id, now);
-    await this.recompute(row.thread_id);
+    await recomputeThreadPriority(this.em, this.deps.clock, row.thread_id);
     return followupView(row);
-  }
-
-  private async recompute(threadId: string): Promise<void> {
-    await new ThreadService(this.deps, this.em).recomputePriority(threadId);
   }
 }
