@@ -19,7 +19,7 @@ import {
   rulesOf,
   taskStatus,
   type FollowupStatus,
-  type RuleRow,
+  type FollowupRuleRow,
   type TaskRow,
 } from './followup-repository.ts';
 import { backToAwaitingIfNoTask, markFollowupsDue } from './thread-repository.ts';
@@ -143,7 +143,7 @@ export class FollowupService {
     const now = this.deps.clock.now();
     const rows: { id: string; ws: string; thread: string; sdr: string; rule: string; attempt: number; due: Date }[] = [];
     for (const t of threads) {
-      let best: { rule: RuleRow; attempt: number; due: Date } | null = null;
+      let best: { rule: FollowupRuleRow; attempt: number; due: Date } | null = null;
       for (const rule of rules) {
         if (rule.workspace_id !== t.workspace_id) continue;
         if (rule.categories && !rule.categories.includes(t.category)) continue;

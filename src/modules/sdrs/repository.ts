@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { SdrSchema, SdrMailboxSchema, type Sdr, type SdrMailbox } from './entities.ts';
+import type { IcpCriteriaRow, SdrMailboxRow, SdrRow } from './rows.ts';
 
 // The owner of `sdrs`, `sdr_mailboxes` and `icp_criteria`: SdrService's CRUD through the ORM
 // entities, the desk's reads and the mailbox health as hand-written SQL.
@@ -52,7 +53,7 @@ export async function mailboxesOf(em: EntityManager, sdrIds: string[]): Promise<
 }
 
 export async function sdrOfWorkspace(em: EntityManager, workspaceId: string, sdrId: string) {
-  const [sdr] = await sql<{ id: string; name: string; email: string; active: boolean }>(
+  const [sdr] = await sql<Pick<SdrRow, 'id' | 'name' | 'email' | 'active'>>(
     em,
     `select id, name, email, active from sdrs where id = ? and workspace_id = ?`,
     [sdrId, workspaceId],
@@ -60,13 +61,8 @@ export async function sdrOfWorkspace(em: EntityManager, workspaceId: string, sdr
   return sdr;
 }
 
-export interface DeskMailbox {
-  sdr_id: string;
-  email: string;
-  smtp_url_enc: string;
-  health_state: string;
-  name: string;
-}
+/** The SDR's mailbox and name, as a desk send needs them. */
+export type DeskMailbox = Pick<SdrMailboxRow, 'sdr_id' | 'email' | 'smtp_url_enc' | 'health_state'> & Pick<SdrRow, 'name'>;
 
 export async function mailboxOf(em: EntityManager, sdrId: string): Promise<DeskMailbox | undefined> {
   const [box] = await sql<DeskMailbox>(
@@ -82,7 +78,7 @@ export async function setMailboxHealth(em: EntityManager, sdrId: string, health:
 }
 
 export async function icpCriteria(em: EntityManager, workspaceId: string) {
-  const [criteria] = await sql<{ seniority: string[] | null; employee_counts: string[] | null }>(
+  const [criteria] = await sql<Pick<IcpCriteriaRow, 'seniority' | 'employee_counts'>>(
     em,
     `select seniority, employee_counts from icp_criteria where workspace_id = ?`,
     [workspaceId],

@@ -2,6 +2,7 @@ import { sql } from '../../db/sql.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { toDate } from '../../shared/time.ts';
 import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema, type PoolMember, type SenderAccount, type SenderPool, type SenderStatus } from './entities.ts';
+import type { PoolMemberRow, SenderAccountRow, SenderPoolRow } from './rows.ts';
 
 // The owner of `sender_accounts`, `sender_pools` and `pool_members`: ordinary CRUD through the
 // ORM entities, the pools' usage and the claim's bookkeeping as hand-written SQL; the health
@@ -84,7 +85,7 @@ export interface PoolRow {
 export async function listPoolsWithUsage(em: EntityManager, workspaceId: string, now: Date, poolId?: string): Promise<PoolRow[]> {
   // sender_pools_workspace_idx for the pools; outbound_pool_sent_idx (pool_id, sent_at) for the
   // rolling window count; pool_members primary key for the members.
-  const rows = await sql<{ id: string; name: string; daily_capacity: number; created_at: Date | string; sent: string; members: string[] }>(em, 
+  const rows = await sql<Pick<SenderPoolRow, 'id' | 'name' | 'daily_capacity' | 'created_at'> & { sent: string; members: PoolMemberRow['sender_account_id'][] }>(em, 
     `select p.id, p.name, p.daily_capacity, p.created_at,
             (select count(*) from outbound_messages m
               where m.pool_id = p.id and m.sent_at is not null and m.sent_at > ?::timestamptz - interval '24 hours') as sent,
@@ -112,6 +113,6 @@ export async function noteClaimed(em: EntityManager, accountIds: string[], now: 
 
 /** The identity and SMTP credentials (encrypted) of one account, for a one-off send. */
 export async function accountForSending(em: EntityManager, id: string) {
-  const [account] = await sql<{ email: string; name: string; smtp_url_enc: string }>(em, `select email, name, smtp_url_enc from sender_accounts where id = ?`, [id]);
+  const [account] = await sql<Pick<SenderAccountRow, 'email' | 'name' | 'smtp_url_enc'>>(em, `select email, name, smtp_url_enc from sender_accounts where id = ?`, [id]);
   return account;
 }
