@@ -1,8 +1,26 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkspaceSchema, ApiKeySchema, InstanceSettingSchema, type ApiKey, type InstanceSetting, type Workspace } from './entities.ts';
+import { WorkspaceSchema, ApiKeySchema, InstanceSettingSchema, type ApiKey, type InstanceSetting, type Role, type Workspace } from './entities.ts';
 
 // The owner of `workspaces`, `api_keys` and `instance_settings` (ORM entities). The API key
 // lookup of every request and its `last_used_at` are in http/auth.ts (docs/architecture.md).
+
+/**
+ * `api_keys` as hand-written SQL returns it (the request's key lookup in http/auth.ts, the
+ * dashboard's session lookup and key list): the one declaration of its columns; those readers
+ * type what they select as a Pick of it. The ORM entity `ApiKey` is its camelCase side.
+ */
+export interface ApiKeyRow {
+  id: string;
+  workspace_id: string | null;
+  name: string | null;
+  role: Role;
+  sdr_id: string | null;
+  key_hash: string;
+  key_prefix: string;
+  created_at: Date | string;
+  revoked_at: Date | string | null;
+  last_used_at: Date | string | null;
+}
 
 export async function insertWorkspace(em: EntityManager, ws: Workspace): Promise<void> {
   await em.insert(WorkspaceSchema, ws);
