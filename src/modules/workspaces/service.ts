@@ -39,8 +39,8 @@ export interface KeyInput {
   name?: string;
 }
 
-// The transaction of bootstrap() runs the same steps as create() and createKey(): each public
-// method is a step run on the service's EntityManager (`...In(em)` takes the transaction's).
+// create() and createKey() run on the service's EntityManager; bootstrap() runs the same steps
+// (createIn, createKeyIn) on its transaction's, without a second WorkspaceService.
 export class WorkspaceService {
   constructor(
     private readonly deps: Deps,
