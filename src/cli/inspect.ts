@@ -189,18 +189,7 @@ export function registerInspectCommands(program: Command, ctx: CliContext) {
       .description("log in to the account's SMTP and IMAP servers now and print the outcome (exit 1 if a check fails)")
       .argument('<id>', 'sender account id'),
   ).action(async (id: string, opts: { json?: boolean }) => {
-    const result = await ctx.withServices(async (_services, deps) => {
-      const { SenderAccountSchema } = await import('../modules/senders/entities.ts');
-      // The credentials are lazy properties: loaded only when asked for.
-      const sender = await deps.orm.em.fork().findOne(SenderAccountSchema, { id }, { populate: ['smtpUrlEnc', 'imapUrlEnc'] });
-      if (!sender) throw ApiError.notFound('sender_account', `sender account ${id} not found`);
-      // Both at once: each may wait for its server's timeout.
-      const [smtp, imap] = await Promise.all([
-        deps.mailProbe.smtp(deps.crypto.decrypt(sender.smtpUrlEnc)),
-        sender.imapUrlEnc ? deps.mailProbe.imap(deps.crypto.decrypt(sender.imapUrlEnc)) : Promise.resolve(null),
-      ]);
-      return { id: sender.id, email: sender.email, smtp, imap };
-    });
+    const result = await ctx.withServices((services) => services.senders.testConnection(id));
     const ok = result.smtp.ok && (result.imap?.ok ?? true);
     if (!ok) ctx.setExitCode(EXIT_ERROR);
     ctx.print(opts, { ...result, ok }, [`sender ${result.email} (${result.id})`, probeText('smtp', result.smtp), probeText('imap', result.imap)].join('\n'));

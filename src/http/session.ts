@@ -6,6 +6,8 @@ import type { Crypto } from '../adapters/crypto.ts';
 import { sql } from '../db/sql.ts';
 import { toDate } from '../shared/time.ts';
 import type { Role } from '../modules/workspaces/entities.ts';
+import type { ApiKeyRow } from '../modules/workspaces/repository.ts';
+import type { SdrRow } from '../modules/sdrs/rows.ts';
 
 // Dashboard sessions (docs/dashboard.md): an opaque random token in an HttpOnly, SameSite=Strict
 // cookie, stored only as its SHA-256. The CSRF token is derived from the session token with the
@@ -76,17 +78,11 @@ export interface SessionKey {
   touch: boolean;
 }
 
-interface SessionRow {
-  token_hash: string;
-  last_seen_at: Date | string;
-  key_id: string;
-  workspace_id: string | null;
-  role: Role;
-  sdr_id: string | null;
-  revoked_at: Date | string | null;
-  last_used_at: Date | string | null;
-  sdr_active: boolean | null;
-}
+/** A session (dashboard_sessions' columns) with its key and whether the key's SDR is active. */
+type SessionRow = { token_hash: string; last_seen_at: Date | string } & Pick<ApiKeyRow, 'workspace_id' | 'role' | 'sdr_id' | 'revoked_at' | 'last_used_at'> & {
+  key_id: ApiKeyRow['id'];
+  sdr_active: SdrRow['active'] | null;
+};
 
 /**
  * The session of `token` with its API key: 401 authentication_failed when there is none, it

@@ -1,9 +1,70 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { LockMode } from '@mikro-orm/core';
 import { sql } from '../../db/sql.ts';
 import { orderedIds } from '../../adapters/ids.ts';
 import type { LeadInput, StandardField } from './leads.ts';
-import type { Schedule } from './entities.ts';
+import { CampaignSchema, CampaignStepSchema, type Campaign, type CampaignStep, type Schedule } from './entities.ts';
 import type { LeadColumns } from '../messages/send.ts';
+
+// The owner of `campaigns`, `campaign_steps` and `leads`: ordinary CRUD through the ORM
+// entities (a campaign read for update is changed and flushed by the named transitions below),
+// set-based statements (the lead upsert, the finish) as hand-written SQL.
+
+export async function insertCampaign(em: EntityManager, campaign: Campaign): Promise<void> {
+  await em.insert(CampaignSchema, campaign);
+}
+
+/** A campaign of the workspace, or null; `forUpdate` locks its row (FOR UPDATE) for a transition. */
+export async function findCampaign(em: EntityManager, workspaceId: string, id: string, forUpdate = false): Promise<Campaign | null> {
+  return em.findOne(CampaignSchema, { id, workspaceId }, forUpdate ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+}
+
+/** A page of the workspace's campaigns, newest first, with the total. */
+export async function pageCampaigns(em: EntityManager, workspaceId: string, limit: number, offset: number): Promise<[Campaign[], number]> {
+  return em.findAndCount(CampaignSchema, { workspaceId }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit, offset });
+}
+
+export type CampaignChanges = Partial<Pick<Campaign, 'name' | 'schedule' | 'trackOpens' | 'senderPoolId'>>;
+
+/** Changes the settings of a campaign read for update (findCampaign). */
+export async function updateCampaign(em: EntityManager, campaign: Campaign, changes: CampaignChanges, now: Date): Promise<void> {
+  if (changes.name !== undefined) campaign.name = changes.name;
+  if (changes.schedule !== undefined) campaign.schedule = changes.schedule;
+  if (changes.trackOpens !== undefined) campaign.trackOpens = changes.trackOpens;
+  if (changes.senderPoolId !== undefined) campaign.senderPoolId = changes.senderPoolId;
+  campaign.updatedAt = now;
+  await em.flush();
+}
+
+/** draft|paused -> running, on a campaign read for update. */
+export async function markRunning(em: EntityManager, campaign: Campaign, now: Date): Promise<void> {
+  campaign.status = 'running';
+  campaign.startedAt ??= now;
+  campaign.pausedAt = null;
+  campaign.updatedAt = now;
+  await em.flush();
+}
+
+/** running -> paused, on a campaign read for update. */
+export async function markPaused(em: EntityManager, campaign: Campaign, now: Date): Promise<void> {
+  campaign.status = 'paused';
+  campaign.pausedAt = now;
+  campaign.updatedAt = now;
+  await em.flush();
+}
+
+/** The steps of one or more campaigns, by step index. */
+export async function stepsOf(em: EntityManager, campaignIds: string | string[]): Promise<CampaignStep[]> {
+  return em.find(CampaignStepSchema, { campaignId: Array.isArray(campaignIds) ? { $in: campaignIds } : campaignIds }, { orderBy: { stepIndex: 'asc' } });
+}
+
+export async function insertSteps(em: EntityManager, steps: CampaignStep[]): Promise<void> {
+  if (steps.length) await em.insertMany(CampaignStepSchema, steps);
+}
+
+export async function deleteSteps(em: EntityManager, campaignId: string): Promise<void> {
+  await em.nativeDelete(CampaignStepSchema, { campaignId });
+}
 
 const COLUMNS: Record<StandardField, string> = { firstName: 'first_name', lastName: 'last_name', company: 'company', jobTitle: 'job_title' };
 

@@ -1,17 +1,30 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { LockMode } from '@mikro-orm/core';
 import type { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull } from '../../shared/time.ts';
 import { newId } from '../../adapters/ids.ts';
 import type { Deps } from '../../deps.ts';
-import { SenderPoolSchema } from '../senders/entities.ts';
+import { firstPool, poolOfWorkspace } from '../senders/repository.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { campaignStarted } from '../events/catalogue.ts';
-import { CampaignSchema, CampaignStepSchema, type Campaign, type CampaignStep } from './entities.ts';
+import type { Campaign, CampaignStep } from './entities.ts';
 import type { createCampaignBody, patchCampaignBody } from './schemas.ts';
 import { parseLeads } from './leads.ts';
-import { upsertLeads, lockCampaignStatus, startable } from './repository.ts';
+import {
+  upsertLeads,
+  lockCampaignStatus,
+  startable,
+  insertCampaign,
+  findCampaign,
+  pageCampaigns,
+  updateCampaign,
+  markRunning,
+  markPaused,
+  stepsOf,
+  insertSteps,
+  deleteSteps,
+  type CampaignChanges,
+} from './repository.ts';
 import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, type EnrollmentRow } from '../messages/queue.ts';
 import { bumpCounters, createCounters, readCounters } from '../messages/counters.ts';
 
@@ -80,7 +93,7 @@ export class CampaignService {
         startedAt: null,
         pausedAt: null,
       };
-      await em.insert(CampaignSchema, campaign);
+      await insertCampaign(em, campaign);
       await createCounters(em, campaign.id);
       const steps = await this.writeSteps(em, campaign.id, input.sequenceSteps ?? []);
       return campaignView(campaign, steps);
@@ -88,8 +101,8 @@ export class CampaignService {
   }
 
   async list(workspaceId: string, limit: number, offset: number) {
-    const [campaigns, total] = await this.em.findAndCount(CampaignSchema, { workspaceId }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit, offset });
-    const steps = await this.em.find(CampaignStepSchema, { campaignId: { $in: campaigns.map((c) => c.id) } }, { orderBy: { stepIndex: 'asc' } });
+    const [campaigns, total] = await pageCampaigns(this.em, workspaceId, limit, offset);
+    const steps = await stepsOf(this.em, campaigns.map((c) => c.id));
     const data = campaigns.map((c) =>
       campaignView(
         c,
@@ -109,15 +122,12 @@ export class CampaignService {
       const campaign = await this.require(em, workspaceId, id, true);
       if (input.sequenceSteps !== undefined && campaign.status === 'running')
         throw new ApiError(409, 'campaign_running', 'sequence steps can only change while the campaign is not running: pause it first');
-      if (input.name !== undefined) campaign.name = input.name;
-      if (input.schedule !== undefined) campaign.schedule = input.schedule;
-      if (input.trackOpens !== undefined) campaign.trackOpens = input.trackOpens;
-      if (input.senderPoolId !== undefined) campaign.senderPoolId = input.senderPoolId === null ? null : (await this.requirePool(em, workspaceId, input.senderPoolId)).id;
-      campaign.updatedAt = this.deps.clock.now();
-      await em.flush();
+      const changes: CampaignChanges = { name: input.name, schedule: input.schedule, trackOpens: input.trackOpens };
+      if (input.senderPoolId !== undefined) changes.senderPoolId = input.senderPoolId === null ? null : (await this.requirePool(em, workspaceId, input.senderPoolId)).id;
+      await updateCampaign(em, campaign, changes, this.deps.clock.now());
       let steps: CampaignStep[];
       if (input.sequenceSteps !== undefined) {
-        await em.nativeDelete(CampaignStepSchema, { campaignId: id });
+        await deleteSteps(em, id);
         steps = await this.writeSteps(em, id, input.sequenceSteps);
       } else {
         steps = await this.steps(em, id);
@@ -172,18 +182,15 @@ export class CampaignService {
       const now = this.deps.clock.now();
       const resumed = campaign.status === 'paused';
       const neverStarted = campaign.startedAt == null;
-      campaign.status = 'running';
-      campaign.startedAt ??= now;
-      campaign.pausedAt = null;
-      campaign.updatedAt = now;
-      await em.flush();
+      await markRunning(em, campaign, now);
+      const startedAt = campaign.startedAt!;
       const queued = await queueFirstSteps(em, id, now, { neverStarted });
       await bumpCounters(em, id, { queued });
       // The workers hear of it when this commits (sending/wakeup.ts), not at their next round.
       await notifyQueued(em);
-      await recordEvent(em, workspaceId, campaignStarted({ id, name: campaign.name, startedAt: campaign.startedAt }, resumed), now);
+      await recordEvent(em, workspaceId, campaignStarted({ id, name: campaign.name, startedAt }, resumed), now);
       change = { resumed, queued };
-      return { id, status: campaign.status, startedAt: campaign.startedAt.toISOString() };
+      return { id, status: campaign.status, startedAt: startedAt.toISOString() };
     });
     if (change) this.deps.log.info({ workspaceId, campaignId: id, queued: change.queued }, change.resumed ? 'campaign resumed' : 'campaign started');
     return started;
@@ -195,11 +202,7 @@ export class CampaignService {
     const result = await this.em.transactional(async (em) => {
       const campaign = await this.require(em, workspaceId, id, true);
       if (campaign.status === 'running') {
-        const now = this.deps.clock.now();
-        campaign.status = 'paused';
-        campaign.pausedAt = now;
-        campaign.updatedAt = now;
-        await em.flush();
+        await markPaused(em, campaign, this.deps.clock.now());
         paused = true;
       }
       return { id, status: campaign.status, pausedAt: iso(campaign.pausedAt) };
@@ -240,29 +243,28 @@ export class CampaignService {
   }
 
   private async require(em: EntityManager, workspaceId: string, id: string, forUpdate = false): Promise<Campaign> {
-    const campaign = await em.findOne(CampaignSchema, { id, workspaceId }, forUpdate ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+    const campaign = await findCampaign(em, workspaceId, id, forUpdate);
     if (!campaign) throw ApiError.notFound('campaign', `campaign ${id} not found`);
     return campaign;
   }
 
   private async steps(em: EntityManager, campaignId: string) {
-    return em.find(CampaignStepSchema, { campaignId }, { orderBy: { stepIndex: 'asc' } });
+    return stepsOf(em, campaignId);
   }
 
   private async writeSteps(em: EntityManager, campaignId: string, input: StepInput[]): Promise<CampaignStep[]> {
     const steps = input.map((s, i) => ({ campaignId, stepIndex: i, subject: s.subject, bodyHtml: s.bodyHtml, delayHours: i === 0 ? 0 : (s.delayHours ?? DEFAULT_DELAY_HOURS) }));
-    if (steps.length) await em.insertMany(CampaignStepSchema, steps);
+    await insertSteps(em, steps);
     return steps;
   }
 
   private async requirePool(em: EntityManager, workspaceId: string, poolId: string) {
-    const pool = await em.findOne(SenderPoolSchema, { id: poolId, workspaceId });
+    const pool = await poolOfWorkspace(em, workspaceId, poolId);
     if (!pool) throw ApiError.invalid(`senderPoolId: sender pool ${poolId} not found in this workspace`);
     return pool;
   }
 
   private async defaultPoolId(em: EntityManager, workspaceId: string): Promise<string | null> {
-    const [pool] = await em.find(SenderPoolSchema, { workspaceId }, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: 1 });
-    return pool?.id ?? null;
+    return (await firstPool(em, workspaceId))?.id ?? null;
   }
 }

@@ -26,17 +26,17 @@ export async function entriesOf(em: EntityManager, workspaceId: string): Promise
 }
 
 export async function deleteEntry(em: EntityManager, id: string): Promise<boolean> {
-  const rows = await sql<{ id: string }>(em, `delete from kb_entries where id = ? returning id`, [id]);
+  const rows = await sql<Pick<KbRow, 'id'>>(em, `delete from kb_entries where id = ? returning id`, [id]);
   return rows.length > 0;
 }
 
 export async function entryTexts(em: EntityManager, workspaceId: string) {
-  return sql<{ title: string; body: string }>(em, `select title, body from kb_entries where workspace_id = ?`, [workspaceId]);
+  return sql<Pick<KbRow, 'title' | 'body'>>(em, `select title, body from kb_entries where workspace_id = ?`, [workspaceId]);
 }
 
 /** Full-text matches of any of the terms, ranked by cover density. */
 export async function fullTextHits(em: EntityManager, workspaceId: string, terms: string[], limit: number) {
-  return sql<{ id: string; title: string; body: string; score: number }>(
+  return sql<Pick<KbRow, 'id' | 'title' | 'body'> & { score: number }>(
     em,
     `select id, title, body, ts_rank_cd(tsv, q) as score
        from kb_entries, to_tsquery('simple', ?) q
@@ -51,7 +51,7 @@ export async function fullTextHits(em: EntityManager, workspaceId: string, terms
 export async function trigramHits(em: EntityManager, workspaceId: string, terms: string[], exclude: string[], limit: number) {
   // Per term: `term <% text` (word similarity >= pg_trgm.word_similarity_threshold, 0.6 by
   // default) can use kb_entries_trgm_idx; an entry scores the sum of its terms' similarities.
-  return sql<{ id: string; title: string; body: string; score: number }>(
+  return sql<Pick<KbRow, 'id' | 'title' | 'body'> & { score: number }>(
     em,
     `select k.id, k.title, k.body, sum(word_similarity(t.term, k.title || ' ' || k.body)) as score
        from kb_entries k

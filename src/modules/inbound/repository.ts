@@ -2,6 +2,49 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import type { InboundAnalysis } from './analyze.ts';
 
+// The owner of `inbound_messages` and `replies`. Their rows as hand-written SQL returns them, one
+// type per table; readers type what they select as a Pick of these.
+
+type Timestamp = Date | string;
+
+export interface InboundMessageRow {
+  id: string;
+  workspace_id: string;
+  watch_id: string | null;
+  uid_validity: string | null;
+  uid: string | null;
+  message_id_header: string | null;
+  in_reply_to: string | null;
+  references_header: string | null;
+  from_email: string | null;
+  subject: string | null;
+  received_at: Timestamp;
+  raw: Buffer;
+  outbound_message_id: string | null;
+  kind: 'reply' | 'bounce' | 'thread_reply' | 'unmatched' | 'complaint' | 'unclassified';
+  created_at: Timestamp;
+}
+
+export interface ReplyRow {
+  id: string;
+  workspace_id: string;
+  campaign_id: string;
+  lead_id: string;
+  enrollment_id: string | null;
+  outbound_message_id: string | null;
+  inbound_message_id: string | null;
+  email: string;
+  classification: string;
+  decided_by: string;
+  confidence: number;
+  thread_snippet: string;
+  bounce_type: 'hard' | 'soft' | null;
+  bounce_reason: string | null;
+  received_at: Timestamp;
+  forwarded_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
 export async function alreadyIngested(em: EntityManager, watchId: string, messageIdHeader: string | null): Promise<boolean> {
   if (!messageIdHeader) return false;
   const rows = await sql(em, `select 1 from inbound_messages where watch_id = ? and message_id_header = ? limit 1`, [watchId, messageIdHeader]);
@@ -93,7 +136,7 @@ export async function listReplies(em: EntityManager, workspaceId: string, q: Rep
     params.push(q.since);
   }
   // replies_workspace_received_idx / replies_campaign_received_idx
-  const rows = await sql<{ id: string; email: string; campaign_id: string; classification: string; received_at: Date | string; thread_snippet: string }>(
+  const rows = await sql<Pick<ReplyRow, 'id' | 'email' | 'campaign_id' | 'classification' | 'received_at' | 'thread_snippet'>>(
     em,
     `select r.id, r.email, r.campaign_id, r.classification, r.received_at, r.thread_snippet from replies r
       where ${where.join(' and ')} order by r.received_at desc, r.id desc limit ? offset ?`,
@@ -103,26 +146,19 @@ export async function listReplies(em: EntityManager, workspaceId: string, q: Rep
   return { rows, total: Number(n) };
 }
 
-/** A reply with what handing it off needs: its stored mail and the account that received it. */
-export interface ReplyRow {
-  id: string;
-  workspace_id: string;
-  campaign_id: string;
-  lead_id: string;
-  email: string;
-  classification: string;
-  decided_by: string;
-  thread_snippet: string;
-  received_at: Date | string;
-  forwarded_at: Date | string | null;
-  raw: Buffer | null;
-  message_id_header: string | null;
-  inbound_subject: string | null;
+/** A reply with what handing it off needs: its stored mail (null: none) and the account that received it. */
+export type ReplyForHandoff = Pick<
+  ReplyRow,
+  'id' | 'workspace_id' | 'campaign_id' | 'lead_id' | 'email' | 'classification' | 'decided_by' | 'thread_snippet' | 'received_at' | 'forwarded_at'
+> & {
+  raw: InboundMessageRow['raw'] | null;
+  message_id_header: InboundMessageRow['message_id_header'];
+  inbound_subject: InboundMessageRow['subject'];
   sender_account_id: string | null;
-}
+};
 
-export async function replyForHandoff(em: EntityManager, workspaceId: string, replyId: string): Promise<ReplyRow | undefined> {
-  const [reply] = await sql<ReplyRow>(
+export async function replyForHandoff(em: EntityManager, workspaceId: string, replyId: string): Promise<ReplyForHandoff | undefined> {
+  const [reply] = await sql<ReplyForHandoff>(
     em,
     `select r.id, r.workspace_id, r.campaign_id, r.lead_id, r.email, r.classification, r.decided_by, r.thread_snippet, r.received_at, r.forwarded_at,
             i.raw, i.message_id_header, i.subject as inbound_subject,

@@ -10,7 +10,7 @@ import { escapeHtml, renderText, renderSubject, type LeadValues } from '../sendi
 import { checkIcp } from './icp.ts';
 import { icpCriteria, sdrOfWorkspace } from './repository.ts';
 import { lockThreadOfReply, openThread, recategorize, recordHandoff } from './thread-repository.ts';
-import { markForwarded, replyForHandoff, type ReplyRow } from '../inbound/repository.ts';
+import { markForwarded, replyForHandoff, type ReplyForHandoff } from '../inbound/repository.ts';
 import { accountForSending } from '../senders/repository.ts';
 import { campaignName, leadById } from '../campaigns/repository.ts';
 import type { LeadColumns } from '../messages/send.ts';
@@ -130,7 +130,7 @@ export class AssignmentService {
     });
   }
 
-  private async reply(workspaceId: string, replyId: string): Promise<ReplyRow> {
+  private async reply(workspaceId: string, replyId: string): Promise<ReplyForHandoff> {
     const reply = await replyForHandoff(this.em, workspaceId, replyId);
     if (!reply) throw ApiError.notFound('reply', `reply ${replyId} not found`);
     return reply;
@@ -175,7 +175,7 @@ export class AssignmentService {
   }
 
   /** Every step sent to the lead (as rendered for them) and the reply, oldest first. */
-  private async snapshot(reply: ReplyRow, lead: LeadColumns, replyText: string, replySubject: string) {
+  private async snapshot(reply: ReplyForHandoff, lead: LeadColumns, replyText: string, replySubject: string) {
     const steps = await sentSteps(this.em, reply.campaign_id, reply.lead_id);
     const name = await campaignName(this.em, reply.campaign_id);
     const values: LeadValues = { email: lead.email, firstName: lead.first_name, lastName: lead.last_name, company: lead.company, jobTitle: lead.job_title, custom: lead.custom ?? {} };

@@ -7,7 +7,7 @@ import { ApiError } from '../../shared/errors.ts';
 import type { Deps } from '../../deps.ts';
 import type { InboundAnalysis } from '../inbound/analyze.ts';
 import { escapeHtml, replySubject } from '../sending/render.ts';
-import { FollowupService } from './followups.ts';
+import { followupsOnAnswer, followupsOnSend } from './followups.ts';
 import { mailboxOf, setMailboxHealth, type DeskMailbox } from './repository.ts';
 import { addAnswer, addSentMessage, recordedSend, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
 import { recordSdrReply } from '../messages/desk.ts';
@@ -154,7 +154,7 @@ export class DeskMailService {
       { outboundMessageId: inCampaign ? sent.id : null, messageIdHeader: sent.messageIdHeader, from: p.box.email, to: [thread.contact_email], cc: mail.cc, subject: mail.subject, bodyText: mail.bodyText, bodyHtml: mail.bodyHtml },
       now,
     );
-    await new FollowupService(this.deps, tx).onSend(thread.id);
+    await followupsOnSend(tx, this.deps.clock, thread.id);
     return { messageId: sent.id, threadId: thread.id, status: t.status };
   }
 
@@ -173,7 +173,7 @@ export class DeskMailService {
     const now = this.deps.clock.now();
     const ooo = a.classification === 'out_of_office';
     await addAnswer(tx, threadId, { inboundMessageId: inboundId, messageIdHeader: a.messageId, from: a.from ?? '', subject: a.subject, bodyText: a.strippedText, receivedAt, outOfOffice: ooo }, now);
-    await new FollowupService(this.deps, tx).onProspectAnswer(threadId, ooo ? a.oooReturnDate : null);
+    await followupsOnAnswer(tx, this.deps.clock, threadId, ooo ? a.oooReturnDate : null);
     return true;
   }
 }

@@ -1,38 +1,21 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import type { ThreadScope } from './thread-repository.ts';
+import type { FollowupRuleRow, FollowupStatus, FollowupTaskRow, ProspectThreadRow } from './rows.ts';
 
 // Follow-up rules and tasks (followup_rules, followup_tasks): the one place that writes them.
 // The thread status changes that go with them are thread-repository.ts's.
 
-export type FollowupStatus = 'pending' | 'done' | 'cancelled' | 'skipped';
+export type { FollowupStatus, FollowupRuleRow };
 
-export interface TaskRow {
-  id: string;
-  thread_id: string;
-  sdr_id: string;
-  rule_id: string | null;
-  attempt: number;
-  status: FollowupStatus;
-  due_at: string | Date;
-  created_at: string | Date;
-}
+/** A task as the API shows it (TASK_COLUMNS). */
+export type TaskRow = Pick<FollowupTaskRow, 'id' | 'thread_id' | 'sdr_id' | 'rule_id' | 'attempt' | 'status' | 'due_at' | 'created_at'>;
 
 export const TASK_COLUMNS = 'id, thread_id, sdr_id, rule_id, attempt, status, due_at, created_at';
 
-export interface RuleRow {
-  id: string;
-  workspace_id: string;
-  after_ms: string | number;
-  business_days: boolean;
-  categories: string[] | null;
-  max_attempts: number;
-  created_at: string | Date;
-}
-
 /** Claims up to `limit` awaiting_reply threads (id > after) without a pending task, with the time their next task counts from. */
 export async function claimThreadsWithoutTask(em: EntityManager, after: string, limit: number) {
-  return sql<{ id: string; workspace_id: string; sdr_id: string; category: string; base: string | Date }>(
+  return sql<Pick<ProspectThreadRow, 'id' | 'workspace_id' | 'sdr_id' | 'category'> & { base: string | Date }>(
     em,
     `select t.id, t.workspace_id, t.sdr_id, t.category,
             greatest(t.last_message_at, (select max(f.completed_at) from followup_tasks f where f.thread_id = t.id)) as base
@@ -47,8 +30,8 @@ export async function claimThreadsWithoutTask(em: EntityManager, after: string, 
     );
 }
 
-export async function rulesOf(em: EntityManager, workspaceIds: string[]): Promise<RuleRow[]> {
-  return sql<RuleRow>(em, 'select * from followup_rules where workspace_id = any(?::text[]) order by created_at asc, id asc', [workspaceIds]);
+export async function rulesOf(em: EntityManager, workspaceIds: string[]): Promise<FollowupRuleRow[]> {
+  return sql<FollowupRuleRow>(em, 'select * from followup_rules where workspace_id = any(?::text[]) order by created_at asc, id asc', [workspaceIds]);
 }
 
 /** Tasks made so far per (thread, rule). */
@@ -132,24 +115,12 @@ export async function closeTask(em: EntityManager, scope: ThreadScope, id: strin
 }
 
 export async function taskStatus(em: EntityManager, scope: ThreadScope, id: string): Promise<{ status: string } | undefined> {
-  const [existing] = await sql<{ status: string }>(em, 'select status from followup_tasks where id = ? and workspace_id = ? and sdr_id = ?', [
+  const [existing] = await sql<Pick<FollowupTaskRow, 'status'>>(em, 'select status from followup_tasks where id = ? and workspace_id = ? and sdr_id = ?', [
     id,
     scope.workspaceId,
     scope.sdrId,
   ]);
   return existing;
-}
-
-/** A follow-up rule as the API and CLI show it. */
-export interface FollowupRuleRow {
-  id: string;
-  workspace_id: string;
-  name: string;
-  after_ms: string | number;
-  business_days: boolean;
-  categories: string[] | null;
-  max_attempts: number;
-  created_at: string | Date;
 }
 
 export async function insertRule(

@@ -19,7 +19,7 @@ import {
   rulesOf,
   taskStatus,
   type FollowupStatus,
-  type RuleRow,
+  type FollowupRuleRow,
   type TaskRow,
 } from './followup-repository.ts';
 import { backToAwaitingIfNoTask, markFollowupsDue } from './thread-repository.ts';
@@ -27,7 +27,8 @@ import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toDate, toIso } from '../../shared/time.ts';
 import type { Deps } from '../../deps.ts';
-import { ThreadService, type ThreadScope } from './threads.ts';
+import type { Clock } from '../../adapters/clock.ts';
+import { recomputeThreadPriority, type ThreadScope } from './threads.ts';
 
 export type { FollowupStatus };
 
@@ -84,6 +85,30 @@ export function addBusinessDuration(start: Date, ms: number): Date {
 
 const BATCH = 500;
 
+// The hooks of a send and of a prospect's answer run inside the desk's transaction
+// (desk-mail.ts): they are functions of that transaction's EntityManager, and
+// FollowupService's methods of the same name run them on its own unit of work.
+
+/** The SDR sent from the thread (draft or manual): its pending task(s) are done; the priority is recomputed. */
+export async function followupsOnSend(em: EntityManager, clock: Clock, threadId: string): Promise<number> {
+  const now = clock.now();
+  const rows = await completeTasksOfThread(em, threadId, now);
+  // The caller moved the thread's lastMessageAt too: its recency changed either way.
+  await recomputeThreadPriority(em, clock, threadId);
+  return rows.length;
+}
+
+/**
+ * The prospect answered. With an out-of-office return date the pending task(s) stay pending,
+ * due at the start of the UTC day after the return date; otherwise they are cancelled.
+ */
+export async function followupsOnAnswer(em: EntityManager, clock: Clock, threadId: string, oooReturnDate: Date | null): Promise<number> {
+  const now = clock.now();
+  const rows = oooReturnDate ? await moveTasksOfThread(em, threadId, startOfNextUtcDay(oooReturnDate)) : await cancelTasksOfThread(em, threadId, now);
+  await recomputeThreadPriority(em, clock, threadId);
+  return rows.length;
+}
+
 export class FollowupService {
   constructor(
     private readonly deps: Deps,
@@ -118,7 +143,7 @@ export class FollowupService {
     const now = this.deps.clock.now();
     const rows: { id: string; ws: string; thread: string; sdr: string; rule: string; attempt: number; due: Date }[] = [];
     for (const t of threads) {
-      let best: { rule: RuleRow; attempt: number; due: Date } | null = null;
+      let best: { rule: FollowupRuleRow; attempt: number; due: Date } | null = null;
       for (const rule of rules) {
         if (rule.workspace_id !== t.workspace_id) continue;
         if (rule.categories && !rule.categories.includes(t.category)) continue;
@@ -144,29 +169,18 @@ export class FollowupService {
   private async markDue(): Promise<number> {
     const now = this.deps.clock.now();
     const moved = await markFollowupsDue(this.em, now);
-    const threads = new ThreadService(this.deps, this.em);
-    for (const { id } of moved) await threads.recomputePriority(id);
+    for (const { id } of moved) await recomputeThreadPriority(this.em, this.deps.clock, id);
     return moved.length;
   }
 
-  /** Hook: the SDR sent from the thread (draft or manual): its pending task(s) are done; the priority is recomputed. */
+  /** Hook: followupsOnSend on this unit of work. */
   async onSend(threadId: string): Promise<number> {
-    const now = this.deps.clock.now();
-    const rows = await completeTasksOfThread(this.em, threadId, now);
-    // The caller moved the thread's lastMessageAt too: its recency changed either way.
-    await this.recompute(threadId);
-    return rows.length;
+    return followupsOnSend(this.em, this.deps.clock, threadId);
   }
 
-  /**
-   * Hook: the prospect answered. With an out-of-office return date the pending task(s) stay
-   * pending, due at the start of the UTC day after the return date; otherwise they are cancelled.
-   */
+  /** Hook: followupsOnAnswer on this unit of work. */
   async onProspectAnswer(threadId: string, oooReturnDate: Date | null): Promise<number> {
-    const now = this.deps.clock.now();
-    const rows = oooReturnDate ? await moveTasksOfThread(this.em, threadId, startOfNextUtcDay(oooReturnDate)) : await cancelTasksOfThread(this.em, threadId, now);
-    await this.recompute(threadId);
-    return rows.length;
+    return followupsOnAnswer(this.em, this.deps.clock, threadId, oooReturnDate);
   }
 
   /** Pending tasks of the SDR, due first; only the due ones unless includeUpcoming. */
@@ -197,11 +211,7 @@ export class FollowupService {
       throw new ApiError(409, 'followup_not_pending', `follow-up ${id} is ${existing.status}, not pending`);
     }
     await backToAwaitingIfNoTask(this.em, row.thread_id, now);
-    await this.recompute(row.thread_id);
+    await recomputeThreadPriority(this.em, this.deps.clock, row.thread_id);
     return followupView(row);
-  }
-
-  private async recompute(threadId: string): Promise<void> {
-    await new ThreadService(this.deps, this.em).recomputePriority(threadId);
   }
 }

@@ -1,11 +1,59 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
+import { SdrSchema, SdrMailboxSchema, type Sdr, type SdrMailbox } from './entities.ts';
+import type { IcpCriteriaRow, SdrMailboxRow, SdrRow } from './rows.ts';
 
-// SDRs' rows the desk reads and writes: sdrs, sdr_mailboxes, icp_criteria. (SdrService's own
-// CRUD on them stays in service.ts for now: docs/architecture.md.)
+// The owner of `sdrs`, `sdr_mailboxes` and `icp_criteria`: SdrService's CRUD through the ORM
+// entities, the desk's reads and the mailbox health as hand-written SQL.
+
+export async function insertSdr(em: EntityManager, sdr: Sdr): Promise<void> {
+  await em.insert(SdrSchema, sdr);
+}
+
+/** An SDR by id (any workspace: the CLI and SDR keys name SDRs by id), or null. */
+export async function findSdr(em: EntityManager, id: string): Promise<Sdr | null> {
+  return em.findOne(SdrSchema, { id });
+}
+
+/** The workspace's active SDRs, oldest first. */
+export async function activeSdrs(em: EntityManager, workspaceId: string): Promise<Sdr[]> {
+  return em.find(SdrSchema, { workspaceId, active: true }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+}
+
+export type ProfileChanges = Partial<Pick<Sdr, 'tone' | 'signature' | 'calendarUrl' | 'language'>>;
+
+/** Sets profile fields (undefined: left as is) of an SDR read by findSdr. */
+export async function updateProfile(em: EntityManager, sdr: Sdr, changes: ProfileChanges, now: Date): Promise<void> {
+  if (changes.tone !== undefined) sdr.tone = changes.tone;
+  if (changes.signature !== undefined) sdr.signature = changes.signature;
+  if (changes.calendarUrl !== undefined) sdr.calendarUrl = changes.calendarUrl;
+  if (changes.language !== undefined) sdr.language = changes.language;
+  sdr.updatedAt = now;
+  await em.flush();
+}
+
+/** Activates or deactivates an SDR read by findSdr. */
+export async function setSdrActive(em: EntityManager, sdr: Sdr, active: boolean, now: Date): Promise<void> {
+  sdr.active = active;
+  sdr.updatedAt = now;
+  await em.flush();
+}
+
+/** Stores the SDR's mailbox connection (a reconnect replaces it). */
+export async function upsertMailbox(em: EntityManager, box: SdrMailbox): Promise<void> {
+  await em.upsert(SdrMailboxSchema, box);
+}
+
+export async function findMailbox(em: EntityManager, sdrId: string): Promise<SdrMailbox | null> {
+  return em.findOne(SdrMailboxSchema, { sdrId });
+}
+
+export async function mailboxesOf(em: EntityManager, sdrIds: string[]): Promise<SdrMailbox[]> {
+  return em.find(SdrMailboxSchema, { sdrId: { $in: sdrIds } });
+}
 
 export async function sdrOfWorkspace(em: EntityManager, workspaceId: string, sdrId: string) {
-  const [sdr] = await sql<{ id: string; name: string; email: string; active: boolean }>(
+  const [sdr] = await sql<Pick<SdrRow, 'id' | 'name' | 'email' | 'active'>>(
     em,
     `select id, name, email, active from sdrs where id = ? and workspace_id = ?`,
     [sdrId, workspaceId],
@@ -13,13 +61,8 @@ export async function sdrOfWorkspace(em: EntityManager, workspaceId: string, sdr
   return sdr;
 }
 
-export interface DeskMailbox {
-  sdr_id: string;
-  email: string;
-  smtp_url_enc: string;
-  health_state: string;
-  name: string;
-}
+/** The SDR's mailbox and name, as a desk send needs them. */
+export type DeskMailbox = Pick<SdrMailboxRow, 'sdr_id' | 'email' | 'smtp_url_enc' | 'health_state'> & Pick<SdrRow, 'name'>;
 
 export async function mailboxOf(em: EntityManager, sdrId: string): Promise<DeskMailbox | undefined> {
   const [box] = await sql<DeskMailbox>(
@@ -35,7 +78,7 @@ export async function setMailboxHealth(em: EntityManager, sdrId: string, health:
 }
 
 export async function icpCriteria(em: EntityManager, workspaceId: string) {
-  const [criteria] = await sql<{ seniority: string[] | null; employee_counts: string[] | null }>(
+  const [criteria] = await sql<Pick<IcpCriteriaRow, 'seniority' | 'employee_counts'>>(
     em,
     `select seniority, employee_counts from icp_criteria where workspace_id = ?`,
     [workspaceId],

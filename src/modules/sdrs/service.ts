@@ -5,9 +5,21 @@ import { newId } from '../../adapters/ids.ts';
 import { parseMailUrl } from '../../adapters/mailurl.ts';
 import { isEmail } from '../../shared/email.ts';
 import type { Deps } from '../../deps.ts';
-import { SdrSchema, SdrMailboxSchema, type Sdr, type SdrMailbox, type MailHealth } from './entities.ts';
+import type { Sdr, SdrMailbox, MailHealth } from './entities.ts';
 import type { ProbeOutcome } from '../../adapters/mailprobe.ts';
-import { icpCriteria, saveIcpCriteria } from './repository.ts';
+import {
+  activeSdrs,
+  findMailbox,
+  findSdr,
+  icpCriteria,
+  insertSdr,
+  mailboxesOf,
+  saveIcpCriteria,
+  setSdrActive,
+  updateProfile,
+  upsertMailbox,
+  type ProfileChanges,
+} from './repository.ts';
 import { deleteRule, insertRule, rulesOfWorkspace, type FollowupRuleRow } from './followup-repository.ts';
 import { addSdrWatch } from '../mailboxes/repository.ts';
 import { isoOrNull, toIso } from '../../shared/time.ts';
@@ -76,7 +88,7 @@ export class SdrService {
       updatedAt: now,
     };
     try {
-      await this.em.insert(SdrSchema, sdr);
+      await insertSdr(this.em, sdr);
     } catch (err) {
       if (err instanceof UniqueConstraintViolationException) throw new ApiError(409, 'already_exists', `an SDR with email ${email.trim()} already exists in this workspace`);
       throw err;
@@ -85,7 +97,7 @@ export class SdrService {
   }
 
   async get(id: string): Promise<Sdr> {
-    const sdr = await this.em.findOne(SdrSchema, { id });
+    const sdr = await findSdr(this.em, id);
     if (!sdr) throw ApiError.notFound('sdr', `SDR ${id} not found`);
     return sdr;
   }
@@ -125,7 +137,7 @@ export class SdrService {
       connectedAt: now,
       updatedAt: now,
     };
-    await this.em.upsert(SdrMailboxSchema, row);
+    await upsertMailbox(this.em, row);
     // Its mailbox is watched from now on (a prospect's answer joins its thread); a reconnect
     // keeps the cursor of the existing watch.
     await addSdrWatch(this.em, sdr.workspaceId, sdr.id, now);
@@ -133,21 +145,19 @@ export class SdrService {
   }
 
   async mailbox(sdrId: string): Promise<SdrMailbox | null> {
-    return this.em.findOne(SdrMailboxSchema, { sdrId });
+    return findMailbox(this.em, sdrId);
   }
 
   async setActive(sdrId: string, active: boolean): Promise<Sdr> {
     const sdr = await this.get(sdrId);
-    sdr.active = active;
-    sdr.updatedAt = this.deps.clock.now();
-    await this.em.flush();
+    await setSdrActive(this.em, sdr, active, this.deps.clock.now());
     return sdr;
   }
 
   /** Active SDRs of the workspace with their mail connection. */
   async listActive(workspaceId: string) {
-    const sdrs = await this.em.find(SdrSchema, { workspaceId, active: true }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-    const boxes = await this.em.find(SdrMailboxSchema, { sdrId: { $in: sdrs.map((s) => s.id) } });
+    const sdrs = await activeSdrs(this.em, workspaceId);
+    const boxes = await mailboxesOf(this.em, sdrs.map((s) => s.id));
     const byId = new Map(boxes.map((b) => [b.sdrId, b]));
     return sdrs.map((s) => sdrView(s, byId.get(s.id) ?? null));
   }
@@ -175,12 +185,12 @@ export class SdrService {
       if (!u || u.protocol !== 'https:') throw ApiError.invalid(`calendarUrl: "${calendarUrl}" is not an https URL`);
     }
     if (typeof language === 'string' && !LANGUAGE_TAG.test(language.trim())) throw ApiError.invalid(`language: "${language}" is not a language tag like en or pt-BR`);
-    if (tone !== undefined) sdr.tone = tone === null ? null : tone.trim();
-    if (signature !== undefined) sdr.signature = signature === null ? null : signature.replace(/\s+$/, '');
-    if (calendarUrl !== undefined) sdr.calendarUrl = calendarUrl === null ? null : calendarUrl.trim();
-    if (language !== undefined) sdr.language = language === null ? null : language.trim();
-    sdr.updatedAt = this.deps.clock.now();
-    await this.em.flush();
+    const changes: ProfileChanges = {};
+    if (tone !== undefined) changes.tone = tone === null ? null : tone.trim();
+    if (signature !== undefined) changes.signature = signature === null ? null : signature.replace(/\s+$/, '');
+    if (calendarUrl !== undefined) changes.calendarUrl = calendarUrl === null ? null : calendarUrl.trim();
+    if (language !== undefined) changes.language = language === null ? null : language.trim();
+    await updateProfile(this.em, sdr, changes, this.deps.clock.now());
     return sdr;
   }
 

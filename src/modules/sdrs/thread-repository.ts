@@ -3,6 +3,7 @@ import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import type { ThreadStatus } from './threads-state.ts';
 import type { ThreadCategory } from './priority.ts';
+import type { HandoffRow, ProspectThreadRow, ThreadMessageRow } from './rows.ts';
 
 // Prospect threads: prospect_threads, thread_messages and handoffs (prospect_thread_counts is
 // kept by triggers, migration 0003): the inbox's statement, one thread's reads, status, snooze
@@ -28,15 +29,8 @@ export interface InboxQuery {
 /** Statuses a prospect's answer or an SDR's send moves (closed ones stay as they are). */
 export const OPEN = ['new', 'awaiting_reply', 'needs_followup', 'replied'];
 
-export interface ThreadForSend {
-  id: string;
-  workspace_id: string;
-  campaign_id: string | null;
-  lead_id: string | null;
-  contact_email: string;
-  subject: string;
-  status: string;
-}
+/** What a send in the thread needs of it. */
+export type ThreadForSend = Pick<ProspectThreadRow, 'id' | 'workspace_id' | 'campaign_id' | 'lead_id' | 'contact_email' | 'subject' | 'status'>;
 
 /** The SDR's own thread in the workspace, or undefined. */
 export async function threadOfSdr(em: EntityManager, sdrId: string, workspaceId: string, threadId: string): Promise<ThreadForSend | undefined> {
@@ -50,7 +44,7 @@ export async function threadOfSdr(em: EntityManager, sdrId: string, workspaceId:
 
 /** The thread's Message-IDs, oldest first (a reply's References). */
 export async function threadReferences(em: EntityManager, threadId: string): Promise<string[]> {
-  const history = await sql<{ message_id_header: string | null }>(
+  const history = await sql<Pick<ThreadMessageRow, 'message_id_header'>>(
     em,
     `select message_id_header from thread_messages where thread_id = ? and message_id_header is not null order by at, created_at`,
     [threadId],
@@ -199,18 +193,11 @@ export async function recordHandoff(em: EntityManager, h: NewHandoff, now: Date)
   );
 }
 
-export interface ThreadRow {
-  id: string;
-  contact_email: string;
-  contact_name: string;
-  subject: string;
-  status: ThreadStatus;
-  category: ThreadCategory;
-  priority_score: number;
-  last_message_at: string | Date;
-  created_at: string | Date;
-  snoozed_until: string | Date | null;
-}
+/** A thread as the inbox shows it (THREAD_COLUMNS). */
+export type ThreadRow = Pick<
+  ProspectThreadRow,
+  'id' | 'contact_email' | 'contact_name' | 'subject' | 'status' | 'category' | 'priority_score' | 'last_message_at' | 'created_at' | 'snoozed_until'
+>;
 
 const THREAD_COLUMNS = 'id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, snoozed_until';
 
@@ -284,8 +271,8 @@ export async function inboxPage(em: EntityManager, st: { text: string; params: u
 }
 
 /** One thread of the SDR in the workspace (undefined: another's, or missing). */
-export async function scopedThread(em: EntityManager, scope: ThreadScope, id: string): Promise<(ThreadRow & { reply_id: string | null }) | undefined> {
-  const [row] = await sql<ThreadRow & { reply_id: string | null }>(
+export async function scopedThread(em: EntityManager, scope: ThreadScope, id: string): Promise<(ThreadRow & Pick<ProspectThreadRow, 'reply_id'>) | undefined> {
+  const [row] = await sql<ThreadRow & Pick<ProspectThreadRow, 'reply_id'>>(
     em,
     `select ${THREAD_COLUMNS}, reply_id from prospect_threads where id = ? and workspace_id = ? and sdr_id = ?`,
     [id, scope.workspaceId, scope.sdrId],
@@ -294,7 +281,7 @@ export async function scopedThread(em: EntityManager, scope: ThreadScope, id: st
 }
 
 export async function threadMessages(em: EntityManager, threadId: string) {
-  return sql<Record<string, any>>(
+  return sql<Pick<ThreadMessageRow, 'id' | 'direction' | 'message_id_header' | 'from_email' | 'to_emails' | 'cc_emails' | 'subject' | 'body_text' | 'body_html' | 'at'>>(
     em,
     `select id, direction, message_id_header, from_email, to_emails, cc_emails, subject, body_text, body_html, at
        from thread_messages where thread_id = ? order by at asc, created_at asc, id asc`,
@@ -303,7 +290,9 @@ export async function threadMessages(em: EntityManager, threadId: string) {
 }
 
 export async function latestHandoff(em: EntityManager, workspaceId: string, threadId: string) {
-  const [handoff] = await sql<Record<string, any>>(
+  const [handoff] = await sql<
+    Pick<HandoffRow, 'id' | 'reply_id' | 'to_email' | 'cc_emails' | 'subject' | 'note' | 'category' | 'seniority' | 'employee_count' | 'snapshot' | 'created_at'>
+  >(
     em,
     `select id, reply_id, to_email, cc_emails, subject, note, category, seniority, employee_count, snapshot, created_at
        from handoffs where thread_id = ? and workspace_id = ? order by created_at desc, id desc limit 1`,
@@ -324,7 +313,7 @@ export async function threadDrafts(em: EntityManager, workspaceId: string, threa
 
 /** What a thread's priority is computed from, as of `now`. */
 export async function priorityInputs(em: EntityManager, threadId: string, now: Date) {
-  const [r] = await sql<{ category: ThreadCategory; last_message_at: string | Date; classification: string | null; overdue: number }>(
+  const [r] = await sql<Pick<ProspectThreadRow, 'category' | 'last_message_at'> & { classification: string | null; overdue: number }>(
     em,
     `select t.category, t.last_message_at, r.classification,
             (select count(*)::int from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?) as overdue
@@ -340,7 +329,7 @@ export async function setPriority(em: EntityManager, threadId: string, score: nu
 
 /** The next batch (by id, after `after`) of threads whose score can still move. */
 export async function priorityBatch(em: EntityManager, now: Date, after: string, since: Date, batch: number) {
-  return sql<{ id: string; category: ThreadCategory; last_message_at: string | Date; classification: string | null; overdue: number; priority_score: number }>(
+  return sql<Pick<ProspectThreadRow, 'id' | 'category' | 'last_message_at' | 'priority_score'> & { classification: string | null; overdue: number }>(
     em,
     `select t.id, t.category, t.last_message_at, r.classification, t.priority_score,
             (select count(*)::int from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?) as overdue

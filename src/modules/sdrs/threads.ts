@@ -22,6 +22,7 @@ import {
 import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull, toDate, toIso } from '../../shared/time.ts';
 import type { Deps } from '../../deps.ts';
+import type { Clock } from '../../adapters/clock.ts';
 import { allowedTransitions, canTransition, type ThreadStatus } from './threads-state.ts';
 import { priorityScore, type ThreadCategory } from './priority.ts';
 
@@ -53,6 +54,21 @@ export function threadView(r: ThreadRow) {
 export { inboxStatement };
 export type { ThreadScope, InboxQuery };
 
+/**
+ * Recomputes the stored priority_score of a thread from its category, the classification
+ * of the reply it came from, lastMessageAt and its overdue pending follow-ups, as of now. A
+ * function of the caller's EntityManager (its transaction): the follow-up hooks run it inside
+ * the desk's transactions (followups.ts).
+ */
+export async function recomputeThreadPriority(em: EntityManager, clock: Clock, threadId: string): Promise<number> {
+  const now = clock.now();
+  const r = await priorityInputs(em, threadId, now);
+  if (!r) throw ApiError.notFound('thread', `thread ${threadId} not found`);
+  const score = priorityScore({ category: r.category, classification: r.classification, lastMessageAt: toDate(r.last_message_at), overdueFollowups: r.overdue, now });
+  await setPriority(em, threadId, score);
+  return score;
+}
+
 export class ThreadService {
   constructor(
     private readonly deps: Deps,
@@ -67,8 +83,8 @@ export class ThreadService {
     return { threads, total, hasMore: q.offset + threads.length < total };
   }
 
-  private async row(scope: ThreadScope, id: string): Promise<ThreadRow & { reply_id: string | null }> {
-    const row = await scopedThread(this.em, scope, id);
+  private async row(em: EntityManager, scope: ThreadScope, id: string): Promise<ThreadRow & { reply_id: string | null }> {
+    const row = await scopedThread(em, scope, id);
     if (!row) throw ApiError.notFound('thread', `thread ${id} not found`);
     return row;
   }
@@ -79,14 +95,14 @@ export class ThreadService {
    * message next to the status from before it.
    */
   async get(scope: ThreadScope, id: string) {
-    return this.em.transactional((tx) => new ThreadService(this.deps, tx).read(scope, id), { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true });
+    return this.em.transactional((tx) => this.read(tx, scope, id), { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true });
   }
 
-  private async read(scope: ThreadScope, id: string) {
-    const row = await this.row(scope, id);
-    const messages = await threadMessages(this.em, id);
-    const handoff = await latestHandoff(this.em, scope.workspaceId, id);
-    const drafts = await threadDrafts(this.em, scope.workspaceId, id);
+  private async read(tx: EntityManager, scope: ThreadScope, id: string) {
+    const row = await this.row(tx, scope, id);
+    const messages = await threadMessages(tx, id);
+    const handoff = await latestHandoff(tx, scope.workspaceId, id);
+    const drafts = await threadDrafts(tx, scope.workspaceId, id);
     return {
       ...threadView(row),
       messages: messages.map((m) => ({
@@ -128,17 +144,9 @@ export class ThreadService {
     };
   }
 
-  /**
-   * Recomputes the stored priority_score of a thread from its category, the classification
-   * of the reply it came from, lastMessageAt and its overdue pending follow-ups, as of now.
-   */
+  /** recomputeThreadPriority on this unit of work. */
   async recomputePriority(threadId: string): Promise<number> {
-    const now = this.deps.clock.now();
-    const r = await priorityInputs(this.em, threadId, now);
-    if (!r) throw ApiError.notFound('thread', `thread ${threadId} not found`);
-    const score = priorityScore({ category: r.category, classification: r.classification, lastMessageAt: toDate(r.last_message_at), overdueFollowups: r.overdue, now });
-    await setPriority(this.em, threadId, score);
-    return score;
+    return recomputeThreadPriority(this.em, this.deps.clock, threadId);
   }
 
   /**
@@ -172,7 +180,7 @@ export class ThreadService {
 
   /** PATCH status: validated against the state machine; 400 invalid_transition lists the allowed ones. */
   async setStatus(scope: ThreadScope, id: string, to: ThreadStatus): Promise<ReturnType<typeof threadView>> {
-    const row = await this.row(scope, id);
+    const row = await this.row(this.em, scope, id);
     if (!canTransition(row.status, to)) {
       throw new ApiError(400, 'invalid_transition', `a thread in status ${row.status} cannot move to ${to}`, { allowedTransitions: allowedTransitions(row.status) });
     }
@@ -180,22 +188,22 @@ export class ThreadService {
     const updated = await setStatusIf(this.em, id, row.status, to, this.deps.clock.now());
     if (!updated) return this.setStatus(scope, id, to);
     await this.recomputePriority(id);
-    return threadView(await this.row(scope, id));
+    return threadView(await this.row(this.em, scope, id));
   }
 
   async snooze(scope: ThreadScope, id: string, until: Date) {
     const now = this.deps.clock.now();
     if (!(until.getTime() > now.getTime())) throw ApiError.invalid(`until: must be in the future (now is ${now.toISOString()})`, { errors: [{ field: 'until', value: until.toISOString(), message: 'must be in the future' }] });
-    await this.row(scope, id);
+    await this.row(this.em, scope, id);
     await setSnooze(this.em, id, until, now);
     await this.recomputePriority(id);
-    return threadView(await this.row(scope, id));
+    return threadView(await this.row(this.em, scope, id));
   }
 
   async unsnooze(scope: ThreadScope, id: string) {
-    await this.row(scope, id);
+    await this.row(this.em, scope, id);
     await setSnooze(this.em, id, null, this.deps.clock.now());
     await this.recomputePriority(id);
-    return threadView(await this.row(scope, id));
+    return threadView(await this.row(this.em, scope, id));
   }
 }

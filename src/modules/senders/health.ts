@@ -2,6 +2,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import type { Logger } from '../../adapters/logger.ts';
 import { storableText } from '../../shared/text.ts';
+import type { SenderAccountRow, SenderHealth } from './rows.ts';
+
+/** An account's health after a transition, with the health it had before (`previous`). */
+type HealthChangeRow = Pick<SenderAccountRow, 'id' | 'health' | 'health_error' | 'health_retry_at'> & { previous: string };
 
 /**
  * A sender account's health comes from what its SMTP server actually answered
@@ -13,7 +17,7 @@ import { storableText } from '../../shared/text.ts';
  *   each new failure after a back-off lengthens the next one (SENDER_BACKOFF_MS).
  * - `ok`: the server accepted mail. `unknown`: nothing sent yet (or cleared by an operator).
  */
-export type SenderHealth = 'unknown' | 'ok' | 'auth_failed' | 'unreachable' | 'rate_limited';
+export type { SenderHealth };
 export type AccountFailure = 'auth_failed' | 'unreachable' | 'rate_limited';
 
 /** Back-off of an unreachable or throttled account, by consecutive failure (the last repeats). */
@@ -28,7 +32,7 @@ export interface HealthTransition {
   retryAt: Date | null;
 }
 
-function toTransition(r: { id: string; previous: string; health: string; health_error: string | null; health_retry_at: Date | string | null }): HealthTransition {
+function toTransition(r: HealthChangeRow): HealthTransition {
   return { senderAccountId: r.id, from: r.previous, to: r.health, response: r.health_error, retryAt: r.health_retry_at ? new Date(r.health_retry_at) : null };
 }
 
@@ -41,7 +45,7 @@ function toTransition(r: { id: string; previous: string; health: string; health_
  * did not change.
  */
 export async function recordSenderFailure(em: EntityManager, id: string, to: AccountFailure, response: string, now: Date): Promise<HealthTransition | null> {
-  const rows = await sql<{ id: string; previous: string; health: string; health_error: string | null; health_retry_at: Date | string | null }>(
+  const rows = await sql<HealthChangeRow>(
     em,
     `with o as (select id, health, health_failures, health_retry_at from sender_accounts where id = ? for no key update),
           n as (select o.id, o.health as previous,
@@ -69,7 +73,7 @@ export async function recordSenderFailure(em: EntityManager, id: string, to: Acc
  */
 export async function recordSenderSuccess(em: EntityManager, ids: string[], now: Date): Promise<HealthTransition[]> {
   if (!ids.length) return [];
-  const rows = await sql<{ id: string; previous: string; health: string; health_error: string | null; health_retry_at: Date | string | null }>(
+  const rows = await sql<HealthChangeRow>(
     em,
     `with o as (select id, health from sender_accounts where id = any(?::text[]) and (health <> 'ok' or health_failures > 0)
                  order by id for no key update)
@@ -86,7 +90,7 @@ export async function recordSenderSuccess(em: EntityManager, ids: string[], now:
  * is tried at the next claim (`unknown` until its next outcome).
  */
 export async function clearSenderHealth(em: EntityManager, id: string, now: Date): Promise<HealthTransition | null> {
-  const rows = await sql<{ id: string; previous: string; health: string; health_error: string | null; health_retry_at: Date | string | null }>(
+  const rows = await sql<HealthChangeRow>(
     em,
     `with o as (select id, health from sender_accounts where id = ? and health in ('auth_failed', 'unreachable', 'rate_limited') for no key update)
      update sender_accounts a set health = 'unknown', health_error = null, health_checked_at = ?, health_retry_at = null, health_failures = 0

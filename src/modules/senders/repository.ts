@@ -1,6 +1,76 @@
 import { sql } from '../../db/sql.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { toDate } from '../../shared/time.ts';
+import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema, type PoolMember, type SenderAccount, type SenderPool, type SenderStatus } from './entities.ts';
+import type { PoolMemberRow, SenderAccountRow, SenderPoolRow } from './rows.ts';
+
+// The owner of `sender_accounts`, `sender_pools` and `pool_members`: ordinary CRUD through the
+// ORM entities, the pools' usage and the claim's bookkeeping as hand-written SQL; the health
+// transitions are in health.ts.
+
+export async function insertSender(em: EntityManager, sender: SenderAccount): Promise<void> {
+  await em.insert(SenderAccountSchema, sender);
+}
+
+/** An account by id (any workspace: the CLI names accounts by id), or null. */
+export async function findSender(em: EntityManager, id: string): Promise<SenderAccount | null> {
+  return em.findOne(SenderAccountSchema, { id });
+}
+
+/** An account of the workspace, or null. */
+export async function senderOfWorkspace(em: EntityManager, workspaceId: string, id: string): Promise<SenderAccount | null> {
+  return em.findOne(SenderAccountSchema, { id, workspaceId });
+}
+
+/** An account with its encrypted SMTP and IMAP URLs loaded (lazy properties), for a live test. */
+export async function senderWithCredentials(em: EntityManager, id: string): Promise<SenderAccount | null> {
+  return em.findOne(SenderAccountSchema, { id }, { populate: ['smtpUrlEnc', 'imapUrlEnc'] });
+}
+
+/** The workspace's accounts, oldest first. */
+export async function listSenders(em: EntityManager, workspaceId: string): Promise<SenderAccount[]> {
+  return em.find(SenderAccountSchema, { workspaceId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+}
+
+/** Pauses or resumes an account read by findSender. */
+export async function setSenderStatus(em: EntityManager, sender: SenderAccount, status: SenderStatus, now: Date): Promise<void> {
+  sender.status = status;
+  sender.updatedAt = now;
+  await em.flush();
+}
+
+/** Reloads an account read by findSender (after a statement changed its row). */
+export async function reloadSender(em: EntityManager, sender: SenderAccount): Promise<void> {
+  await em.refresh(sender);
+}
+
+export async function insertPool(em: EntityManager, pool: SenderPool): Promise<void> {
+  await em.insert(SenderPoolSchema, pool);
+}
+
+/** A pool by id (any workspace), or null. */
+export async function findPool(em: EntityManager, id: string): Promise<SenderPool | null> {
+  return em.findOne(SenderPoolSchema, { id });
+}
+
+/** A pool of the workspace, or null. */
+export async function poolOfWorkspace(em: EntityManager, workspaceId: string, id: string): Promise<SenderPool | null> {
+  return em.findOne(SenderPoolSchema, { id, workspaceId });
+}
+
+/** The workspace's oldest pool (a new campaign's default), or undefined. */
+export async function firstPool(em: EntityManager, workspaceId: string): Promise<SenderPool | undefined> {
+  const [pool] = await em.find(SenderPoolSchema, { workspaceId }, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: 1 });
+  return pool;
+}
+
+export async function isPoolMember(em: EntityManager, poolId: string, senderAccountId: string): Promise<boolean> {
+  return (await em.findOne(PoolMemberSchema, { poolId, senderAccountId })) !== null;
+}
+
+export async function addPoolMember(em: EntityManager, member: PoolMember): Promise<void> {
+  await em.insert(PoolMemberSchema, member);
+}
 
 export interface PoolRow {
   id: string;
@@ -15,7 +85,7 @@ export interface PoolRow {
 export async function listPoolsWithUsage(em: EntityManager, workspaceId: string, now: Date, poolId?: string): Promise<PoolRow[]> {
   // sender_pools_workspace_idx for the pools; outbound_pool_sent_idx (pool_id, sent_at) for the
   // rolling window count; pool_members primary key for the members.
-  const rows = await sql<{ id: string; name: string; daily_capacity: number; created_at: Date | string; sent: string; members: string[] }>(em, 
+  const rows = await sql<Pick<SenderPoolRow, 'id' | 'name' | 'daily_capacity' | 'created_at'> & { sent: string; members: PoolMemberRow['sender_account_id'][] }>(em, 
     `select p.id, p.name, p.daily_capacity, p.created_at,
             (select count(*) from outbound_messages m
               where m.pool_id = p.id and m.sent_at is not null and m.sent_at > ?::timestamptz - interval '24 hours') as sent,
@@ -43,6 +113,6 @@ export async function noteClaimed(em: EntityManager, accountIds: string[], now: 
 
 /** The identity and SMTP credentials (encrypted) of one account, for a one-off send. */
 export async function accountForSending(em: EntityManager, id: string) {
-  const [account] = await sql<{ email: string; name: string; smtp_url_enc: string }>(em, `select email, name, smtp_url_enc from sender_accounts where id = ?`, [id]);
+  const [account] = await sql<Pick<SenderAccountRow, 'email' | 'name' | 'smtp_url_enc'>>(em, `select email, name, smtp_url_enc from sender_accounts where id = ?`, [id]);
   return account;
 }

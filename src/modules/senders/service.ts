@@ -5,8 +5,23 @@ import { newId } from '../../adapters/ids.ts';
 import { addSenderWatch, senderWatches } from '../mailboxes/repository.ts';
 import { parseMailUrl } from '../../adapters/mailurl.ts';
 import type { Deps } from '../../deps.ts';
-import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema, type SenderAccount, type SenderStatus } from './entities.ts';
-import { listPoolsWithUsage, type PoolRow } from './repository.ts';
+import type { SenderAccount, SenderStatus } from './entities.ts';
+import {
+  addPoolMember,
+  findPool,
+  findSender,
+  insertPool,
+  insertSender,
+  isPoolMember,
+  listPoolsWithUsage,
+  listSenders,
+  poolOfWorkspace,
+  reloadSender,
+  senderOfWorkspace,
+  senderWithCredentials,
+  setSenderStatus,
+  type PoolRow,
+} from './repository.ts';
 import { clearSenderHealth, logSenderTransition } from './health.ts';
 import { normalizeEmail, isEmail } from '../../shared/email.ts';
 
@@ -89,11 +104,11 @@ export class SenderService {
       await this.em.transactional(async (em) => {
         if (input.poolId) await this.requirePool(em, input.workspaceId, input.poolId);
         // Explicit inserts: the entities carry plain foreign keys, so the order is ours to keep.
-        await em.insert(SenderAccountSchema, sender);
+        await insertSender(em, sender);
         // Its mailbox is watched from now on: mail received from here is processed, older is not.
         if (input.imapUrl)
           await addSenderWatch(em, input.workspaceId, sender.id, now);
-        if (input.poolId) await em.insert(PoolMemberSchema, { poolId: input.poolId, senderAccountId: sender.id, addedAt: now });
+        if (input.poolId) await addPoolMember(em, { poolId: input.poolId, senderAccountId: sender.id, addedAt: now });
       });
     } catch (err) {
       if (err instanceof UniqueConstraintViolationException) throw new ApiError(409, 'already_exists', `a sender account for ${email} already exists in this workspace`);
@@ -103,25 +118,35 @@ export class SenderService {
   }
 
   async setStatus(id: string, status: SenderStatus): Promise<SenderAccount> {
-    const sender = await this.em.findOne(SenderAccountSchema, { id });
+    const sender = await findSender(this.em, id);
     if (!sender) throw ApiError.notFound('sender_account');
-    sender.status = status;
-    sender.updatedAt = this.deps.clock.now();
-    await this.em.flush();
+    await setSenderStatus(this.em, sender, status, this.deps.clock.now());
     // Resuming is how an operator says "try this account again" after an auth failure, an
     // unreachable server or throttling: it is tried at the next claim.
     if (status === 'active') {
       const cleared = await clearSenderHealth(this.em, id, this.deps.clock.now());
       if (cleared) {
         logSenderTransition(this.deps.log, cleared, 'operator resume');
-        await this.em.refresh(sender);
+        await reloadSender(this.em, sender);
       }
     }
     return sender;
   }
 
+  /** `sender test`: logs in to the account's SMTP and IMAP servers now (both at once: each may wait for its server's timeout). */
+  async testConnection(id: string) {
+    // The credentials are lazy properties: loaded only when asked for.
+    const sender = await senderWithCredentials(this.em, id);
+    if (!sender) throw ApiError.notFound('sender_account', `sender account ${id} not found`);
+    const [smtp, imap] = await Promise.all([
+      this.deps.mailProbe.smtp(this.deps.crypto.decrypt(sender.smtpUrlEnc)),
+      sender.imapUrlEnc ? this.deps.mailProbe.imap(this.deps.crypto.decrypt(sender.imapUrlEnc)) : Promise.resolve(null),
+    ]);
+    return { id: sender.id, email: sender.email, smtp, imap };
+  }
+
   async list(workspaceId: string): Promise<SenderAccount[]> {
-    return this.em.find(SenderAccountSchema, { workspaceId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    return listSenders(this.em, workspaceId);
   }
 
   /** Accounts with the health of their IMAP connection (null: no mailbox watched). */
@@ -138,10 +163,10 @@ export class SenderService {
     const now = this.deps.clock.now();
     const id = newId('pool');
     await this.em.transactional(async (em) => {
-      await em.insert(SenderPoolSchema, { id, workspaceId, name: name.trim(), dailyCapacity, createdAt: now });
+      await insertPool(em, { id, workspaceId, name: name.trim(), dailyCapacity, createdAt: now });
       for (const sid of new Set(senderIds)) {
         await this.requireSender(em, workspaceId, sid);
-        await em.insert(PoolMemberSchema, { poolId: id, senderAccountId: sid, addedAt: now });
+        await addPoolMember(em, { poolId: id, senderAccountId: sid, addedAt: now });
       }
     });
     return { id, name: name.trim(), dailyCapacity };
@@ -149,11 +174,10 @@ export class SenderService {
 
   async addToPool(poolId: string, senderId: string) {
     return this.em.transactional(async (em) => {
-      const pool = await em.findOne(SenderPoolSchema, { id: poolId });
+      const pool = await findPool(em, poolId);
       if (!pool) throw ApiError.notFound('sender_pool');
       await this.requireSender(em, pool.workspaceId, senderId);
-      const existing = await em.findOne(PoolMemberSchema, { poolId, senderAccountId: senderId });
-      if (!existing) await em.insert(PoolMemberSchema, { poolId, senderAccountId: senderId, addedAt: this.deps.clock.now() });
+      if (!(await isPoolMember(em, poolId, senderId))) await addPoolMember(em, { poolId, senderAccountId: senderId, addedAt: this.deps.clock.now() });
       const [row] = await listPoolsWithUsage(em, pool.workspaceId, this.deps.clock.now(), poolId);
       return { id: poolId, senderAccountIds: row.senderAccountIds };
     });
@@ -164,13 +188,13 @@ export class SenderService {
   }
 
   private async requirePool(em: EntityManager, workspaceId: string, poolId: string) {
-    const pool = await em.findOne(SenderPoolSchema, { id: poolId, workspaceId });
+    const pool = await poolOfWorkspace(em, workspaceId, poolId);
     if (!pool) throw ApiError.notFound('sender_pool', `sender pool ${poolId} not found in this workspace`);
     return pool;
   }
 
   private async requireSender(em: EntityManager, workspaceId: string, senderId: string) {
-    const sender = await em.findOne(SenderAccountSchema, { id: senderId, workspaceId });
+    const sender = await senderOfWorkspace(em, workspaceId, senderId);
     if (!sender) throw ApiError.notFound('sender_account', `sender account ${senderId} not found in this workspace`);
     return sender;
   }

@@ -1,13 +1,11 @@
 import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
-import { ApiError, type FieldError } from '../../shared/errors.ts';
-import { isEmail } from '../../shared/email.ts';
 import { checkedByService } from '../../http/doc-schemas.ts';
 
 const MAX_EMAILS = 1000;
 
 const body = z.strictObject({
-  // Each address is checked in the handler, so that a bad one is a 422 naming its index.
+  // Each address is checked by the service (addFromApi), so that a bad one is a 422 naming its index.
   emails: z.array(checkedByService({ type: 'string', format: 'email', description: 'an address to suppress (case-insensitive)' })).min(1, 'must contain at least one address').max(MAX_EMAILS, `at most ${MAX_EMAILS} addresses per request`),
 });
 
@@ -23,12 +21,7 @@ export const suppressionRoutes = [
     response: z.object({ suppressed: z.number().int().describe('addresses newly added') }),
     errors: { 422: 'validation_failed' },
     async handler({ body, auth, services }) {
-      const errors: FieldError[] = [];
-      body.emails.forEach((value, index) => {
-        if (typeof value !== 'string' || !isEmail(value)) errors.push({ index, value, message: 'not a valid email address' });
-      });
-      if (errors.length) throw new ApiError(422, 'validation_failed', `${errors.length} address(es) failed validation`, { errors });
-      return { suppressed: await services.suppression.add(auth.workspaceId, body.emails as string[], 'manual', 'api') };
+      return { suppressed: await services.suppression.addFromApi(auth.workspaceId, body.emails) };
     },
   }),
 ];

@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Deps } from '../../deps.ts';
+import { ApiError, type FieldError } from '../../shared/errors.ts';
+import { isEmail } from '../../shared/email.ts';
 import { isSuppressed, suppress, unsuppress, type SuppressionReason } from './repository.ts';
 
 export type { SuppressionReason };
@@ -17,6 +19,19 @@ export class SuppressionService {
    */
   async add(workspaceId: string, emails: string[], reason: SuppressionReason, source: string | null): Promise<number> {
     return suppress(this.em, workspaceId, emails, reason, source, this.deps.clock.now());
+  }
+
+  /**
+   * POST /v1/suppression-list: every address is checked first, so that a bad one is a 422
+   * naming its index and nothing is written; then they are suppressed as `manual` from `api`.
+   */
+  async addFromApi(workspaceId: string, emails: unknown[]): Promise<number> {
+    const errors: FieldError[] = [];
+    emails.forEach((value, index) => {
+      if (typeof value !== 'string' || !isEmail(value)) errors.push({ index, value, message: 'not a valid email address' });
+    });
+    if (errors.length) throw new ApiError(422, 'validation_failed', `${errors.length} address(es) failed validation`, { errors });
+    return this.add(workspaceId, emails as string[], 'manual', 'api');
   }
 
   async remove(workspaceId: string, emails: string[]): Promise<number> {

@@ -6,8 +6,19 @@ import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../adapters/ids.ts';
 import { generateApiKey, hashApiKey } from '../../adapters/crypto.ts';
 import type { Deps } from '../../deps.ts';
-import { WorkspaceSchema, ApiKeySchema, InstanceSettingSchema, type Workspace, type Role } from './entities.ts';
-import { SdrSchema } from '../sdrs/entities.ts';
+import type { ApiKey, Workspace, Role } from './entities.ts';
+import {
+  countWorkspaces,
+  createInstanceSetting,
+  deleteWorkspace,
+  findApiKey,
+  findWorkspace,
+  insertApiKey,
+  insertWorkspace,
+  instanceSetting,
+  revokeApiKey,
+} from './repository.ts';
+import { sdrOfWorkspace } from '../sdrs/repository.ts';
 import { deleteDeliveriesOf, lockWorkspaceWebhooks } from '../webhooks/repository.ts';
 
 const KEY_CHECK = 'secret_key_check';
@@ -22,6 +33,15 @@ export interface CreatedKey {
   name: string | null;
 }
 
+export interface KeyInput {
+  workspace: string;
+  role?: Role;
+  sdrId?: string;
+  name?: string;
+}
+
+// create() and createKey() run on the service's EntityManager; bootstrap() runs the same steps
+// (createIn, createKeyIn) on its transaction's, without a second WorkspaceService.
 export class WorkspaceService {
   constructor(
     private readonly deps: Deps,
@@ -29,11 +49,15 @@ export class WorkspaceService {
   ) {}
 
   async create(name: string): Promise<Workspace> {
+    return this.createIn(this.em, name);
+  }
+
+  private async createIn(em: EntityManager, name: string): Promise<Workspace> {
     const trimmed = name.trim();
     if (!trimmed) throw ApiError.invalid('name: must not be empty');
     const ws: Workspace = { id: newId('ws'), name: trimmed, createdAt: this.deps.clock.now() };
     try {
-      await this.em.insert(WorkspaceSchema, ws);
+      await insertWorkspace(em, ws);
     } catch (err) {
       if (err instanceof UniqueConstraintViolationException) throw new ApiError(409, 'already_exists', `a workspace named "${trimmed}" already exists`);
       throw err;
@@ -43,7 +67,11 @@ export class WorkspaceService {
 
   /** A workspace by id, or by name (the CLI accepts either). */
   async resolve(idOrName: string): Promise<Workspace> {
-    const ws = (await this.em.findOne(WorkspaceSchema, { id: idOrName })) ?? (await this.em.findOne(WorkspaceSchema, { name: idOrName }));
+    return this.resolveIn(this.em, idOrName);
+  }
+
+  private async resolveIn(em: EntityManager, idOrName: string): Promise<Workspace> {
+    const ws = await findWorkspace(em, idOrName);
     if (!ws) throw ApiError.notFound('workspace', `workspace ${idOrName} not found`);
     return ws;
   }
@@ -61,25 +89,29 @@ export class WorkspaceService {
       const hooks = await lockWorkspaceWebhooks(em, ws.id);
       // outbound_messages has no foreign keys (0017): its owner deletes them, before and after.
       await deleteWorkspaceMessages(em, ws.id);
-      await em.nativeDelete(WorkspaceSchema, { id: ws.id });
+      await deleteWorkspace(em, ws.id);
       await deleteWorkspaceMessages(em, ws.id);
       await deleteDeliveriesOf(em, hooks);
     });
     return { id: ws.id };
   }
 
-  async createKey(input: { workspace: string; role?: Role; sdrId?: string; name?: string }): Promise<CreatedKey> {
+  async createKey(input: KeyInput): Promise<CreatedKey> {
+    return this.createKeyIn(this.em, input);
+  }
+
+  private async createKeyIn(em: EntityManager, input: KeyInput): Promise<CreatedKey> {
     const role = input.role ?? 'admin';
     if (role !== 'admin' && role !== 'sdr') throw ApiError.invalid(`role: must be admin or sdr`);
     if (role === 'sdr' && !input.sdrId) throw ApiError.invalid('--role sdr requires --sdr SDR_ID');
     if (role === 'admin' && input.sdrId) throw ApiError.invalid('--sdr is only for --role sdr');
-    const ws = await this.resolve(input.workspace);
+    const ws = await this.resolveIn(em, input.workspace);
     if (input.sdrId) {
-      const sdr = await this.em.findOne(SdrSchema, { id: input.sdrId, workspaceId: ws.id });
+      const sdr = await sdrOfWorkspace(em, ws.id, input.sdrId);
       if (!sdr) throw ApiError.notFound('sdr', `SDR ${input.sdrId} not found in workspace ${ws.id}`);
     }
     const key = generateApiKey();
-    const row = {
+    const row: ApiKey = {
       id: newId('key'),
       workspaceId: ws.id,
       name: input.name ?? null,
@@ -91,14 +123,14 @@ export class WorkspaceService {
       revokedAt: null,
       lastUsedAt: null,
     };
-    await this.em.insert(ApiKeySchema, row);
+    await insertApiKey(em, row);
     return { id: row.id, key, role, workspaceId: ws.id, sdrId: row.sdrId, name: row.name };
   }
 
   async revokeKey(id: string): Promise<{ id: string }> {
-    const key = await this.em.findOne(ApiKeySchema, { id });
+    const key = await findApiKey(this.em, id);
     if (!key) throw ApiError.notFound('key', `API key ${id} not found`);
-    if (!key.revokedAt) await this.em.nativeUpdate(ApiKeySchema, { id }, { revokedAt: this.deps.clock.now() });
+    if (!key.revokedAt) await revokeApiKey(this.em, id, this.deps.clock.now());
     return { id };
   }
 
@@ -110,14 +142,12 @@ export class WorkspaceService {
   async bootstrap(): Promise<CreatedKey | null> {
     return this.em.transactional(async (em) => {
       await advisoryXactLockId(em, 7202612);
-      const count = await em.count(WorkspaceSchema, {});
-      const seeded = await em.findOne(InstanceSettingSchema, { key: 'bootstrapped_at' });
+      const count = await countWorkspaces(em);
+      const seeded = await instanceSetting(em, 'bootstrapped_at');
       if (count > 0 || seeded) return null;
-      const service = new WorkspaceService(this.deps, em);
-      const ws = await service.create('default');
-      const key = await service.createKey({ workspace: ws.id, role: 'admin', name: 'bootstrap' });
-      em.create(InstanceSettingSchema, { key: 'bootstrapped_at', value: this.deps.clock.now().toISOString(), updatedAt: this.deps.clock.now() });
-      await em.flush();
+      const ws = await this.createIn(em, 'default');
+      const key = await this.createKeyIn(em, { workspace: ws.id, role: 'admin', name: 'bootstrap' });
+      await createInstanceSetting(em, 'bootstrapped_at', this.deps.clock.now().toISOString(), this.deps.clock.now());
       return key;
     });
   }
@@ -129,10 +159,9 @@ export class WorkspaceService {
   async checkSecretKey(): Promise<void> {
     await this.em.transactional(async (em) => {
       await advisoryXactLockId(em, 7202613);
-      const row = await em.findOne(InstanceSettingSchema, { key: KEY_CHECK });
+      const row = await instanceSetting(em, KEY_CHECK);
       if (!row) {
-        em.create(InstanceSettingSchema, { key: KEY_CHECK, value: this.deps.crypto.encrypt(KEY_CHECK_PLAINTEXT), updatedAt: this.deps.clock.now() });
-        await em.flush();
+        await createInstanceSetting(em, KEY_CHECK, this.deps.crypto.encrypt(KEY_CHECK_PLAINTEXT), this.deps.clock.now());
         return;
       }
       let ok = false;
