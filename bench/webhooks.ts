@@ -211,6 +211,7 @@ async function main() {
   };
   const pgCpuAt = pgCpu();
   const workerCpuAt = workerCpu();
+  await env.statementStats(true);
   t = performance.now();
   const commits: Array<{ ids: string[]; at: number }> = [];
   for (let i = 0; i < COUNT; i += 500) commits.push(await commitEvents(i, Math.min(500, COUNT - i)));
@@ -221,6 +222,12 @@ async function main() {
   let pgCpuMs = 0;
   for (const [pid, ms] of pgCpu()) pgCpuMs += ms - (pgCpuAt.get(pid) ?? 0);
   const backlogLag = await lags(commits);
+  // BENCH_PG_STATEMENTS=1: the backlog's statements (the bench's own inserts included).
+  const stmts = await env.statementStats();
+  if (stmts) {
+    console.log(`statements per delivery: ${(stmts.calls / COUNT).toFixed(2)}; execution ${((stmts.execMs * 1000) / COUNT).toFixed(0)} us, planning ${((stmts.planMs * 1000) / COUNT).toFixed(0)} us per delivery`);
+    for (const q of stmts.top) console.log(`  ${String(q.calls).padStart(7)} calls ${q.ms.toFixed(0).padStart(6)} ms ${String(q.plans).padStart(6)} plans ${q.plan_ms.toFixed(0).padStart(5)} ms  ${q.query}`);
+  }
   const rss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))![1]) / 1024;
   await ask('reset');
 
