@@ -8,7 +8,8 @@ import { SdrService, sdrView } from '../sdrs/service.ts';
 import { SdrSchema } from '../sdrs/entities.ts';
 import { isoOrNull } from '../../shared/time.ts';
 import type { Role } from '../workspaces/entities.ts';
-import { getKey, listKeys } from './keys.ts';
+import { getKey, listKeys } from '../workspaces/api-keys-repository.ts';
+import { deleteSessionsOfKey } from './session-repository.ts';
 import { BUCKET_MS, campaignExists, campaignTimeline, listSuppressions, type Bucket } from './queries.ts';
 import { mailUrl, type MailServerInput } from './mail-servers.ts';
 
@@ -36,7 +37,7 @@ export class DashboardService {
     return this.em.transactional(async (em) => {
       if (!(await getKey(em, workspaceId, keyId))) throw ApiError.notFound('key', `API key ${keyId} not found`);
       await new WorkspaceService(this.deps, em).revokeKey(keyId);
-      await sql(em, 'delete from dashboard_sessions where key_id = ?', [keyId]);
+      await deleteSessionsOfKey(em, keyId);
       const view = (await getKey(em, workspaceId, keyId))!;
       return { id: keyId, revoked: true as const, revokedAt: view.revokedAt! };
     });
