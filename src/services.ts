@@ -28,6 +28,7 @@ export function createServices(deps: Deps, em: EntityManager) {
   // mailbox joins the SDR's threads through InboundService's ProspectAnswers, drafts send
   // through the SDR desk, and the dashboard's flows reach other modules through DashboardOwners.
   const deskMail = new DeskMailService(deps, em);
+  const kb = new KbService(deps, em);
   // The dashboard's flows call the services of the modules that own what they change, built on
   // the EntityManager the flow gives (the request's, or a transaction it opened).
   const owners: DashboardOwners = {
@@ -50,8 +51,8 @@ export function createServices(deps: Deps, em: EntityManager) {
     webhooks: new WebhookService(deps, em),
     sdrThreads: new ThreadService(deps, em),
     followups: new FollowupService(deps, em),
-    kb: new KbService(deps, em),
-    drafts: new DraftService(deps, em, deskMail),
+    kb,
+    drafts: new DraftService(deps, em, deskMail, kb),
     dashboard: new DashboardService(deps, em, owners),
     dashboardSessions: new DashboardSessionService(deps, em),
     dashboardSenders: new DashboardSenderService(deps, em, owners),
