@@ -20,13 +20,24 @@ import { DashboardSessionService } from './modules/dashboard/sessions.ts';
 import { DashboardSenderService } from './modules/dashboard/senders.ts';
 import { SdrProfileService } from './modules/dashboard/sdr-profiles.ts';
 import { CampaignPreviewService } from './modules/dashboard/preview.ts';
+import type { DashboardOwners } from './modules/dashboard/owners.ts';
 
 /** The services of one unit of work (an HTTP request, a CLI command, a job run). */
 export function createServices(deps: Deps, em: EntityManager) {
   // Cross-module reactions are wired here, so modules depend one way: inbound mail in an SDR's
-  // mailbox joins the SDR's threads through InboundService's ProspectAnswers, and drafts send
-  // through the SDR desk.
+  // mailbox joins the SDR's threads through InboundService's ProspectAnswers, drafts send
+  // through the SDR desk, and the dashboard's flows reach other modules through DashboardOwners.
   const deskMail = new DeskMailService(deps, em);
+  const kb = new KbService(deps, em);
+  // The dashboard's flows call the services of the modules that own what they change, built on
+  // the EntityManager the flow gives (the request's, or a transaction it opened).
+  const owners: DashboardOwners = {
+    workspaces: (tx) => new WorkspaceService(deps, tx),
+    suppression: (tx) => new SuppressionService(deps, tx),
+    sdrs: (tx) => new SdrService(deps, tx),
+    senders: (tx) => new SenderService(deps, tx),
+    campaigns: (tx) => new CampaignService(deps, tx),
+  };
   return {
     workspaces: new WorkspaceService(deps, em),
     senders: new SenderService(deps, em),
@@ -40,13 +51,13 @@ export function createServices(deps: Deps, em: EntityManager) {
     webhooks: new WebhookService(deps, em),
     sdrThreads: new ThreadService(deps, em),
     followups: new FollowupService(deps, em),
-    kb: new KbService(deps, em),
-    drafts: new DraftService(deps, em, deskMail),
-    dashboard: new DashboardService(deps, em),
+    kb,
+    drafts: new DraftService(deps, em, deskMail, kb),
+    dashboard: new DashboardService(deps, em, owners),
     dashboardSessions: new DashboardSessionService(deps, em),
-    dashboardSenders: new DashboardSenderService(deps, em),
-    sdrProfiles: new SdrProfileService(deps, em),
-    campaignPreview: new CampaignPreviewService(deps, em),
+    dashboardSenders: new DashboardSenderService(deps, em, owners),
+    sdrProfiles: new SdrProfileService(deps, em, owners),
+    campaignPreview: new CampaignPreviewService(deps, em, owners),
   };
 }
 

@@ -74,7 +74,7 @@ const LISTS: ListSpec[] = [
       const rows = await query<Row>(
         `select s.id, s.workspace_id, s.email, s.name, s.status, s.health, s.health_error, s.health_retry_at, s.daily_limit,
                 (select w.status from mailbox_watches w where w.sender_account_id = s.id limit 1) as imap_health,
-                -- The usage of dashboard/queries.ts senderUsage, on a bare connection.
+                -- The dashboard's sender usage (messages/activity.ts sentLast24hByAccount, senders/repository.ts poolsOfAccounts), on a bare connection.
                 (select count(*) from outbound_messages m
                   where m.sender_account_id = s.id and m.sent_at is not null and m.sent_at > now() - interval '24 hours') as sent,
                 coalesce((select array_agg(pm.pool_id order by pm.added_at, pm.pool_id) from pool_members pm where pm.sender_account_id = s.id), '{}') as pools

@@ -3,11 +3,9 @@ import type { Context } from 'koa';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../shared/errors.ts';
 import type { Crypto } from '../adapters/crypto.ts';
-import { sql } from '../db/sql.ts';
 import { toDate } from '../shared/time.ts';
 import type { Role } from '../modules/workspaces/entities.ts';
-import type { ApiKeyRow } from '../modules/workspaces/repository.ts';
-import type { SdrRow } from '../modules/sdrs/rows.ts';
+import { findSession, touchSession } from '../modules/dashboard/session-repository.ts';
 
 // Dashboard sessions (docs/dashboard.md): an opaque random token in an HttpOnly, SameSite=Strict
 // cookie, stored only as its SHA-256. The CSRF token is derived from the session token with the
@@ -78,27 +76,12 @@ export interface SessionKey {
   touch: boolean;
 }
 
-/** A session (dashboard_sessions' columns) with its key and whether the key's SDR is active. */
-type SessionRow = { token_hash: string; last_seen_at: Date | string } & Pick<ApiKeyRow, 'workspace_id' | 'role' | 'sdr_id' | 'revoked_at' | 'last_used_at'> & {
-  key_id: ApiKeyRow['id'];
-  sdr_active: SdrRow['active'] | null;
-};
-
 /**
  * The session of `token` with its API key: 401 authentication_failed when there is none, it
  * was idle longer than `idleMs`, or its key was revoked.
  */
 export async function lookupSession(em: EntityManager, token: string, now: Date, idleMs: number): Promise<SessionKey> {
-  const [row] = await sql<SessionRow>(
-    em,
-    `select s.token_hash, s.last_seen_at, k.id as key_id, k.workspace_id, k.role, k.sdr_id, k.revoked_at, k.last_used_at, d.active as sdr_active
-       from dashboard_sessions s
-       join api_keys k on k.id = s.key_id
-       left join sdrs d on d.id = k.sdr_id and d.workspace_id = k.workspace_id
-      where s.token_hash = ?`,
-    [hashSessionToken(token)],
-    { name: 'mailgate_dashboard_session_v1' },
-  );
+  const row = await findSession(em, hashSessionToken(token));
   if (!row || !row.workspace_id) throw new ApiError(401, 'authentication_failed', 'not signed in (or the session has ended): sign in with an API key');
   if (row.revoked_at) throw new ApiError(401, 'authentication_failed', 'the API key of this session has been revoked: sign in again with another key');
   const seen = toDate(row.last_seen_at);
@@ -128,6 +111,6 @@ export function touchSessions(now: () => Date) {
   return async (ctx: Context, next: () => Promise<void>) => {
     await next();
     const tokenHash = ctx.state.sessionUsed as string | undefined;
-    if (tokenHash && ctx.status < 400) await sql(ctx.state.em as EntityManager, 'update dashboard_sessions set last_seen_at = ? where token_hash = ?', [now(), tokenHash]);
+    if (tokenHash && ctx.status < 400) await touchSession(ctx.state.em as EntityManager, tokenHash, now());
   };
 }

@@ -220,3 +220,18 @@ export async function campaignName(em: EntityManager, id: string): Promise<strin
   const [campaign] = await sql<{ name: string }>(em, `select name from campaigns where id = ?`, [id]);
   return campaign?.name ?? null;
 }
+
+/** Whether the workspace has this campaign. */
+export async function campaignExists(em: EntityManager, workspaceId: string, campaignId: string): Promise<boolean> {
+  return (await sql(em, 'select 1 from campaigns where workspace_id = ? and id = ?', [workspaceId, campaignId])).length > 0;
+}
+
+/** A lead of the workspace with its personalization columns. */
+export async function leadOfWorkspace(em: EntityManager, workspaceId: string, id: string): Promise<({ id: string } & LeadColumns) | undefined> {
+  const [lead] = await sql<{ id: string } & LeadColumns>(
+    em,
+    `select l.id, l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom from leads l where l.workspace_id = ? and l.id = ?`,
+    [workspaceId, id],
+  );
+  return lead;
+}

@@ -1,10 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
-import { sql } from '../../db/sql.ts';
 import type { Deps } from '../../deps.ts';
 import { publicUrl } from '../../config/index.ts';
-import { CampaignService } from '../campaigns/service.ts';
 import { parseLeads } from '../campaigns/leads.ts';
+import { leadOfWorkspace } from '../campaigns/repository.ts';
+import { firstEnrolledLead } from '../messages/queue.ts';
+import type { LeadColumns } from '../messages/send.ts';
+import type { DashboardOwners } from './owners.ts';
 import { renderHtml, renderSubject, renderText, replySubject, type LeadValues } from '../sending/render.ts';
 
 export interface PreviewInput {
@@ -27,17 +29,7 @@ export const SAMPLE_LEAD: LeadValues = {
   custom: {},
 };
 
-interface LeadRow {
-  id: string;
-  email: string;
-  first_name: string | null;
-  last_name: string | null;
-  company: string | null;
-  job_title: string | null;
-  custom: Record<string, unknown> | null;
-}
-
-const leadValues = (r: LeadRow): LeadValues => ({ email: r.email, firstName: r.first_name, lastName: r.last_name, company: r.company, jobTitle: r.job_title, custom: r.custom ?? {} });
+const leadValues = (r: LeadColumns): LeadValues => ({ email: r.email, firstName: r.first_name, lastName: r.last_name, company: r.company, jobTitle: r.job_title, custom: r.custom ?? {} });
 
 /**
  * A campaign step rendered for one lead with the sending path's renderer (sending/render.ts):
@@ -48,10 +40,11 @@ export class CampaignPreviewService {
   constructor(
     private readonly deps: Deps,
     private readonly em: EntityManager,
+    private readonly owners: DashboardOwners,
   ) {}
 
   async preview(workspaceId: string, campaignId: string, input: PreviewInput) {
-    const campaign = await new CampaignService(this.deps, this.em).get(workspaceId, campaignId);
+    const campaign = await this.owners.campaigns(this.em).get(workspaceId, campaignId);
     const steps = campaign.sequenceSteps;
     if (input.stepIndex !== undefined && input.stepIndex >= steps.length)
       throw ApiError.invalid(`body stepIndex: the campaign has ${steps.length} step(s)`, { errors: [{ field: 'stepIndex', message: `the campaign has ${steps.length} step(s)` }] });
@@ -77,9 +70,8 @@ export class CampaignPreviewService {
   }
 
   private async leadFor(workspaceId: string, campaignId: string, input: PreviewInput): Promise<{ lead: LeadValues; source: LeadSource; leadId: string | null }> {
-    const columns = 'l.id, l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom';
     if (input.leadId !== undefined) {
-      const [row] = await sql<LeadRow>(this.em, `select ${columns} from leads l where l.workspace_id = ? and l.id = ?`, [workspaceId, input.leadId]);
+      const row = await leadOfWorkspace(this.em, workspaceId, input.leadId);
       if (!row) throw ApiError.notFound('lead', `lead ${input.leadId} not found`);
       return { lead: leadValues(row), source: 'lead', leadId: row.id };
     }
@@ -93,8 +85,7 @@ export class CampaignPreviewService {
       const f = l.fields;
       return { lead: { email: l.email, firstName: f.firstName ?? null, lastName: f.lastName ?? null, company: f.company ?? null, jobTitle: f.jobTitle ?? null, custom: l.custom }, source: 'inline', leadId: null };
     }
-    // enrollments_campaign_seq_idx: the first enrolled lead.
-    const [first] = await sql<LeadRow>(this.em, `select ${columns} from enrollments e join leads l on l.id = e.lead_id where e.campaign_id = ? order by e.seq limit 1`, [campaignId]);
+    const first = await firstEnrolledLead(this.em, campaignId);
     if (first) return { lead: leadValues(first), source: 'first_enrolled', leadId: first.id };
     return { lead: SAMPLE_LEAD, source: 'sample', leadId: null };
   }

@@ -1,13 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
 import { isEmail } from '../../shared/email.ts';
-import { sql } from '../../db/sql.ts';
 import type { Deps } from '../../deps.ts';
-import { SenderService } from '../senders/service.ts';
 import type { ProbeOutcome } from '../../adapters/mailprobe.ts';
-import { senderUsage } from './queries.ts';
+import { accountEmailTaken, poolExists, poolsOfAccounts } from '../senders/repository.ts';
+import { sentLast24hByAccount } from '../messages/activity.ts';
 import { mailUrl, type MailServerInput } from './mail-servers.ts';
 import { probeFailed } from '../mailboxes/probe-failure.ts';
+import type { DashboardOwners } from './owners.ts';
 
 export interface AddSenderBody {
   email: string;
@@ -29,19 +29,22 @@ function probeView(o: ProbeOutcome) {
  * saved and the rolling 24-hour usage in the listing.
  */
 export class DashboardSenderService {
-  private readonly senders: SenderService;
+  private readonly senders: ReturnType<DashboardOwners['senders']>;
 
   constructor(
     private readonly deps: Deps,
     private readonly em: EntityManager,
+    owners: DashboardOwners,
   ) {
-    this.senders = new SenderService(deps, em);
+    this.senders = owners.senders(em);
   }
 
   /** The accounts with their IMAP health, rolling 24-hour sends and pools. */
   async list(workspaceId: string) {
-    const [accounts, usage] = await Promise.all([this.senders.listWithMailboxes(workspaceId), senderUsage(this.em, workspaceId, this.deps.clock.now())]);
-    return accounts.map((a) => ({ ...a, sentLast24h: usage.get(a.id)?.sentLast24h ?? 0, poolIds: usage.get(a.id)?.poolIds ?? [] }));
+    const now = this.deps.clock.now();
+    const [accounts, pools] = await Promise.all([this.senders.listWithMailboxes(workspaceId), poolsOfAccounts(this.em, workspaceId)]);
+    const sent = await sentLast24hByAccount(this.em, accounts.map((a) => a.id), now);
+    return accounts.map((a) => ({ ...a, sentLast24h: sent.get(a.id) ?? 0, poolIds: pools.get(a.id) ?? [] }));
   }
 
   private async one(workspaceId: string, id: string) {
@@ -63,9 +66,8 @@ export class DashboardSenderService {
    */
   async add(workspaceId: string, body: AddSenderBody) {
     if (!isEmail(body.email.trim())) throw ApiError.invalid(`body email: "${body.email.slice(0, 320)}" is not a valid email address`, { errors: [{ field: 'email', message: 'not a valid email address' }] });
-    const taken = await sql(this.em, 'select 1 from sender_accounts where workspace_id = ? and lower(email) = lower(?)', [workspaceId, body.email.trim()]);
-    if (taken.length) throw new ApiError(409, 'already_exists', `a sender account for ${body.email.trim()} already exists in this workspace`);
-    if (body.poolId && !(await sql(this.em, 'select 1 from sender_pools where workspace_id = ? and id = ?', [workspaceId, body.poolId])).length)
+    if (await accountEmailTaken(this.em, workspaceId, body.email.trim())) throw new ApiError(409, 'already_exists', `a sender account for ${body.email.trim()} already exists in this workspace`);
+    if (body.poolId && !(await poolExists(this.em, workspaceId, body.poolId)))
       throw ApiError.notFound('sender_pool', `sender pool ${body.poolId} not found in this workspace`);
     const smtpUrl = mailUrl('smtp', body.smtp);
     const imapUrl = body.imap ? mailUrl('imap', body.imap) : undefined;

@@ -1,32 +1,33 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
-import { sql } from '../../db/sql.ts';
 import type { Deps } from '../../deps.ts';
-import { WorkspaceService } from '../workspaces/service.ts';
-import { SuppressionService } from '../suppression/service.ts';
-import { SdrService, sdrView } from '../sdrs/service.ts';
-import { SdrSchema } from '../sdrs/entities.ts';
+import { sdrView } from '../sdrs/service.ts';
 import { isoOrNull } from '../../shared/time.ts';
 import type { Role } from '../workspaces/entities.ts';
-import { getKey, listKeys } from './keys.ts';
-import { BUCKET_MS, campaignExists, campaignTimeline, listSuppressions, type Bucket } from './queries.ts';
+import { getKey, listKeys } from '../workspaces/api-keys-repository.ts';
+import { listSuppressions } from '../suppression/repository.ts';
+import { campaignExists } from '../campaigns/repository.ts';
+import { BUCKET_MS, campaignTimeline, type Bucket } from '../messages/activity.ts';
+import { deleteSessionsOfKey } from './session-repository.ts';
 import { mailUrl, type MailServerInput } from './mail-servers.ts';
+import type { DashboardOwners } from './owners.ts';
 
 export const MAX_BUCKETS = 1000;
 
 /**
  * The flows the spec keeps out of the API (docs/dashboard.md): creating and revoking keys,
  * removing a suppressed address, connecting an SDR's mailbox. Each calls the service the CLI
- * command of the same flow calls, scoped to the session's workspace.
+ * command of the same flow calls (handed in by services.ts), scoped to the session's workspace.
  */
 export class DashboardService {
   constructor(
     private readonly deps: Deps,
     private readonly em: EntityManager,
+    private readonly owners: DashboardOwners,
   ) {}
 
   async createKey(workspaceId: string, input: { name: string; role: Role; sdrId?: string }) {
-    const created = await new WorkspaceService(this.deps, this.em).createKey({ workspace: workspaceId, role: input.role, sdrId: input.sdrId, name: input.name });
+    const created = await this.owners.workspaces(this.em).createKey({ workspace: workspaceId, role: input.role, sdrId: input.sdrId, name: input.name });
     const view = (await getKey(this.em, workspaceId, created.id))!;
     return { id: created.id, key: created.key, keyPrefix: view.keyPrefix, name: view.name, role: view.role, sdrId: view.sdrId, createdAt: view.createdAt };
   }
@@ -35,8 +36,8 @@ export class DashboardService {
   async revokeKey(workspaceId: string, keyId: string) {
     return this.em.transactional(async (em) => {
       if (!(await getKey(em, workspaceId, keyId))) throw ApiError.notFound('key', `API key ${keyId} not found`);
-      await new WorkspaceService(this.deps, em).revokeKey(keyId);
-      await sql(em, 'delete from dashboard_sessions where key_id = ?', [keyId]);
+      await this.owners.workspaces(em).revokeKey(keyId);
+      await deleteSessionsOfKey(em, keyId);
       const view = (await getKey(em, workspaceId, keyId))!;
       return { id: keyId, revoked: true as const, revokedAt: view.revokedAt! };
     });
@@ -70,7 +71,7 @@ export class DashboardService {
   }
 
   async removeSuppression(workspaceId: string, email: string) {
-    const removed = await new SuppressionService(this.deps, this.em).remove(workspaceId, [email]);
+    const removed = await this.owners.suppression(this.em).remove(workspaceId, [email]);
     if (removed === 0) throw ApiError.notFound('suppression', `${email.slice(0, 320)} is not on the suppression list`);
     return { removed };
   }
@@ -80,9 +81,9 @@ export class DashboardService {
    * otherwise 422 mail_probe_failed and the SDR's connection stays as it was.
    */
   async connectSdrMail(workspaceId: string, sdrId: string, input: { email?: string; smtp: MailServerInput; imap: MailServerInput }) {
-    const sdrs = new SdrService(this.deps, this.em);
-    const sdr = await this.em.findOne(SdrSchema, { id: sdrId, workspaceId });
-    if (!sdr) throw ApiError.notFound('sdr', `SDR ${sdrId} not found`);
+    const sdrs = this.owners.sdrs(this.em);
+    const sdr = await sdrs.get(sdrId);
+    if (sdr.workspaceId !== workspaceId) throw ApiError.notFound('sdr', `SDR ${sdrId} not found`);
     const { mailbox } = await sdrs.connectMail(sdrId, { smtpUrl: mailUrl('smtp', input.smtp), imapUrl: mailUrl('imap', input.imap), email: input.email }, true);
     const view = sdrView(sdr, mailbox);
     return { id: sdr.id, mailConnected: view.mailConnected, mailEmail: view.mailEmail, healthState: mailbox.healthState, lastSyncedAt: isoOrNull(mailbox.lastSyncedAt) };

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
-import { sql } from '../../db/sql.ts';
 import type { Deps } from '../../deps.ts';
-import { findKey, checkRole } from '../../http/auth.ts';
+import { checkRole } from '../../http/auth.ts';
 import { csrfTokenFor, hashSessionToken } from '../../http/session.ts';
 import type { Role } from '../workspaces/entities.ts';
+import { findKey, noteKeyUsed } from '../workspaces/api-keys-repository.ts';
+import { workspaceName } from '../workspaces/repository.ts';
+import { deleteSession, insertSession, sweepIdleSessions } from './session-repository.ts';
 
 export interface SessionView {
   role: Role;
@@ -38,26 +40,19 @@ export class DashboardSessionService {
     const now = this.deps.clock.now();
     const workspaceId = key.workspace_id;
     await this.em.transactional(async (em) => {
-      // Sessions idle past the limit are over; sign-in is where they are swept (dashboard_sessions_seen_idx).
-      await sql(em, 'delete from dashboard_sessions where last_seen_at < ?', [new Date(now.getTime() - this.deps.config.dashboardSessionIdle)]);
-      await sql(em, 'insert into dashboard_sessions (token_hash, workspace_id, key_id, created_at, last_seen_at) values (?, ?, ?, ?, ?)', [
-        hashSessionToken(token),
-        workspaceId,
-        key.id,
-        now,
-        now,
-      ]);
-      await sql(em, 'update api_keys set last_used_at = ? where id = ?', [now, key.id]);
+      // Sessions idle past the limit are over; sign-in is where they are swept.
+      await sweepIdleSessions(em, new Date(now.getTime() - this.deps.config.dashboardSessionIdle));
+      await insertSession(em, hashSessionToken(token), workspaceId, key.id, now);
+      await noteKeyUsed(em, key.id, now);
     });
     return { token, view: await this.view(token, { keyId: key.id, workspaceId, role: key.role, sdrId: key.sdr_id }) };
   }
 
   async view(token: string, s: { keyId: string; workspaceId: string; role: Role; sdrId: string | null }): Promise<SessionView> {
-    const [ws] = await sql<{ name: string }>(this.em, 'select name from workspaces where id = ?', [s.workspaceId]);
     return {
       role: s.role,
       workspaceId: s.workspaceId,
-      workspaceName: ws?.name ?? '',
+      workspaceName: await workspaceName(this.em, s.workspaceId),
       sdrId: s.role === 'sdr' ? s.sdrId : null,
       keyId: s.keyId,
       csrfToken: csrfTokenFor(this.deps.crypto, token),
@@ -66,6 +61,6 @@ export class DashboardSessionService {
   }
 
   async signOut(token: string): Promise<void> {
-    await sql(this.em, 'delete from dashboard_sessions where token_hash = ?', [hashSessionToken(token)]);
+    await deleteSession(this.em, hashSessionToken(token));
   }
 }

@@ -12,10 +12,9 @@ import { campaignName, leadById } from '../campaigns/repository.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toIso } from '../../shared/time.ts';
 import { normalizeEmail } from '../../shared/email.ts';
-import type { Deps } from '../../deps.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
 import { formatDuration } from '../../shared/duration.ts';
-import { KbService, type KbHit } from './kb.ts';
+import type { KbService, KbHit } from './kb.ts';
 import { extractAsks, detectLanguage, detectObjection, languageOfTag, KIND_QUERY, type Ask, type Language, type Objection } from './asks.ts';
 import { sanitizeForPrompt, sanitizeText, stripQuoted, visibleTextFromHtml } from './sanitize.ts';
 import { domainOf, findEmails, findLinks } from './links.ts';
@@ -87,8 +86,9 @@ function addFrom(text: string, domains: Set<string>, emails: Set<string>) {
 
 export class DraftPlanner {
   constructor(
-    private readonly deps: Deps,
     private readonly em: EntityManager,
+    /** The knowledge base the context draws on (DraftService's, wired in services.ts). */
+    private readonly kb: KbService,
   ) {}
 
   async plan(scope: ThreadScope, threadId: string): Promise<DraftContext> {
@@ -124,12 +124,11 @@ export class DraftPlanner {
     const asks = extractAsks(lastProspectMessage);
     // Up to 3 entries for each ask (its sentence plus the words entries about its kind use), then
     // the best for the whole message, at most 6 in all.
-    const kb = new KbService(this.deps, this.em);
     const found = new Map<string, KbHit>();
-    for (const a of asks) for (const h of await kb.search(scope.workspaceId, `${a.text}\n${KIND_QUERY[a.kind]}`, 3)) found.set(h.id, h);
-    for (const h of await kb.search(scope.workspaceId, `${t.subject}\n${lastProspectMessage}`, 4)) if (found.size < 6) found.set(h.id, h);
+    for (const a of asks) for (const h of await this.kb.search(scope.workspaceId, `${a.text}\n${KIND_QUERY[a.kind]}`, 3)) found.set(h.id, h);
+    for (const h of await this.kb.search(scope.workspaceId, `${t.subject}\n${lastProspectMessage}`, 4)) if (found.size < 6) found.set(h.id, h);
     const knowledge = [...found.values()].slice(0, 6).map((k) => ({ ...k, body: sanitizeForPrompt(k.body, CAPS.kbEntry) }));
-    const kbTexts = await kb.allText(scope.workspaceId);
+    const kbTexts = await this.kb.allText(scope.workspaceId);
     const language = languageOfTag(sdr.language) ?? detectLanguage(lastProspectMessage) ?? 'en';
 
     const firstName = lead?.first_name ?? (t.contact_name.split(/\s+/)[0] || null);

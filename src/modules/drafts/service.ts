@@ -13,6 +13,7 @@ import type { Deps } from '../../deps.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
 import { replySubject } from '../sending/render.ts';
 import type { DeskMailService, ThreadMail } from '../sdrs/desk-mail.ts';
+import type { KbService } from './kb.ts';
 import { DraftPlanner, type AppliedRule, type DraftContext } from './planner.ts';
 import { composeOffline, type Style } from './offline.ts';
 import { APPROACHES, rubricWithLlm, writeWithLlm, type Rubric } from './writer.ts';
@@ -82,6 +83,8 @@ export class DraftService {
     private readonly em: EntityManager,
     /** The SDR desk that sends a draft through the SDR's mailbox (wired in services.ts). */
     private readonly desk: DeskMailService,
+    /** The knowledge base the planner draws on (wired in services.ts). */
+    private readonly kb: KbService,
   ) {}
 
   private get llm(): LlmProvider | null {
@@ -90,7 +93,7 @@ export class DraftService {
 
   /** POST /v1/sdr/drafts/generate: `variantCount` drafts, each with a different approach. */
   async generate(scope: ThreadScope, input: GenerateInput) {
-    const ctx = await new DraftPlanner(this.deps, this.em).plan(scope, input.threadId);
+    const ctx = await new DraftPlanner(this.em, this.kb).plan(scope, input.threadId);
     const styles = APPROACHES.slice(0, input.variantCount);
     const variants = await Promise.all(styles.map((style) => this.write(ctx, style, input.instructions ?? null)));
     const stored = await this.em.transactional(async (tx) => {
@@ -107,7 +110,7 @@ export class DraftService {
     if (!OPEN_STATES.includes(old.state)) throw notEditable(old);
     const insight = await insightOf(this.em, draftId);
     const style: Style = insight?.scores.style ?? 'direct_answer';
-    const ctx = await new DraftPlanner(this.deps, this.em).plan(scope, old.thread_id);
+    const ctx = await new DraftPlanner(this.em, this.kb).plan(scope, old.thread_id);
     const chosen = instructions ?? old.instructions;
     const variant = await this.write(ctx, style, chosen);
     return this.em.transactional(async (tx) => {
@@ -178,7 +181,7 @@ export class DraftService {
 
   /** The guardrails on a final body (the deterministic checks, plus the LLM rubric when one is configured). */
   async guardrails(scope: ThreadScope, threadId: string, mail: ThreadMail, to: string[]): Promise<GuardrailsResult> {
-    const ctx = await new DraftPlanner(this.deps, this.em).plan(scope, threadId);
+    const ctx = await new DraftPlanner(this.em, this.kb).plan(scope, threadId);
     let unsupportedClaims: string[] | undefined;
     let unansweredAsks: string[] | undefined;
     let rubricError: string | null = null;

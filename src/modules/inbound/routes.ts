@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
 import { emailText, isoTime } from '../../http/doc-schemas.ts';
-import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull } from '../../shared/time.ts';
-import { CampaignSchema } from '../campaigns/entities.ts';
 
 export const CLASSIFICATIONS = ['interested', 'not_interested', 'out_of_office', 'bounce', 'unsubscribe'] as const;
 
@@ -46,8 +44,6 @@ export const replyRoutes = [
       'X-Total-Count': { description: 'replies matching the filters, over all pages', required: true, schema: { type: 'integer', minimum: 0 } },
     },
     async handler({ query: q, auth, services, ctx }) {
-      if (q.campaignId && !(await ctx.state.em.findOne(CampaignSchema, { id: q.campaignId, workspaceId: auth.workspaceId })))
-        throw ApiError.notFound('campaign', `campaign ${q.campaignId} not found`);
       const { rows, total } = await services.inbound.list(auth.workspaceId, {
         campaignId: q.campaignId,
         classification: q.classification,

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../adapters/ids.ts';
+import { ApiError } from '../../shared/errors.ts';
 import type { Deps } from '../../deps.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { messageBounced, replyReceived, type MessageFacts } from '../events/catalogue.ts';
@@ -9,6 +10,7 @@ import { endEnrollments, enrollmentsOfLead, noteEnrollmentEvent, postponeNextSte
 import { bounceDelivered } from '../messages/transitions.ts';
 import { matchByMessageIds, matchBySender, type MatchedMessage } from '../messages/lookups.ts';
 import { oooResumeAt } from '../sending/postpone.ts';
+import { campaignExists } from '../campaigns/repository.ts';
 import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
 import { advanceCursor } from '../mailboxes/repository.ts';
 import { alreadyIngested, dropInbound, hasReplyClassified, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
@@ -223,8 +225,9 @@ export class InboundService {
     return id;
   }
 
-  /** GET /v1/replies: newest first, filtered, paged; the total for X-Total-Count. */
+  /** GET /v1/replies: newest first, filtered, paged; the total for X-Total-Count. 404 for a campaign not of the workspace. */
   async list(workspaceId: string, q: ReplyQuery) {
+    if (q.campaignId && !(await campaignExists(this.em, workspaceId, q.campaignId))) throw ApiError.notFound('campaign', `campaign ${q.campaignId} not found`);
     return listReplies(this.em, workspaceId, q);
   }
 }

@@ -175,3 +175,13 @@ export async function listEnrollments(em: EntityManager, campaignId: string, opt
   const [{ n }] = await sql<{ n: string }>(em, `select count(*) as n from enrollments e where e.campaign_id = ? ${filter}`, params);
   return { rows, total: Number(n) };
 }
+
+/** The campaign's first enrolled lead (enrollments_campaign_seq_idx), with its personalization columns. */
+export async function firstEnrolledLead(em: EntityManager, campaignId: string): Promise<({ id: string } & LeadColumns) | undefined> {
+  const [first] = await sql<{ id: string } & LeadColumns>(
+    em,
+    `select l.id, l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom from enrollments e join leads l on l.id = e.lead_id where e.campaign_id = ? order by e.seq limit 1`,
+    [campaignId],
+  );
+  return first;
+}

@@ -94,3 +94,34 @@ export async function saveIcpCriteria(em: EntityManager, workspaceId: string, se
     [workspaceId, seniority, employeeCounts, now],
   );
 }
+
+/** An SDR's profile with its mailbox connection, as the admin's SDR list shows it. */
+export type SdrProfileRow = Pick<SdrRow, 'id' | 'name' | 'email' | 'active' | 'tone' | 'signature' | 'calendar_url' | 'language' | 'created_at'> & {
+  // The mailbox's columns (a left join: null without a connected mailbox).
+  mail_email: SdrMailboxRow['email'] | null;
+  health_state: SdrMailboxRow['health_state'] | null;
+  last_sync_error: SdrMailboxRow['last_sync_error'];
+  last_synced_at: SdrMailboxRow['last_synced_at'];
+};
+
+const PROFILE_SELECT = `select s.id, s.name, s.email, s.active, s.tone, s.signature, s.calendar_url, s.language, s.created_at,
+                       m.email as mail_email, m.health_state, m.last_sync_error, m.last_synced_at
+                  from sdrs s left join sdr_mailboxes m on m.sdr_id = s.id`;
+
+/** A page of the workspace's SDRs in creation order, optionally only the (in)active ones, and how many there are. */
+export async function listSdrProfiles(em: EntityManager, workspaceId: string, opts: { active?: boolean; limit: number; offset: number }) {
+  const filter = opts.active === undefined ? '' : 'and s.active = ?';
+  const params: unknown[] = opts.active === undefined ? [workspaceId] : [workspaceId, opts.active];
+  const rows = await sql<SdrProfileRow>(em, `${PROFILE_SELECT} where s.workspace_id = ? ${filter} order by s.created_at, s.id limit ? offset ?`, [...params, opts.limit, opts.offset]);
+  const [{ n }] = await sql<{ n: string }>(em, `select count(*) as n from sdrs s where s.workspace_id = ? ${filter}`, params);
+  return { rows, total: Number(n) };
+}
+
+export async function sdrProfile(em: EntityManager, workspaceId: string, sdrId: string): Promise<SdrProfileRow | undefined> {
+  const [row] = await sql<SdrProfileRow>(em, `${PROFILE_SELECT} where s.workspace_id = ? and s.id = ?`, [workspaceId, sdrId]);
+  return row;
+}
+
+export async function renameSdr(em: EntityManager, sdrId: string, name: string, now: Date): Promise<void> {
+  await sql(em, 'update sdrs set name = ?, updated_at = ? where id = ?', [name, now, sdrId]);
+}

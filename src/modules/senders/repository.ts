@@ -116,3 +116,26 @@ export async function accountForSending(em: EntityManager, id: string) {
   const [account] = await sql<Pick<SenderAccountRow, 'email' | 'name' | 'smtp_url_enc'>>(em, `select email, name, smtp_url_enc from sender_accounts where id = ?`, [id]);
   return account;
 }
+
+/** The pools of each sender account of the workspace (pool_members_sender_idx), in the order they joined. */
+export async function poolsOfAccounts(em: EntityManager, workspaceId: string): Promise<Map<string, string[]>> {
+  const rows = await sql<{ id: string; pools: string[] }>(
+    em,
+    `select a.id,
+            coalesce((select array_agg(pm.pool_id order by pm.added_at, pm.pool_id) from pool_members pm where pm.sender_account_id = a.id), '{}') as pools
+       from sender_accounts a
+      where a.workspace_id = ?`,
+    [workspaceId],
+  );
+  return new Map(rows.map((r) => [r.id, r.pools]));
+}
+
+/** Whether the workspace has an account for this address (compared case-insensitively). */
+export async function accountEmailTaken(em: EntityManager, workspaceId: string, email: string): Promise<boolean> {
+  return (await sql(em, 'select 1 from sender_accounts where workspace_id = ? and lower(email) = lower(?)', [workspaceId, email])).length > 0;
+}
+
+/** Whether the workspace has this pool. */
+export async function poolExists(em: EntityManager, workspaceId: string, poolId: string): Promise<boolean> {
+  return (await sql(em, 'select 1 from sender_pools where workspace_id = ? and id = ?', [workspaceId, poolId])).length > 0;
+}

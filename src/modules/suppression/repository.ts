@@ -1,9 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { normalizeEmail } from '../../shared/email.ts';
+import { toIso } from '../../shared/time.ts';
 
 // suppressions: workspace-wide, primary key (workspace_id, email_key). Owned here; the claim
-// guard and enrollment read it (messages/), nothing else writes it.
+// guard and enrollment read it (messages/), nothing else writes it; the dashboard lists it here.
 
 export type SuppressionReason = 'manual' | 'hard_bounce' | 'unsubscribe' | 'reply_unsubscribe' | 'complaint';
 
@@ -39,4 +40,36 @@ export async function unsuppress(em: EntityManager, workspaceId: string, emails:
 export async function isSuppressed(em: EntityManager, workspaceId: string, email: string): Promise<boolean> {
   const rows = await sql(em, `select 1 from suppressions where workspace_id = ? and email_key = ?`, [workspaceId, normalizeEmail(email)]);
   return rows.length > 0;
+}
+
+/** Escapes LIKE wildcards so a search is a plain substring match. */
+function likeLiteral(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => '\\' + c);
+}
+
+/** The suppression list as the dashboard pages and searches it, newest first. Scope first. */
+export async function listSuppressions(em: EntityManager, workspaceId: string, opts: { q?: string; reason?: string; limit: number; offset: number }) {
+  const where = ['workspace_id = ?'];
+  const params: unknown[] = [workspaceId];
+  // email_key is the lower-cased, trimmed address: suppressions_email_trgm_idx answers the substring.
+  if (opts.q) {
+    where.push(`email_key like ? escape '\\'`);
+    params.push(`%${likeLiteral(opts.q.trim().toLowerCase())}%`);
+  }
+  if (opts.reason) {
+    where.push('reason = ?');
+    params.push(opts.reason);
+  }
+  const rows = await sql<{ email: string; reason: string; source: string | null; created_at: Date | string }>(
+    em,
+    `select email, reason, source, created_at from suppressions where ${where.join(' and ')} order by created_at desc, email_key limit ? offset ?`,
+    [...params, opts.limit, opts.offset],
+  );
+  const [{ n }] = await sql<{ n: string }>(em, `select count(*) as n from suppressions where ${where.join(' and ')}`, params);
+  const total = Number(n);
+  return {
+    data: rows.map((r) => ({ email: r.email, reason: r.reason, source: r.source, createdAt: toIso(r.created_at) })),
+    total,
+    hasMore: opts.offset + rows.length < total,
+  };
 }

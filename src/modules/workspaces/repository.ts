@@ -1,12 +1,14 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../db/sql.ts';
 import { WorkspaceSchema, ApiKeySchema, InstanceSettingSchema, type ApiKey, type InstanceSetting, type Role, type Workspace } from './entities.ts';
 
 // The owner of `workspaces`, `api_keys` and `instance_settings` (ORM entities). The API key
-// lookup of every request and its `last_used_at` are in http/auth.ts (docs/architecture.md).
+// lookup of every request, its `last_used_at` and the dashboard's key list are in
+// api-keys-repository.ts (docs/architecture.md).
 
 /**
- * `api_keys` as hand-written SQL returns it (the request's key lookup in http/auth.ts, the
- * dashboard's session lookup and key list): the one declaration of its columns; those readers
+ * `api_keys` as hand-written SQL returns it (api-keys-repository.ts's key lookup and key list,
+ * the dashboard's session lookup): the one declaration of its columns; those readers
  * type what they select as a Pick of it. The ORM entity `ApiKey` is its camelCase side.
  */
 export interface ApiKeyRow {
@@ -60,4 +62,10 @@ export async function instanceSetting(em: EntityManager, key: string): Promise<I
 export async function createInstanceSetting(em: EntityManager, key: string, value: string, now: Date): Promise<void> {
   em.create(InstanceSettingSchema, { key, value, updatedAt: now });
   await em.flush();
+}
+
+/** The workspace's name ('' when it is gone). */
+export async function workspaceName(em: EntityManager, workspaceId: string): Promise<string> {
+  const [ws] = await sql<{ name: string }>(em, 'select name from workspaces where id = ?', [workspaceId]);
+  return ws?.name ?? '';
 }

@@ -2,39 +2,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { toIso } from '../../shared/time.ts';
 
-// Read paths the dashboard needs beside the existing repositories (docs/dashboard.md): the
-// suppression list, the campaign timeline. Scope first: every function takes the workspace.
-
-/** Escapes LIKE wildcards so a search is a plain substring match. */
-export function likeLiteral(s: string): string {
-  return s.replace(/[\\%_]/g, (c) => '\\' + c);
-}
-
-export async function listSuppressions(em: EntityManager, workspaceId: string, opts: { q?: string; reason?: string; limit: number; offset: number }) {
-  const where = ['workspace_id = ?'];
-  const params: unknown[] = [workspaceId];
-  // email_key is the lower-cased, trimmed address: suppressions_email_trgm_idx answers the substring.
-  if (opts.q) {
-    where.push(`email_key like ? escape '\\'`);
-    params.push(`%${likeLiteral(opts.q.trim().toLowerCase())}%`);
-  }
-  if (opts.reason) {
-    where.push('reason = ?');
-    params.push(opts.reason);
-  }
-  const rows = await sql<{ email: string; reason: string; source: string | null; created_at: Date | string }>(
-    em,
-    `select email, reason, source, created_at from suppressions where ${where.join(' and ')} order by created_at desc, email_key limit ? offset ?`,
-    [...params, opts.limit, opts.offset],
-  );
-  const [{ n }] = await sql<{ n: string }>(em, `select count(*) as n from suppressions where ${where.join(' and ')}`, params);
-  const total = Number(n);
-  return {
-    data: rows.map((r) => ({ email: r.email, reason: r.reason, source: r.source, createdAt: toIso(r.created_at) })),
-    total,
-    hasMore: opts.offset + rows.length < total,
-  };
-}
+// Counts over the sent log for the dashboard: a campaign's timeline and each sender account's
+// rolling 24-hour sends. Read-only; the timeline also counts the campaign's replies (inbound's
+// table) in the same statement, so its buckets come from one snapshot.
 
 export const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
 export type Bucket = keyof typeof BUCKET_MS;
@@ -84,24 +54,16 @@ export async function campaignTimeline(em: EntityManager, campaignId: string, bu
   }));
 }
 
-export async function campaignExists(em: EntityManager, workspaceId: string, campaignId: string): Promise<boolean> {
-  return (await sql(em, 'select 1 from campaigns where workspace_id = ? and id = ?', [workspaceId, campaignId])).length > 0;
-}
-
-/**
- * Each sender account's rolling 24-hour sends (outbound_sender_sent_idx) and its pools
- * (pool_members), for the dashboard's sender list.
- */
-export async function senderUsage(em: EntityManager, workspaceId: string, now: Date): Promise<Map<string, { sentLast24h: number; poolIds: string[] }>> {
-  const rows = await sql<{ id: string; sent: string; pools: string[] }>(
+/** Each given sender account's rolling 24-hour sends (outbound_sender_sent_idx), by account id. */
+export async function sentLast24hByAccount(em: EntityManager, accountIds: string[], now: Date): Promise<Map<string, number>> {
+  if (accountIds.length === 0) return new Map();
+  const rows = await sql<{ id: string; sent: string }>(
     em,
     `select a.id,
             (select count(*) from outbound_messages m
-              where m.sender_account_id = a.id and m.sent_at is not null and m.sent_at > ?::timestamptz - interval '24 hours') as sent,
-            coalesce((select array_agg(pm.pool_id order by pm.added_at, pm.pool_id) from pool_members pm where pm.sender_account_id = a.id), '{}') as pools
-       from sender_accounts a
-      where a.workspace_id = ?`,
-    [now, workspaceId],
+              where m.sender_account_id = a.id and m.sent_at is not null and m.sent_at > ?::timestamptz - interval '24 hours') as sent
+       from unnest(?::text[]) as a(id)`,
+    [now, accountIds],
   );
-  return new Map(rows.map((r) => [r.id, { sentLast24h: Number(r.sent), poolIds: r.pools }]));
+  return new Map(rows.map((r) => [r.id, Number(r.sent)]));
 }
