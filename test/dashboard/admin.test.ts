@@ -2,23 +2,16 @@
 // campaign step preview with the real renderer, and lead search in a campaign.
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
+import { seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
 import { signIn } from '../support/dashboard.ts';
+import { dashboardWorld } from './world.ts';
 
 describe('dashboard /v1 admin: SDR profiles, step preview, lead search', function () {
   this.timeout(60_000);
+  const w = dashboardWorld({ config: { publicUrl: 'https://mail.example.com' } });
   let app: TestApp;
   let db: pg.Client;
-
-  before(async () => {
-    app = await startTestApp({ config: { publicUrl: 'https://mail.example.com' } });
-    db = new pg.Client({ connectionString: app.databaseUrl });
-    await db.connect();
-  });
-  after(async () => {
-    await db.end();
-    await app.close();
-  });
+  before(() => ({ app, db } = w));
 
   it('creates, lists, reads and edits SDR profiles; an invalid edit changes nothing; the SDR desk keys are refused', async () => {
     const { workspace, adminKey } = await seedWorkspace(app);

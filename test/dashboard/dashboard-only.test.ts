@@ -4,32 +4,17 @@
 // is refused, and a refused request writes nothing.
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
+import { seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
 import { signIn } from '../support/dashboard.ts';
-import { ImapTestServer } from '../support/dovecot.ts';
-import { SmtpSink } from '../support/smtp.ts';
+import { dashboardWorld } from './world.ts';
 
 describe('dashboard-only routes', function () {
   this.timeout(90_000);
+  const w = dashboardWorld({ mailbox: { user: 'rep@acme.example', imapPass: 'imap-secret', smtpPass: 'smtp-secret' } });
+  const { imap, smtp } = w;
   let app: TestApp;
   let db: pg.Client;
-  const imap = new ImapTestServer();
-  const smtp = new SmtpSink();
-
-  before(async () => {
-    await Promise.all([imap.start(), smtp.start()]);
-    imap.addUser('rep@acme.example', 'imap-secret');
-    smtp.users.set('rep@acme.example', 'smtp-secret');
-    app = await startTestApp();
-    db = new pg.Client({ connectionString: app.databaseUrl });
-    await db.connect();
-  });
-  after(async () => {
-    await db.end();
-    await app.close();
-    await imap.stop();
-    await smtp.stop();
-  });
+  before(() => ({ app, db } = w));
 
   /** Every table's rows, hashed: a refused request must leave it unchanged. */
   async function snapshot(): Promise<string> {

@@ -3,32 +3,17 @@
 // rolling 24-hour usage, pools and their members. A refused request writes nothing.
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { startTestApp, seedWorkspace, type TestApp } from '../support/harness.ts';
+import { seedWorkspace, type TestApp } from '../support/harness.ts';
 import { signIn } from '../support/dashboard.ts';
-import { ImapTestServer } from '../support/dovecot.ts';
-import { SmtpSink } from '../support/smtp.ts';
+import { dashboardWorld } from './world.ts';
 
 describe('dashboard /v1 senders and pools', function () {
   this.timeout(90_000);
+  const w = dashboardWorld({ mailbox: { user: 'box@acme.example', imapPass: 'imap-pw', smtpPass: 'smtp-pw' } });
+  const { imap, smtp } = w;
   let app: TestApp;
   let db: pg.Client;
-  const imap = new ImapTestServer();
-  const smtp = new SmtpSink();
-
-  before(async () => {
-    await Promise.all([imap.start(), smtp.start()]);
-    imap.addUser('box@acme.example', 'imap-pw');
-    smtp.users.set('box@acme.example', 'smtp-pw');
-    app = await startTestApp();
-    db = new pg.Client({ connectionString: app.databaseUrl });
-    await db.connect();
-  });
-  after(async () => {
-    await db.end();
-    await app.close();
-    await imap.stop();
-    await smtp.stop();
-  });
+  before(() => ({ app, db } = w));
 
   const smtpServer = (pass = 'smtp-pw', port = smtp.port) => ({ host: '127.0.0.1', port, secure: false, user: 'box@acme.example', pass });
   const imapServer = (pass = 'imap-pw', port = imap.port) => ({ host: '127.0.0.1', port, secure: false, user: 'box@acme.example', pass });

@@ -3,23 +3,16 @@
 // a dashboard session; bad input is a 400 in the envelope.
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
+import { seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
 import { signIn } from '../support/dashboard.ts';
+import { dashboardWorld } from './world.ts';
 
 describe('dashboard /v1 reads: API keys, suppression list, campaign timeline', function () {
   this.timeout(60_000);
+  const w = dashboardWorld();
   let app: TestApp;
   let db: pg.Client;
-
-  before(async () => {
-    app = await startTestApp();
-    db = new pg.Client({ connectionString: app.databaseUrl });
-    await db.connect();
-  });
-  after(async () => {
-    await db.end();
-    await app.close();
-  });
+  before(() => ({ app, db } = w));
 
   it('GET /v1/api-keys lists the workspace\u2019s keys newest first, with last use and revocation, never a secret', async () => {
     const { workspace, adminKey, adminKeyId } = await seedWorkspace(app);
