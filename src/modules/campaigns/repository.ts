@@ -1,3 +1,4 @@
+import { applyChanges } from '../../shared/changes.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { LockMode } from '@mikro-orm/core';
 import { sql } from '../../db/sql.ts';
@@ -28,10 +29,7 @@ export type CampaignChanges = Partial<Pick<Campaign, 'name' | 'schedule' | 'trac
 
 /** Changes the settings of a campaign read for update (findCampaign). */
 export async function updateCampaign(em: EntityManager, campaign: Campaign, changes: CampaignChanges, now: Date): Promise<void> {
-  if (changes.name !== undefined) campaign.name = changes.name;
-  if (changes.schedule !== undefined) campaign.schedule = changes.schedule;
-  if (changes.trackOpens !== undefined) campaign.trackOpens = changes.trackOpens;
-  if (changes.senderPoolId !== undefined) campaign.senderPoolId = changes.senderPoolId;
+  applyChanges(campaign, changes);
   campaign.updatedAt = now;
   await em.flush();
 }

@@ -1,3 +1,4 @@
+import { applyChanges } from '../../shared/changes.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { SdrSchema, SdrMailboxSchema, type Sdr, type SdrMailbox } from './entities.ts';
@@ -24,10 +25,7 @@ export type ProfileChanges = Partial<Pick<Sdr, 'tone' | 'signature' | 'calendarU
 
 /** Sets profile fields (undefined: left as is) of an SDR read by findSdr. */
 export async function updateProfile(em: EntityManager, sdr: Sdr, changes: ProfileChanges, now: Date): Promise<void> {
-  if (changes.tone !== undefined) sdr.tone = changes.tone;
-  if (changes.signature !== undefined) sdr.signature = changes.signature;
-  if (changes.calendarUrl !== undefined) sdr.calendarUrl = changes.calendarUrl;
-  if (changes.language !== undefined) sdr.language = changes.language;
+  applyChanges(sdr, changes);
   sdr.updatedAt = now;
   await em.flush();
 }
