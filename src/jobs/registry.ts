@@ -1,10 +1,8 @@
 import type { RecurringJob } from './agenda.ts';
 import type { SendDispatcher } from '../modules/sending/dispatcher.ts';
 import { webhookDispatchJob, type WebhookDispatcher } from '../modules/webhooks/dispatcher.ts';
-import { FollowupService } from '../modules/sdrs/followups.ts';
-import { ThreadService } from '../modules/sdrs/threads.ts';
 import { pruneWebhookLog } from '../modules/maintenance/retention.ts';
-import { noteFinished } from '../modules/campaigns/repository.ts';
+import { createServices } from '../services.ts';
 import type { Deps } from '../deps.ts';
 
 export interface Workers {
@@ -15,9 +13,11 @@ export interface Workers {
 
 /**
  * The job-name -> handler map of the worker role. Each job is a thin wrapper calling one
- * service; the work itself is claimed from our tables, so any number of workers can run it.
+ * service method (the services of services.ts, on a fresh EntityManager per run); the work
+ * itself is claimed from our tables, so any number of workers can run it.
  */
 export function recurringJobs(workers: Workers): RecurringJob[] {
+  const services = () => createServices(workers.deps, workers.deps.orm.em.fork());
   return [
     {
       name: 'sending.dispatch',
@@ -42,7 +42,7 @@ export function recurringJobs(workers: Workers): RecurringJob[] {
       name: 'followups.schedule',
       every: '1 minute',
       async run() {
-        const r = await new FollowupService(workers.deps, workers.deps.orm.em.fork()).scheduleDue();
+        const r = await services().followups.scheduleDue();
         return r.created + r.due;
       },
     },
@@ -50,18 +50,14 @@ export function recurringJobs(workers: Workers): RecurringJob[] {
       // The lifecycle's last log line: a running campaign whose every enrollment has ended.
       name: 'campaigns.finish',
       every: '1 minute',
-      async run() {
-        const finished = await noteFinished(workers.deps.orm.em.fork(), workers.deps.clock.now());
-        for (const c of finished) workers.deps.log.info({ workspaceId: c.workspace_id, campaignId: c.id, enrolled: c.enrolled }, 'campaign finished');
-        return finished.length;
-      },
+      run: () => services().campaigns.noteFinished(),
     },
     {
       // Recency decays: stored priority scores of recent threads are brought up to date.
       name: 'priority.refresh',
       every: '10 minutes',
       async run() {
-        return new ThreadService(workers.deps, workers.deps.orm.em.fork()).refreshPriorities();
+        return services().sdrThreads.refreshPriorities();
       },
     },
     {

@@ -23,6 +23,7 @@ import {
   stepsOf,
   insertSteps,
   deleteSteps,
+  noteFinished,
   type CampaignChanges,
 } from './repository.ts';
 import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, type EnrollmentRow } from '../messages/queue.ts';
@@ -194,6 +195,17 @@ export class CampaignService {
     });
     if (change) this.deps.log.info({ workspaceId, campaignId: id, queued: change.queued }, change.resumed ? 'campaign resumed' : 'campaign started');
     return started;
+  }
+
+  /**
+   * The lifecycle's last log line: running campaigns whose every enrollment has ended are
+   * finished (and finished ones that got an active enrollment again are not), each logged once
+   * across workers (noteFinished). Returns how many finished now. The `campaigns.finish` job.
+   */
+  async noteFinished(): Promise<number> {
+    const finished = await noteFinished(this.em, this.deps.clock.now());
+    for (const c of finished) this.deps.log.info({ workspaceId: c.workspace_id, campaignId: c.id, enrolled: c.enrolled }, 'campaign finished');
+    return finished.length;
   }
 
   /** running -> paused; a no-op otherwise. Queued messages stay queued. */
