@@ -117,6 +117,10 @@ async function load(dir: string, indexMtimeMs: number): Promise<Loaded> {
  * first asked for and again whenever index.html changes (a new build); until index.html exists
  * every page answers 503 saying how to build it.
  */
+/** Route labels of the dashboard's files in the access log and metrics: a page, or a hashed asset. */
+export const DASHBOARD_PAGE_ROUTE = 'dashboard:page';
+export const DASHBOARD_ASSET_ROUTE = 'dashboard:asset';
+
 export function dashboardStatic(opts: { dir: string; log: Logger }) {
   const index = path.join(opts.dir, 'index.html');
   let current: Promise<Loaded> | null = null;
@@ -150,6 +154,8 @@ export function dashboardStatic(opts: { dir: string; log: Logger }) {
     }
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
     ctx.set(SECURITY_HEADERS);
+    // The access log's and metrics' route label (http/observe.ts): two values, never the path.
+    ctx.state.routeLabel = ctx.path.startsWith('/assets/') ? DASHBOARD_ASSET_ROUTE : DASHBOARD_PAGE_ROUTE;
     const pending = files();
     if (!pending) {
       ctx.status = 503;

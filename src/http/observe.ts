@@ -13,7 +13,9 @@ export const UNMATCHED = 'unmatched';
  * Outermost middleware: the request id (echoed in `X-Request-Id`, kept in ctx.state for the
  * error log), one access log line per request at info, and the HTTP metrics. The route is koa
  * router's template (`/v1/campaigns/:id`), never the path: ids and the tracking and unsubscribe
- * tokens in paths stay out of logs and labels. Headers and the query string are never logged.
+ * tokens in paths stay out of logs and labels. The dashboard's files, which no router serves,
+ * are labelled by http/dashboard-static.ts (`dashboard:page`, `dashboard:asset`). Headers and the
+ * query string are never logged.
  */
 export function observeRequests(log: Logger, metrics: Metrics): Koa.Middleware {
   return async (ctx, next) => {
@@ -27,7 +29,8 @@ export function observeRequests(log: Logger, metrics: Metrics): Koa.Middleware {
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = (ctx as unknown as { _matchedRoute?: string | RegExp })._matchedRoute;
-      const labels = { method: ctx.method, route: typeof route === 'string' ? route : UNMATCHED, status: String(ctx.status) };
+      const label = typeof route === 'string' ? route : typeof ctx.state.routeLabel === 'string' ? ctx.state.routeLabel : UNMATCHED;
+      const labels = { method: ctx.method, route: label, status: String(ctx.status) };
       metrics.httpRequests.inc(labels);
       metrics.httpDuration.observe(labels, seconds);
       log.info({ requestId, method: ctx.method, route: labels.route, status: ctx.status, ms: Math.round(seconds * 10_000) / 10 }, 'request');

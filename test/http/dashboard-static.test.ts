@@ -73,6 +73,10 @@ describe('dashboard static files', function () {
     const icon = await rawGet(app.url + '/favicon.svg');
     assert.equal(icon.status, 200);
     assert.equal(icon.headers['content-type'], 'image/svg+xml');
+    // The access log labels them as dashboard pages, never by their path.
+    const labelled = app.logs.lines.flatMap((l) => l.split('\n')).filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+    assert.ok(labelled.length >= 8);
+    assert.deepEqual([...new Set(labelled.map((l) => l.route))], ['dashboard:page']);
   });
 
   it('serves hashed assets for a year, brotli or gzip by Accept-Encoding; a missing asset is a 404', async () => {
@@ -97,6 +101,10 @@ describe('dashboard static files', function () {
     assert.equal(JSON.parse(missing.body.toString()).error.code, 'not_found');
     const traversal = await rawGet(app.url + '/assets/../../../../etc/passwd');
     assert.ok(!traversal.body.toString().includes('root:'), 'no file outside the dashboard directory');
+    // The access log labels assets as such (a 404 too), never by their file name.
+    const access = app.logs.lines.flatMap((l) => l.split('\n')).filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+    assert.ok(access.filter((l) => l.route === 'dashboard:asset').length >= 4);
+    assert.ok(access.every((l) => !String(l.route).includes('app-')));
   });
 
   it('leaves the API, the probes and the tracking links alone', async () => {
