@@ -79,6 +79,8 @@ for (const status of [undefined, ['new'], ['new', 'needs_followup', 'awaiting_re
           for (const offset of [0, 500]) combos.push({ status, category, search, snoozed, orderBy, offset });
 
 const LIMIT = 50;
+// issue 20: API p95 under 15 ms over the 648 calls.
+const TARGET_MS = 15;
 function queryString(c: Combo): string {
   const p = new URLSearchParams();
   for (const s of c.status ?? []) p.append('status', s);
@@ -174,7 +176,7 @@ for (let r = 0; r < ROUNDS; r++) {
 const p = (v: number[], q: number) => percentile(v, q);
 console.log(
   `GET /v1/sdr/inbox, ${combos.length} combinations x ${ROUNDS} = ${apiTimes.length} calls, ${N_A} threads for the SDR: ` +
-    `API p50 ${ms(p(apiTimes, 50))}, p95 ${ms(p(apiTimes, 95))} (target p95 < 20 ms); ` +
+    `API p50 ${ms(p(apiTimes, 50))}, p95 ${ms(p(apiTimes, 95))} (target p95 < ${TARGET_MS} ms); ` +
     `bare statement through pg p50 ${ms(p(bareTimes, 50))}, p95 ${ms(p(bareTimes, 95))}; ` +
     `ratio p50 ${(p(apiTimes, 50) / p(bareTimes, 50)).toFixed(2)}x, p95 ${(p(apiTimes, 95) / p(bareTimes, 95)).toFixed(2)}x`,
 );
@@ -209,8 +211,8 @@ group('offset', (c) => String(c.offset));
 
 // Slowest combinations (by the worse of their API calls), with the plans of the bare statements.
 const ranked = [...per.entries()].sort((x, y) => Math.max(...y[1].api) - Math.max(...x[1].api));
-const slow = ranked.filter(([, e]) => Math.min(...e.api) >= 20);
-console.log(`combinations whose every API call took >= 20 ms: ${slow.length} of ${combos.length}`);
+const slow = ranked.filter(([, e]) => Math.min(...e.api) >= TARGET_MS);
+console.log(`combinations whose every API call took >= ${TARGET_MS} ms: ${slow.length} of ${combos.length}`);
 for (const [c, e] of ranked.slice(0, Math.max(8, Math.min(slow.length, 15)))) {
   console.log(`  ${label(c)} (total ${e.total}): API ${e.api.map((x) => x.toFixed(1)).join('/')} ms, bare ${e.bare.map((x) => x.toFixed(1)).join('/')} ms`);
 }
