@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
+import { laterPort } from '../support/ports.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { recordSenderFailure } from '../../src/modules/senders/health.ts';
@@ -17,7 +18,7 @@ describe('sender account health from real SMTP outcomes', function () {
   /** Answers 421 to MAIL FROM while `throttling`. */
   const throttled = new SmtpSink();
   let throttling = true;
-  /** Started, then stopped: its port refuses connections until it is started there again. */
+  /** Not started until the test brings it up: its port (below the ephemeral range) refuses until then. */
   const down = new SmtpSink();
   let downPort = 0;
   let messenger: SmtpMessenger;
@@ -33,9 +34,7 @@ describe('sender account health from real SMTP outcomes', function () {
         cb(err);
       },
     });
-    await down.start();
-    downPort = down.port;
-    await down.stop();
+    downPort = await laterPort();
     app = await startTestApp({ clock, config: { publicUrl: 'https://mg.example.com' } });
     db = new pg.Client({ connectionString: app.databaseUrl });
     await db.connect();

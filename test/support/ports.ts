@@ -41,3 +41,18 @@ export async function refusedPort(): Promise<number> {
   }
   throw new Error('no refusing port below the ephemeral range on 127.0.0.1');
 }
+
+/**
+ * A port below the ephemeral range that nothing listens on (checked), picked at random: for a
+ * test that starts a server there later ("the server comes back"). Random, so that two suites
+ * running side by side do not both pick it (refusedPort's is the same in every process).
+ */
+export async function laterPort(): Promise<number> {
+  const high = ephemeralLow() - 1;
+  const low = Math.max(10_000, high - 20_000);
+  for (let tries = 0; tries < 100; tries++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (port !== found && (await refuses(port))) return port;
+  }
+  throw new Error('no refusing port below the ephemeral range on 127.0.0.1');
+}
