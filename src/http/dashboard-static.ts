@@ -111,16 +111,16 @@ async function load(dir: string, indexMtimeMs: number): Promise<Loaded> {
   return { indexMtimeMs, files };
 }
 
+/** Route labels of the dashboard's files in the access log and metrics: a page, or a hashed asset. */
+export const DASHBOARD_PAGE_ROUTE = 'dashboard:page';
+export const DASHBOARD_ASSET_ROUTE = 'dashboard:asset';
+
 /**
  * Serves the built dashboard to GET and HEAD requests outside the API's paths, and sets the
  * dashboard's security headers on those and on /dashboard/api answers. The files are read when
  * first asked for and again whenever index.html changes (a new build); until index.html exists
  * every page answers 503 saying how to build it.
  */
-/** Route labels of the dashboard's files in the access log and metrics: a page, or a hashed asset. */
-export const DASHBOARD_PAGE_ROUTE = 'dashboard:page';
-export const DASHBOARD_ASSET_ROUTE = 'dashboard:asset';
-
 export function dashboardStatic(opts: { dir: string; log: Logger }) {
   const index = path.join(opts.dir, 'index.html');
   let current: Promise<Loaded> | null = null;

@@ -6,10 +6,10 @@ import { Migration } from '@mikro-orm/migrations';
  * records on the enrollments for one statement, docs/benchmarks.md, issue 20) and a key-share
  * lock on the pool's and account's rows in every claim and outcome. The queue's one owner
  * (modules/messages) writes these columns only from rows it reads in the same statement, and
- * deletes a workspace's messages itself (workspaces delete, messages/queue.ts
- * deleteWorkspaceMessages, one pass over the table); the cascade these keys gave could not use an index anyway (the
- * indexes on enrollment_id are partial), so it read the whole table once per enrollment.
- * The same choice as webhook_deliveries (0009). docs/decisions.md, "Performance, issue 20".
+ * deletes a workspace's messages itself (messages/deletion.ts, called by the workspace's
+ * deletion); the cascade these keys gave could not use an index anyway (the indexes on
+ * enrollment_id are partial), so it read the whole table once per enrollment. The same choice
+ * as webhook_deliveries (0009). docs/decisions.md, "Performance, issue 20".
  */
 export class Migration0017QueueWithoutFkChecks extends Migration {
   override async up(): Promise<void> {

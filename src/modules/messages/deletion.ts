@@ -10,7 +10,6 @@ import { sql } from '../../db/sql.ts';
  * table each time: a rare operation, and the cascade it replaces read the table once per
  * enrollment.
  */
-export async function deleteWorkspaceMessages(em: EntityManager, workspaceId: string): Promise<number> {
-  const rows = await sql<{ n: string }>(em, `with d as (delete from outbound_messages where workspace_id = ? returning 1) select count(*) as n from d`, [workspaceId]);
-  return Number(rows[0].n);
+export async function deleteWorkspaceMessages(em: EntityManager, workspaceId: string): Promise<void> {
+  await sql(em, 'delete from outbound_messages where workspace_id = ?', [workspaceId]);
 }

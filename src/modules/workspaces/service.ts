@@ -1,4 +1,3 @@
-import { deleteWorkspaceMessages } from '../messages/deletion.ts';
 import { advisoryXactLockId } from '../../db/admin.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
@@ -20,6 +19,7 @@ import {
 } from './repository.ts';
 import { sdrOfWorkspace } from '../sdrs/repository.ts';
 import { deleteDeliveriesOf, lockWorkspaceWebhooks } from '../webhooks/repository.ts';
+import { deleteWorkspaceMessages } from '../messages/deletion.ts';
 
 const KEY_CHECK = 'secret_key_check';
 const KEY_CHECK_PLAINTEXT = 'mailgate secret key check';
