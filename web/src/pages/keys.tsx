@@ -86,7 +86,8 @@ export function KeysPage() {
       <section class="card" aria-labelledby="keys-h">
         <h2 id="keys-h">Keys</h2>
         <ErrorNote error={keys.error} />
-        {keys.data && (
+        {/* The list waits for the SDRs too, so an SDR key never shows its SDR's id first. */}
+        {keys.data && (sdrs.data || !sdrs.loading) && (
           <>
             <div class="table-wrap">
               <table>

@@ -36,6 +36,9 @@ export function RepliesPage() {
   const sdrs = useLoad(() => get<Page<SdrRow>>('/v1/sdr-profiles?active=true&limit=200'), []);
   const [open, setOpen] = useState<string | null>(null);
   const nameOf = (id: string) => campaigns.data?.data.find((c) => c.id === id)?.name ?? id;
+  // The rows wait for the campaigns too, so a campaign's column never shows its id first and
+  // its name a moment later (a failed campaign list still shows the rows, with the ids).
+  const campaignsSettled = campaigns.data !== undefined || !campaigns.loading;
   return (
     <>
       <PageHead title="Replies" />
@@ -63,7 +66,7 @@ export function RepliesPage() {
       </div>
       <ErrorNote error={replies.error} />
       {replies.data?.total === 0 && <p>No replies{classification || campaignId ? ' match the filters' : ' yet'}.</p>}
-      {replies.data && replies.data.total > 0 && (
+      {replies.data && replies.data.total > 0 && campaignsSettled && (
         <section class="card" aria-label="Replies">
           <div class="table-wrap">
             <table>

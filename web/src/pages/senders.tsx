@@ -153,7 +153,8 @@ export function SendersPage() {
           </div>
         )}
       </section>
-      <Pools pools={pools.data} accounts={accounts.data ?? []} error={pools.error} emailOf={emailOf} onChange={reloadAll} />
+      {/* The pools wait for the accounts, so a member never shows its account's id first. */}
+      <Pools pools={accounts.loading && !accounts.data ? undefined : pools.data} accounts={accounts.data ?? []} error={pools.error} emailOf={emailOf} onChange={reloadAll} />
     </>
   );
 }
