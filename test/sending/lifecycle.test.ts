@@ -15,23 +15,25 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
   let app: TestApp, db: pg.Client, messenger: SmtpMessenger, dispatcher: SendDispatcher;
   before(() => ({ app, db, messenger, dispatcher } = w));
 
-  it('pause: nothing starts sending after the pause commits; in-flight finishes; resume sends the rest once', async () => {
+  it('pause: a message whose guard passed finishes; nothing else is sent after the pause commits; resume sends the rest once', async () => {
     const leads = Array.from({ length: 6 }, (_, i) => ({ email: `pz${i}@lead.example` }));
     const t = await setup({ leads });
-    // The pause commits while the first message of the batch is in its SMTP transaction.
+    // The pause commits after the first message's guard passed, before the end of its data.
     let paused = false;
     const pausing: Messenger = {
-      send: async (account: MailAccount, mail: OutgoingMail) => {
-        if (!paused) {
-          paused = true;
-          assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
-        }
-        return messenger.send(account, mail);
-      },
+      send: (account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) =>
+        messenger.send(account, mail, async () => {
+          await beforeEnd!();
+          if (!paused) {
+            paused = true;
+            assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+          }
+        }),
       close: async () => {},
     };
     const d = new SendDispatcher(app.deps, pausing, { maxConnections: 1, retryDelaysMs: [60_000] });
     await d.runRound();
+    await d.close();
     assert.equal(sink.received.length, 1, 'only the in-flight message went out');
     let s = await stats(t);
     assert.equal(s.queued, 5);
@@ -44,6 +46,42 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     assert.equal(new Set(sink.received.map((r) => r.to[0])).size, 6, 'no duplicates');
     s = await stats(t);
     assert.deepEqual([s.sent, s.queued], [6, 0]);
+  });
+
+  it('pause: a message whose data is on the wire when the pause commits, its guard not yet answered, is abandoned before its end (the server discards it) and sent once after resume', async () => {
+    const leads = Array.from({ length: 3 }, (_, i) => ({ email: `pw${i}@lead.example` }));
+    const t = await setup({ leads });
+    const mine = () => sink.received.filter((r) => r.to[0].startsWith('pw'));
+    const begun = () => sink.dataBegun.filter((to) => to[0].startsWith('pw'));
+    // The first message's outcome cannot commit (its campaign's counter row is locked), so the
+    // outcome writer's next statement, which answers the second message's guard, waits for it.
+    const blocker = new pg.Client({ connectionString: app.databaseUrl });
+    await blocker.connect();
+    await blocker.query('begin');
+    await blocker.query('select 1 from campaign_counters where campaign_id = $1 for update', [t.campaignId]);
+    const real = new SmtpMessenger({ maxConnections: 1 });
+    const d = new SendDispatcher(app.deps, real, { maxConnections: 1, retryDelaysMs: [60_000] });
+    const round = d.runRound();
+    // The first message is accepted; the second one's data has reached the server.
+    await waitFor('the second message at its data', async () => mine().length === 1 && begun().length === 2);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+    await blocker.query('commit');
+    await blocker.end();
+    await round;
+    await d.close();
+    await real.close();
+    assert.equal(mine().length, 1, 'the second message was abandoned before the end of its data');
+    assert.equal(begun().length, 2, 'and nothing else began after the pause');
+    let s = await stats(t);
+    assert.deepEqual([s.sent, s.queued], [1, 2]);
+    const { rows } = await db.query(`select state, claimed_by from outbound_messages where campaign_id = $1 and state <> 'sent'`, [t.campaignId]);
+    assert.deepEqual(rows, [{ state: 'queued', claimed_by: null }, { state: 'queued', claimed_by: null }]);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
+    await dispatcher.runRound();
+    assert.equal(mine().length, 3);
+    assert.equal(new Set(mine().map((r) => r.to[0])).size, 3, 'no duplicates');
+    s = await stats(t);
+    assert.deepEqual([s.sent, s.queued], [3, 0]);
   });
 
   it('a campaign start wakes the worker: its messages go out without waiting for a scheduled round', async () => {

@@ -18,6 +18,9 @@ describe('sending engine: outcomes (suppression, bounces, retries, account failu
     assert.deepEqual(res.body, { suppressed: 1 });
     await dispatcher.runRound();
     assert.deepEqual(sink.received.map((r) => r.to[0]), ['fine@lead.example']);
+    // Its transaction reached its data (the guard is answered while the data crosses the wire)
+    // and was abandoned before the end of it: the server discarded it.
+    assert.ok(sink.dataBegun.some((to) => to[0] === 'late@lead.example'), 'the suppressed message began its data');
     const s = await stats(t);
     assert.equal(s.queued, 0);
     assert.equal(s.sent, 1);

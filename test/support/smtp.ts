@@ -19,6 +19,8 @@ export class SmtpSink {
   /** Delay before accepting each message's data (a slow server). */
   delayMs = 0;
   port = 0;
+  /** The recipients of every transaction that reached its data, whether or not it ended (a client may drop it mid-DATA). */
+  readonly dataBegun: string[][] = [];
   /** Errors of client connections (e.g. ECONNRESET from a killed client). */
   readonly connectionErrors: Error[] = [];
   private server?: SMTPServer;
@@ -46,6 +48,7 @@ export class SmtpSink {
         cb();
       },
       onData: (stream, session, cb) => {
+        this.dataBegun.push(session.envelope.rcptTo.map((r) => r.address));
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', async () => {

@@ -2,8 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import type { PreparedStatements } from '../../db/statements.ts';
 
-// Reads at the moment of sending: what a claimed message needs to be rendered, the guard in
-// front of its SMTP transaction, and its lease renewal.
+// Reads at the moment of sending: what a claimed message needs to be rendered, the guard
+// before the end of its data, and its lease renewal.
 
 /** The columns that place an outbound message in its campaign, enrollment and sequence. */
 export interface OutboundRef {
@@ -64,11 +64,11 @@ export async function loadForSending(stmts: PreparedStatements, ids: string[]): 
 }
 
 /**
- * The guard in front of every SMTP transaction (the moment of sending): the message is still
- * ours, its campaign is running, its enrollment active, its address not suppressed. One
- * read-only statement (no row version, no WAL, no commit to wait for): what the guard wrote
- * before (the rendered headers, the lease) moved to the outcome and to the lease renewal.
- * Returns false when it must not send.
+ * The guard at the moment of sending, as a condition on `outbound_messages m` with one
+ * placeholder (the worker's id): the message is still ours, its campaign is running, its
+ * enrollment active, its address not suppressed. Asked while the message's envelope and data
+ * cross the wire and answered before the end of its data (sending/dispatcher.ts), by the
+ * outcome writer's next statement (messages/transitions.ts markSent); read-only.
  *
  * The owner is compared with `is not distinct from` (the same answer for a worker id, which is
  * never null), which no index can serve: the message is found by its primary key. With `=` the
@@ -76,18 +76,10 @@ export async function loadForSending(stmts: PreparedStatements, ids: string[]): 
  * entries of those it sent since the last vacuum, 0.1 -> 0.7 ms per guard (issue 20). The
  * statements that find a claimed message by id and owner (messages/transitions.ts) do the same.
  */
-export async function guard(stmts: PreparedStatements, id: string, workerId: string): Promise<boolean> {
-  const rows = await stmts.run(
-    'sending.guard',
-    `select 1 as go from outbound_messages m
-      where m.id = ? and m.state = 'sending' and m.claimed_by is not distinct from ?
+export const GUARD_PASSES = `m.state = 'sending' and m.claimed_by is not distinct from ?
         and exists (select 1 from campaigns c where c.id = m.campaign_id and c.status = 'running')
         and exists (select 1 from enrollments e where e.id = m.enrollment_id and e.status = 'active')
-        and not exists (select 1 from suppressions s where s.workspace_id = m.workspace_id and s.email_key = lower(m.to_email))`,
-    [id, workerId],
-  );
-  return rows.length === 1;
-}
+        and not exists (select 1 from suppressions s where s.workspace_id = m.workspace_id and s.email_key = lower(m.to_email))`;
 
 /** Extends the lease of the messages this worker still holds (claimed, not yet recorded). */
 export async function renewLeases(stmts: PreparedStatements, ids: string[], workerId: string, leaseUntil: Date): Promise<number> {

@@ -4,6 +4,7 @@ import type { PreparedStatements } from '../../db/statements.ts';
 import { messageSentJsonb } from '../events/catalogue.ts';
 import { bumpCounters } from './counters.ts';
 import { endEnrollments } from './enrollments.ts';
+import { GUARD_PASSES } from './send.ts';
 
 // The transitions of a message after its claim, each one statement or one short sequence in
 // the caller's transaction, counters and enrollments moved with it: requeue (and its variants),
@@ -113,14 +114,25 @@ export interface AcceptedOutcome {
  * Data-modifying CTEs all see one snapshot and commit together. Returns the ids recorded
  * (a message no longer ours is not).
  *
+ * The same statement answers the guards asked meanwhile (`guardIds`, messages/send.ts
+ * GUARD_PASSES): which of those messages may end their data. It reads in the statement's
+ * snapshot, like a statement of its own; riding on the outcome write costs no round trip of its
+ * own (on these machines a round trip's system calls cost more than the guard's execution).
+ * With no outcome in the batch it is the guard alone (it writes nothing, so nothing to commit).
+ *
  * `mine` finds each message by its primary key (a lateral lookup per id) and locks it while it
  * is still ours; the update then matches on the id alone. With `state = 'sending'` in the
  * update's own condition the planner scanned the whole `state = 'sending'` partial index
  * (outbound_sending_sender_idx: every claimed message of every worker, and the dead entries of
  * those sent since the last vacuum, ~1,100 in the benchmark) and hash-joined it with the batch.
  */
-export async function markSent(stmts: PreparedStatements, batch: AcceptedOutcome[], workerId: string): Promise<Set<string>> {
-    const rows = await stmts.run<{ id: string }>(
+export async function markSent(
+  stmts: PreparedStatements,
+  batch: AcceptedOutcome[],
+  workerId: string,
+  guardIds: string[] = [],
+): Promise<{ sent: Set<string>; go: Set<string> }> {
+    const rows = await stmts.run<{ k: 'sent' | 'go'; id: string }>(
       'sending.accepted',
       `with t as (
          select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
@@ -171,8 +183,12 @@ export async function markSent(stmts: PreparedStatements, batch: AcceptedOutcome
                 sent::timestamptz
            from m
           returning 1
+       ), g as (
+         select m.id from outbound_messages m where m.id = any(?::text[]) and ${GUARD_PASSES}
        )
-       select id from m`,
+       select 'sent' as k, id from m
+       union all
+       select 'go', id from g`,
       [
         batch.map((p) => p.id),
         batch.map((p) => p.at.toISOString()),
@@ -184,9 +200,14 @@ export async function markSent(stmts: PreparedStatements, batch: AcceptedOutcome
         batch.map((p) => p.nextId),
         batch.map((p) => p.eventId),
         workerId,
+        guardIds,
+        workerId,
       ],
     );
-  return new Set(rows.map((r) => r.id));
+  const sent = new Set<string>();
+  const go = new Set<string>();
+  for (const r of rows) (r.k === 'sent' ? sent : go).add(r.id);
+  return { sent, go };
 }
 
 /** The message facts a bounce or failure needs. */

@@ -9,10 +9,17 @@ import { composeMessage, claimedOf, type ReadyMessage } from './compose.ts';
 import { HeldMessages, PerAccount } from './in-flight.ts';
 import { runningCampaigns } from '../campaigns/repository.ts';
 import { promoteDue } from '../messages/queue.ts';
-import { loadForSending, guard, guardState } from '../messages/send.ts';
+import { loadForSending, guardState } from '../messages/send.ts';
 import { requeue, requeueExpired, cancel } from '../messages/transitions.ts';
 import { endEnrollments } from '../messages/enrollments.ts';
 import { recordSenderSuccess, logSenderTransition } from '../senders/health.ts';
+
+/** Thrown before the end of a message's data when its guard refused it: the transaction is abandoned. */
+class NotSendable extends Error {
+  constructor() {
+    super('the guard refused the message before the end of its data');
+  }
+}
 
 export interface RoundResult {
   promoted: number;
@@ -27,15 +34,15 @@ export interface RoundResult {
  * The sending engine: one round promotes due follow-ups, recovers expired claims, then for each
  * pool with running campaigns claims batches of due messages (pool capacity, account limits,
  * intervals and stickiness decided under the pool's row lock) and sends them, each through a
- * guard at the moment of sending and each outcome recorded in its own transaction.
+ * guard at the moment of sending (answered before the end of its data) and each outcome
+ * recorded, group-committed, before more messages than connections can be accepted.
  */
 export class SendDispatcher {
   /** The owner named by this dispatcher's claims: the process's registered worker id (modules/workers). */
   readonly workerId: string;
   private readonly outcomes: SendOutcomeRecorder;
   private readonly statements: PreparedStatements;
-  private readonly guardStatements: PreparedStatements;
-  /** The accepted outcomes' writes (one at a time, group-committed): planned once. */
+  /** The accepted outcomes' writes and the guards (one statement at a time, group-committed): planned once. */
   private readonly outcomeStatements: PreparedStatements;
   /** SMTP transactions per account: at most maxConnections at once. */
   private readonly slots: PerAccount;
@@ -67,9 +74,6 @@ export class SendDispatcher {
     // Every statement here finds messages by id (index paths only: a prepared statement's
     // generic plan made while the queue was small would otherwise read whole tables).
     this.statements = new PreparedStatements(url, opts.statementPool ?? 6, { indexPathsOnly: true });
-    // The guard sits on every message's critical path: its own connections, never queued
-    // behind an outcome write.
-    this.guardStatements = new PreparedStatements(url, opts.statementPool ?? 6, { indexPathsOnly: true });
     // The accepted outcome's statement is planned once (generic plan): with the default plan
     // cache mode PostgreSQL planned its nine CTEs again on every run (custom plans, 0.43 ms per
     // run, more than it took to execute), a third of PostgreSQL's CPU per message (benchmarks.md).
@@ -121,7 +125,6 @@ export class SendDispatcher {
     await this.held.close();
     await this.statements.close();
     await this.outcomeStatements.close();
-    await this.guardStatements.close();
   }
 
   private get leaseMs(): number {
@@ -207,20 +210,24 @@ export class SendDispatcher {
 
   private async sendAll(batch: ReadyMessage[], result: RoundResult): Promise<void> {
     const healthy = new Set<string>();
-    await Promise.all(batch.map((p) => this.sendOne(p, result, healthy)));
+    // Campaigns of this batch with a message its guard refused (paused, most often): their
+    // other messages wait for their guard before starting a transaction, instead of each
+    // starting one only to drop its connection before the end of its data.
+    const refused = new Set<string>();
+    await Promise.all(batch.map((p) => this.sendOne(p, result, healthy, refused)));
     // Accounts whose server accepted mail are healthy (once per batch, off the hot path).
     const recovered = await recordSenderSuccess(this.em(), [...healthy], this.deps.clock.now());
     for (const t of recovered) logSenderTransition(this.deps.log, t);
   }
 
-  private async sendOne(p: ReadyMessage, result: RoundResult, healthy: Set<string>): Promise<void> {
-    // The slot covers the guard and the SMTP transaction: at most maxConnections messages of an
-    // account are in SMTP at once. The acceptance place is taken inside the transaction, before
-    // its end, and held until the outcome is committed (or the transaction failed without it).
+  private async sendOne(p: ReadyMessage, result: RoundResult, healthy: Set<string>, refused: Set<string>): Promise<void> {
+    // The slot covers the SMTP transaction: at most maxConnections messages of an account are in
+    // SMTP at once. The acceptance place is taken inside the transaction, before its end, and
+    // held until the outcome is committed (or the transaction failed without it).
     const limit = this.acceptable.of(p.message.senderAccountId);
     type Place = 'none' | 'waiting' | 'held' | 'done';
     const place: { state: Place } = { state: 'none' };
-    const beforeEnd = async () => {
+    const takePlace = async () => {
       place.state = 'waiting';
       await limit.acquire();
       // The transaction failed while it waited (its connection dropped): nothing to hold.
@@ -228,7 +235,7 @@ export class SendDispatcher {
       else place.state = 'held';
     };
     try {
-      await this.sendGuarded(p, result, healthy, beforeEnd);
+      await this.sendGuarded(p, result, healthy, refused, takePlace);
     } finally {
       if (place.state === 'held') limit.release();
       place.state = 'done';
@@ -236,25 +243,45 @@ export class SendDispatcher {
     }
   }
 
-  private async sendGuarded(p: ReadyMessage, result: RoundResult, healthy: Set<string>, beforeEnd: () => Promise<void>): Promise<void> {
+  /**
+   * One message through its account's SMTP connection. Its guard (messages/send.ts
+   * GUARD_PASSES) is asked when the transaction starts and answered by the outcome writer's next
+   * statement while the envelope and the data cross the wire; the end of the data (after which
+   * the server may accept the message) waits for an acceptance place and for the guard. A message
+   * the guard refuses never ends its data: its connection is dropped mid-DATA, so the server
+   * discards it (RFC 5321 4.1.1.4: a transaction is complete only at the end of its data), and it
+   * goes back to the queue or is cancelled (notSent) as before.
+   */
+  private async sendGuarded(p: ReadyMessage, result: RoundResult, healthy: Set<string>, refused: Set<string>, takePlace: () => Promise<void>): Promise<void> {
     const sem = this.slots.of(p.message.senderAccountId);
     await sem.acquire();
     let outcome: SendOutcome | { kind: 'threw'; err: unknown };
+    let go: Promise<boolean>;
+    let abandoned = false;
     try {
       if (this.stopping) {
         await requeue(this.em(), p.message.id, this.workerId, this.deps.clock.now());
         return;
       }
-      if (!(await guard(this.guardStatements, p.message.id, this.workerId))) {
+      go = this.outcomes.guard(p.message.id, this.workerId);
+      go.catch(() => {}); // awaited below; a failure is handled there
+      if (refused.has(p.message.campaignId) && !(await go)) {
         await this.notSent(p, this.deps.clock.now());
         return;
       }
+      const beforeEnd = async () => {
+        await takePlace();
+        if (await go) return;
+        abandoned = true;
+        refused.add(p.message.campaignId);
+        throw new NotSendable();
+      };
       // The messenger answers every transport failure with an outcome (retried or a bounce);
       // what it throws is this message's own failure (it could not be composed).
       const started = performance.now();
       if (p.claimedAt !== undefined) this.deps.metrics.claimToSend.observe((started - p.claimedAt) / 1000);
       outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail, beforeEnd).catch((err: unknown) => ({ kind: 'threw' as const, err }));
-      const kind = outcome.kind === 'threw' ? 'error' : outcome.kind;
+      const kind = abandoned ? 'abandoned' : outcome.kind === 'threw' ? 'error' : outcome.kind;
       this.deps.metrics.smtpOutcomes.inc({ outcome: kind });
       this.deps.metrics.smtpDuration.observe({ outcome: kind }, (performance.now() - started) / 1000);
     } catch (err) {
@@ -262,6 +289,23 @@ export class SendDispatcher {
       return;
     } finally {
       sem.release();
+    }
+    // An accepted message went out, whatever its guard said (a messenger that ends its data
+    // without waiting is still recorded, never sent twice). Any other outcome: a message the
+    // guard refused is not sent, and its transaction's answer (the dropped connection's error,
+    // or a refusal of its envelope) is not its outcome.
+    if (outcome.kind !== 'accepted') {
+      let allowed: boolean;
+      try {
+        allowed = await go;
+      } catch (err) {
+        this.deps.log.error({ err, messageId: p.message.id }, 'the guard of a message failed; it stays claimed until its lease expires');
+        return;
+      }
+      if (!allowed) {
+        await this.notSent(p, this.deps.clock.now());
+        return;
+      }
     }
     if (outcome.kind === 'threw') {
       await this.failMessage(p.message, 'sending', outcome.err);

@@ -29,6 +29,13 @@ export interface SentMessage extends ClaimedMessage {
   references: string | null;
 }
 
+interface PendingGuard {
+  id: string;
+  workerId: string;
+  resolve: (go: boolean) => void;
+  reject: (err: unknown) => void;
+}
+
 interface PendingAccepted {
   m: SentMessage;
   response: string;
@@ -48,8 +55,9 @@ function retryable(err: unknown): boolean {
 /**
  * Records what the SMTP server answered: the message's state and the server's reply, the
  * enrollment, the next step, counters and the event, in one transaction. Accepted messages (the
- * hot path) are group-committed: those that finish while a write runs share the next one.
- * Postal's habit: every path ends in a recorded outcome.
+ * hot path) are group-committed: those that finish while a write runs share the next one, and
+ * the same statement answers the guards asked meanwhile (`guard`). Postal's habit: every path
+ * ends in a recorded outcome.
  */
 export class SendOutcomeRecorder {
   constructor(
@@ -60,6 +68,7 @@ export class SendOutcomeRecorder {
   ) {}
 
   private pending: PendingAccepted[] = [];
+  private guards: PendingGuard[] = [];
   private flushing = false;
   /** Outcome statements run so far for accepted messages (a test looks at the batching). */
   acceptedStatements = 0;
@@ -108,6 +117,19 @@ export class SendOutcomeRecorder {
   }
 
   /**
+   * The guard of a message about to end its data (messages/send.ts GUARD_PASSES): asked when
+   * its SMTP transaction starts, answered by this recorder's next statement, together with the
+   * accepted outcomes waiting then (or alone when none waits). Resolves true when the message
+   * may be sent.
+   */
+  guard(id: string, workerId: string): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.guards.push({ id, workerId, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  /**
    * The hot path, group-committed: accepted outcomes wait (while a previous write runs) and are
    * written together, one statement and one commit for all that are waiting (at most
    * `maxBatch`). Resolves once this message's outcome is committed.
@@ -124,20 +146,30 @@ export class SendOutcomeRecorder {
   private async flush(): Promise<void> {
     this.flushing = true;
     try {
-      while (this.pending.length) {
+      while (this.pending.length || this.guards.length) {
         const batch = this.pending.splice(0, this.maxBatch);
+        const guards = this.guards.splice(0);
         try {
-          const done = await this.writeRetrying(batch);
-          for (const p of batch) p.resolve(done.has(p.m.id));
+          const done = await this.writeRetrying(batch, guards);
+          for (const p of batch) p.resolve(done.sent.has(p.m.id));
+          for (const g of guards) g.resolve(done.go.has(g.id));
         } catch (err) {
-          if (batch.length === 1) {
+          // One bad row must not take the others with it: the guards alone, then each outcome on its own.
+          if (guards.length) {
+            try {
+              const done = await this.writeRetrying([], guards);
+              for (const g of guards) g.resolve(done.go.has(g.id));
+            } catch (e) {
+              for (const g of guards) g.reject(e);
+            }
+          }
+          if (batch.length === 1 && guards.length === 0) {
             batch[0].reject(err);
             continue;
           }
-          // One bad row must not take the others with it: each on its own.
           for (const p of batch) {
             try {
-              p.resolve((await this.writeRetrying([p])).has(p.m.id));
+              p.resolve((await this.writeRetrying([p], [])).sent.has(p.m.id));
             } catch (e) {
               p.reject(e);
             }
@@ -150,20 +182,20 @@ export class SendOutcomeRecorder {
   }
 
   /** Two workers' batches (or a batch and an enrollment ending) can deadlock: run it again. */
-  private async writeRetrying(batch: PendingAccepted[]): Promise<Set<string>> {
+  private async writeRetrying(batch: PendingAccepted[], guards: PendingGuard[]): Promise<{ sent: Set<string>; go: Set<string> }> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.writeAccepted(batch);
+        return await this.writeAccepted(batch, guards);
       } catch (err) {
         if (!retryable(err) || attempt >= 4) throw err;
       }
     }
   }
 
-  /** Accepted outcomes as one statement and one transaction (messages/transitions.ts markSent). */
-  private async writeAccepted(batch: PendingAccepted[]): Promise<Set<string>> {
-    this.acceptedStatements++;
-    const workerIds = [...new Set(batch.map((p) => p.workerId))];
+  /** Accepted outcomes and guards as one statement and one transaction (messages/transitions.ts markSent). */
+  private async writeAccepted(batch: PendingAccepted[], guards: PendingGuard[]): Promise<{ sent: Set<string>; go: Set<string> }> {
+    if (batch.length) this.acceptedStatements++;
+    const workerIds = [...new Set([...batch.map((p) => p.workerId), ...guards.map((g) => g.workerId)])];
     if (workerIds.length > 1) throw new Error('one outcome batch per worker');
     return markSent(
       this.stmts,
@@ -179,6 +211,7 @@ export class SendOutcomeRecorder {
         eventId: newId('evt'),
       })),
       workerIds[0],
+      guards.map((g) => g.id),
     );
   }
 
