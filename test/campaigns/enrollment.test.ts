@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
+import { startTestApp, seedWorkspace, subscribeEvents, ManualClock, type TestApp } from '../support/harness.ts';
 
 describe('bulk enrollment, lifecycle, stats, leads view', () => {
   let app: TestApp;
@@ -11,6 +11,7 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
   before(async () => {
     app = await startTestApp({ clock });
     ({ adminKey: key, workspace: { id: workspaceId } } = await seedWorkspace(app));
+    await subscribeEvents(app, workspaceId);
     db = new pg.Client({ connectionString: app.databaseUrl });
     await db.connect();
   });

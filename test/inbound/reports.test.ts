@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { waitFor } from '../support/wait.ts';
-import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
+import { startTestApp, seedWorkspace, seedSdr, subscribeEvents, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
@@ -135,6 +135,7 @@ describe('inbound reports: bounces without a DSN part, automatic mail, feedback-
     const s = app.services();
     const account = await s.senders.add({ workspaceId, email: SENDER, name: 'Alice', smtpUrl: sink.url(SENDER, 'smtp-pw'), imapUrl: imap.url(SENDER, PW) });
     const pool = await s.senders.createPool(workspaceId, 'p', 1000, [account.id]);
+    await subscribeEvents(app, workspaceId);
     const steps = [{ subject: 'Quick question', bodyHtml: '<p>Hi</p>' }, { subject: '', bodyHtml: '<p>Bump</p>', delayHours: 48 }];
     campaignId = (await app.request('POST', '/v1/campaigns', { key, body: { name: 'Reports', senderPoolId: pool.id, sequenceSteps: steps } })).body.id;
     otherCampaignId = (await app.request('POST', '/v1/campaigns', { key, body: { name: 'Other', senderPoolId: pool.id, sequenceSteps: steps } })).body.id;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { waitFor } from '../support/wait.ts';
 import pg from 'pg';
-import { startTestApp, seedWorkspace, type TestApp } from '../support/harness.ts';
+import { startTestApp, seedWorkspace, subscribeEvents, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
@@ -110,6 +110,7 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     const s = app.services();
     const account = await s.senders.add({ workspaceId: seeded.workspace.id, email: SENDER, name: 'Alice', smtpUrl: sink.url(SENDER, 'smtp-pw'), imapUrl: imap.url(SENDER, PW) });
     const pool = await s.senders.createPool(seeded.workspace.id, 'p', 1000, [account.id]);
+    await subscribeEvents(app, seeded.workspace.id);
     const c = await app.request('POST', '/v1/campaigns', {
       key,
       body: { name: 'Inbound', senderPoolId: pool.id, sequenceSteps: [{ subject: 'Quick question', bodyHtml: '<p>Hi</p>' }, { subject: '', bodyHtml: '<p>Bump</p>', delayHours: 48 }] },

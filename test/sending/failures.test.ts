@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
+import { startTestApp, seedWorkspace, subscribeEvents, ManualClock, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger, type Messenger, type MailAccount, type OutgoingMail } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
@@ -48,6 +48,8 @@ describe('sending: a message that fails on its own', function () {
     const s = app.services();
     const account = await s.senders.add({ workspaceId: workspace.id, email, name: 'Alice Sender', smtpUrl: sink.url(email, 'pw') });
     const p = await s.senders.createPool(workspace.id, 'pool', 1000, [account.id]);
+    // A webhook subscribes to message.sent, so the outbox records it (events/outbox.ts).
+    await subscribeEvents(app, workspace.id);
     return { key, workspaceId: workspace.id, poolId: p.id };
   }
 

@@ -4,6 +4,7 @@ import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { sendingWorld } from './world.ts';
 import type { TestApp } from '../support/harness.ts';
 import pg from 'pg';
+import type { EventType } from '../../src/modules/events/catalogue.ts';
 
 describe('sending engine: outcomes (suppression, bounces, retries, account failures, group commit)', function () {
   this.timeout(60_000);
@@ -131,5 +132,18 @@ describe('sending engine: outcomes (suppression, bounces, retries, account failu
     }
     const ev = await db.query(`select count(*)::int as n from events where type = 'message.sent' and data->>'campaignId' = $1`, [t.campaignId]);
     assert.equal(ev.rows[0].n, 12);
+  });
+
+  it('the outbox holds only events a webhook of the workspace subscribes to; the rest of the outcome is the same', async () => {
+    // One workspace subscribes to bounces only, another to nothing.
+    for (const subscribe of [['message.bounced'], []] as EventType[][]) {
+      sink.rcptAnswers.set(`nosub.gone${subscribe.length}@lead.example`, [550, '5.1.1 no such user']);
+      const t = await setup({ leads: [{ email: `nosub${subscribe.length}@lead.example` }, { email: `nosub.gone${subscribe.length}@lead.example` }], subscribe });
+      await dispatcher.runRound();
+      const s = await stats(t);
+      assert.deepEqual([s.sent, s.delivered, s.bounced, s.queued], [2, 1, 1, 0]);
+      const { rows } = await db.query(`select e.type from events e where e.workspace_id = $1 order by e.type`, [t.workspaceId]);
+      assert.deepEqual(rows.map((r) => r.type), subscribe, `workspace subscribing to [${subscribe}]`);
+    }
   });
 });

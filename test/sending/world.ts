@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import type { ParsedMail } from 'mailparser';
-import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
+import { startTestApp, seedWorkspace, subscribeEvents, ManualClock, type TestApp } from '../support/harness.ts';
+import type { EventType } from '../../src/modules/events/catalogue.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
@@ -33,6 +34,8 @@ export interface SetupOptions {
   senders?: Array<{ email: string; dailyLimit?: number; minIntervalMs?: number; password?: string }>;
   campaign?: Record<string, unknown>;
   start?: boolean;
+  /** The event types a webhook of the workspace subscribes to (default all four): only those reach the outbox (events/outbox.ts). */
+  subscribe?: EventType[];
 }
 
 export interface SendingWorld {
@@ -75,6 +78,7 @@ export function sendingWorld(): SendingWorld {
     const app = w.app;
     const { adminKey: key, workspace } = await seedWorkspace(app);
     const s = app.services();
+    if (opts.subscribe?.length !== 0) await subscribeEvents(app, workspace.id, opts.subscribe);
     const senders: string[] = [];
     for (const spec of opts.senders ?? [{ email: `sender.${Math.random().toString(36).slice(2, 8)}@acme.example` }]) {
       sink.users.set(spec.email, 'pw');

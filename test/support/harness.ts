@@ -16,6 +16,7 @@ import { createDeps, type Deps } from '../../src/deps.ts';
 import { withDatabase } from './global.ts';
 import { checkResponse } from './openapi-check.ts';
 import { Metrics } from '../../src/adapters/metrics.ts';
+import { EVENT_TYPES, type EventType } from '../../src/modules/events/catalogue.ts';
 
 let counter = 0;
 
@@ -129,6 +130,15 @@ export async function seedWorkspace(app: TestApp, name = `ws-${randomBytes(3).to
   const ws = await s.workspaces.create(name);
   const admin = await s.workspaces.createKey({ workspace: ws.id, role: 'admin' });
   return { workspace: ws, adminKey: admin.key, adminKeyId: admin.id };
+}
+
+/**
+ * A webhook of the workspace subscribing to `events` (default: every event type), at a public
+ * address no test delivers to: events reach the outbox only when a webhook subscribes to them
+ * (events/outbox.ts), so tests that read the outbox subscribe first.
+ */
+export async function subscribeEvents(app: TestApp, workspaceId: string, events: EventType[] = [...EVENT_TYPES]) {
+  return app.services().webhooks.create(workspaceId, { url: 'https://93.184.215.14/hooks/mailgate', events });
 }
 
 export async function seedSdr(app: TestApp, workspaceId: string, name = 'Sam Rep', email = `sam.${randomBytes(3).toString('hex')}@example.com`) {

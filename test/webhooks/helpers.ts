@@ -22,7 +22,10 @@ export interface WebhookWorld {
   dispatcher(opts?: WebhookDispatchOptions, deps?: Deps): WebhookDispatcher;
   workspace(): Promise<{ key: string; workspaceId: string }>;
   register(key: string, events: EventType[], path?: string): Promise<{ id: string; signingSecret: string; url: string }>;
+  /** Records an event a webhook of the workspace subscribes to; its id (throws when none does: then nothing is written, events/outbox.ts). */
   emit(workspaceId: string, type: EventType, data: Record<string, unknown>): Promise<string>;
+  /** Records an event as the daemon does; its id, or null when no webhook subscribes to it. */
+  record(workspaceId: string, type: EventType, data: Record<string, unknown>): Promise<string | null>;
   deliveries(key: string, webhookId: string, query?: string): Promise<any[]>;
   close(): Promise<void>;
 }
@@ -40,6 +43,8 @@ export async function webhookWorld(config: Record<string, unknown> = {}): Promis
     config: { webhookAllowPrivate: true, webhookRetryDelays: '1s,2s,3s,4s,5s', webhookTimeout: '400ms', ...config },
   });
   const made: WebhookDispatcher[] = [];
+  const record = (workspaceId: string, type: EventType, data: Record<string, unknown>) =>
+    app.deps.orm.em.fork().transactional((em) => recordEvent(em, workspaceId, anyEvent(type, data), clock.now()));
   return {
     app,
     clock,
@@ -60,8 +65,11 @@ export async function webhookWorld(config: Record<string, unknown> = {}): Promis
       return res.body;
     },
     async emit(workspaceId, type, data) {
-      return app.deps.orm.em.fork().transactional((em) => recordEvent(em, workspaceId, anyEvent(type, data), clock.now()));
+      const id = await record(workspaceId, type, data);
+      if (id === null) throw new Error(`no webhook of workspace ${workspaceId} subscribes to ${type}: the event was not written`);
+      return id;
     },
+    record,
     async deliveries(key, webhookId, query = '') {
       const res = await app.request('GET', `/v1/webhooks/${webhookId}/deliveries${query}`, { key });
       assert.equal(res.status, 200, JSON.stringify(res.body));

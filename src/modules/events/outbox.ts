@@ -9,11 +9,25 @@ export type { EventType, OutboxEvent } from './catalogue.ts';
  * Writes an event to the outbox. Call it inside the transaction of the change that caused
  * the event: both commit or neither does, so no event is lost. Delivery is a separate job.
  * The event comes from one of the builders of catalogue.ts.
+ *
+ * The outbox is for webhooks only: an event that no webhook of its workspace subscribes to
+ * (active or disabled) when it is recorded is not written, since nothing would ever deliver
+ * it, and writing, fanning out and pruning it was most of the outbox's cost on the sending hot
+ * path (docs/decisions.md, "Events nobody subscribes to"). "When it is recorded" is the
+ * statement's snapshot: a webhook whose creation committed before it gets the event. Returns
+ * the event's id, or null when it was not written.
  */
-export async function recordEvent(em: EntityManager, workspaceId: string, event: OutboxEvent, at: Date): Promise<string> {
+export async function recordEvent(em: EntityManager, workspaceId: string, event: OutboxEvent, at: Date): Promise<string | null> {
   const id = newId('evt');
-  await sql(em, `insert into events (id, workspace_id, type, data, created_at) values (?, ?, ?, ?::jsonb, ?)`, [id, workspaceId, event.type, JSON.stringify(event.data), at]);
-  return id;
+  const rows = await sql(
+    em,
+    `insert into events (id, workspace_id, type, data, created_at)
+     select ?, ?, ?, ?::jsonb, ?
+      where exists (select 1 from webhooks w where w.workspace_id = ? and ? = any(w.events))
+     returning 1`,
+    [id, workspaceId, event.type, JSON.stringify(event.data), at, workspaceId, event.type],
+  );
+  return rows.length ? id : null;
 }
 
 /**

@@ -110,7 +110,8 @@ export interface AcceptedOutcome {
  * Accepted outcomes as one statement (its own transaction): each message is sent with the
  * server's reply and its rendered headers, its account becomes the enrollment's (sticky: the
  * lead's follow-ups go through it), the next step is scheduled (or the enrollment completes),
- * counters move once per campaign, and message.sent goes to the outbox for each.
+ * counters move once per campaign, and message.sent goes to the outbox for each (when a webhook
+ * of the workspace subscribes to it: events/outbox.ts recordEvent says why).
  * Data-modifying CTEs all see one snapshot and commit together. Returns the ids recorded
  * (a message no longer ours is not).
  *
@@ -182,6 +183,7 @@ export async function markSent(
                 ${MESSAGE_SENT_DATA},
                 sent::timestamptz
            from m
+          where exists (select 1 from webhooks w where w.workspace_id = m.workspace_id and 'message.sent' = any(w.events))
           returning 1
        ), g as (
          select m.id from outbound_messages m where m.id = any(?::text[]) and ${GUARD_PASSES}
