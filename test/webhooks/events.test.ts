@@ -4,7 +4,9 @@ import { createHmac } from 'node:crypto';
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
-import { recordEvent } from '../../src/modules/events/outbox.ts';
+import { recordEvent, holdOutbox } from '../../src/modules/events/outbox.ts';
+import { insertWebhook } from '../../src/modules/webhooks/repository.ts';
+import { waitFor } from '../support/wait.ts';
 import { anyEvent } from '../support/events.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { webhookWorld, verifySignature, type WebhookWorld } from './helpers.ts';
@@ -292,6 +294,60 @@ describe('webhook events: produced by real flows, delivered signed', function ()
       w.receiver.received.map((q) => q.json.id),
       [committed],
     );
+  });
+
+  it('the outbox and a new subscription are ordered: an event written while a webhook is created waits for it and reaches it; a creation waits for the event writers in flight', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const lockWaits = async () =>
+      (await db.query(`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)).rows[0].n;
+    // 1. A webhook's creation holds the outbox (as WebhookService.create does) while an event is written.
+    let commit!: () => void;
+    const committed = new Promise<void>((r) => (commit = r));
+    let held!: () => void;
+    const holding = new Promise<void>((r) => (held = r));
+    const creating = w.app.deps.orm.em.fork().transactional(async (em) => {
+      await holdOutbox(em);
+      await insertWebhook(em, {
+        id: 'whk_ordered', workspaceId, url: w.receiver.url('/ordered'), events: ['reply.received'], status: 'active',
+        signingSecretEnc: w.app.deps.crypto.encrypt('secret'), createdAt: w.clock.now(), updatedAt: w.clock.now(),
+      });
+      held();
+      await committed;
+    });
+    await holding;
+    const writing = w.record(workspaceId, 'reply.received', { replyId: 'rpl_ordered' });
+    try {
+      await waitFor('the event writer waiting for the creation', async () => (await lockWaits()) === 1);
+    } finally {
+      commit();
+    }
+    await creating;
+    const id = await writing;
+    assert.ok(id, 'the event was written: its statement saw the webhook committed while it waited');
+    await dispatcher.runRound();
+    assert.deepEqual(w.receiver.received.map((q) => [q.path, q.json.id]), [['/ordered', id]]);
+
+    // 2. The other way round: an event writer's transaction is open; WebhookService.create waits for it.
+    let finish!: () => void;
+    const finished = new Promise<void>((r) => (finish = r));
+    let wrote!: () => void;
+    const written = new Promise<void>((r) => (wrote = r));
+    const writer = w.app.deps.orm.em.fork().transactional(async (em) => {
+      await recordEvent(em, workspaceId, anyEvent('message.sent', { messageId: 'msg_before' }), w.clock.now());
+      wrote();
+      await finished;
+    });
+    await written;
+    let created = false;
+    const creation = w.app.request('POST', '/v1/webhooks', { key, body: { url: w.receiver.url('/late'), events: ['message.sent'] } }).then((r) => ((created = true), r));
+    try {
+      await waitFor('the creation waiting for the event writer', async () => (await lockWaits()) === 1);
+      assert.equal(created, false);
+    } finally {
+      finish();
+    }
+    await writer;
+    assert.equal((await creation).status, 201);
   });
 
   it('rotating the secret: the next attempt is signed with the new secret only', async () => {

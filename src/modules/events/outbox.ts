@@ -31,6 +31,19 @@ export async function recordEvent(em: EntityManager, workspaceId: string, event:
 }
 
 /**
+ * Orders a change of what a workspace's webhooks subscribe to (a webhook created, or its events
+ * changed) with the statements that write events: called first in the change's transaction, it
+ * waits for every transaction that wrote to the outbox and holds new writers until it commits.
+ * A writer's statement takes its lock before its snapshot, so recordEvent's subscription check
+ * sees the change once it is committed: an event is never left out for a webhook whose creation
+ * committed before the event was written. Webhook changes are rare; the wait is one outcome
+ * commit at most.
+ */
+export async function holdOutbox(em: EntityManager): Promise<void> {
+  await sql(em, `lock table events in share mode`);
+}
+
+/**
  * Retention (maintenance/retention.ts): events in the heap pages [from, to) created before
  * `cutoff` that were fanned out and have no delivery left. Returns one row per event deleted.
  */

@@ -4,7 +4,7 @@ import { ApiError, type FieldError } from '../../shared/errors.ts';
 import { newId } from '../../adapters/ids.ts';
 import { parseWebhookUrl, checkWebhookHost } from '../../adapters/http-client.ts';
 import type { Deps } from '../../deps.ts';
-import type { EventType } from '../events/outbox.ts';
+import { holdOutbox, type EventType } from '../events/outbox.ts';
 import { EVENT_TYPES, type Delivery, type DeliveryState, type Webhook } from './entities.ts';
 import { newSigningSecret } from './payload.ts';
 import type { createWebhookBody, patchWebhookBody } from './schemas.ts';
@@ -97,7 +97,11 @@ export class WebhookService {
       createdAt: now,
       updatedAt: now,
     };
-    await insertWebhook(this.em, webhook);
+    await this.em.transactional(async (em) => {
+      // Ordered with the event writers (events/outbox.ts): an event written after this commits sees it.
+      await holdOutbox(em);
+      await insertWebhook(em, webhook);
+    });
     return { ...webhookView(webhook), signingSecret };
   }
 
@@ -120,6 +124,8 @@ export class WebhookService {
     // The address check may wait on DNS: before the row lock, not under it.
     if (url) await this.checkHost(input.url!, url);
     return this.em.transactional(async (em) => {
+      // New subscriptions are ordered with the event writers (events/outbox.ts), before the row lock.
+      if (events) await holdOutbox(em);
       const webhook = await this.require(em, workspaceId, id, true);
       const now = this.deps.clock.now();
       if (url) webhook.url = url.href;
