@@ -70,6 +70,7 @@ export class SendOutcomeRecorder {
   private pending: PendingAccepted[] = [];
   private guards: PendingGuard[] = [];
   private flushing = false;
+  private scheduled = false;
   /** Outcome statements run so far for accepted messages (a test looks at the batching). */
   acceptedStatements = 0;
 
@@ -125,7 +126,7 @@ export class SendOutcomeRecorder {
   guard(id: string, workerId: string): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
       this.guards.push({ id, workerId, resolve, reject });
-      if (!this.flushing) void this.flush();
+      this.schedule();
     });
   }
 
@@ -139,11 +140,27 @@ export class SendOutcomeRecorder {
       this.pending.push({ m, response, at, workerId, resolve, reject });
       // One write at a time: outcomes that finish meanwhile wait and share the next one (and
       // this worker's writes never queue on each other's campaign counter row).
-      if (!this.flushing) void this.flush();
+      this.schedule();
+    });
+  }
+
+  /**
+   * Starts the writer on the event loop's next turn, not at once: an accepted outcome is
+   * recorded in the same turn as its connection starts the next message, whose guard is asked
+   * a moment later; started at once, the write would hold the outcome alone and the guard would
+   * wait for it and then for a write of its own.
+   */
+  private schedule(): void {
+    if (this.flushing || this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.flush();
     });
   }
 
   private async flush(): Promise<void> {
+    if (this.flushing) return;
     this.flushing = true;
     try {
       while (this.pending.length || this.guards.length) {
