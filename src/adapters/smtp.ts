@@ -44,7 +44,10 @@ export interface Messenger {
   /**
    * `beforeEnd`, when given, is awaited before the end of the message's data (the CRLF.CRLF
    * after which the server may accept it): until it resolves the server cannot have the
-   * message, so the caller can bound how many accepted messages wait for their outcome.
+   * message, so the caller can bound how many accepted messages wait for their outcome, and
+   * answer the message's guard meanwhile. When it rejects, the data is never ended: the
+   * message's stream fails, nodemailer drops the connection, and the server discards the
+   * transaction (RFC 5321 3.8); the send answers with a failure outcome.
    */
   send(account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>): Promise<SendOutcome>;
   close(): Promise<void>;

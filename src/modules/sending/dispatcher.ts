@@ -249,7 +249,7 @@ export class SendDispatcher {
    * statement while the envelope and the data cross the wire; the end of the data (after which
    * the server may accept the message) waits for an acceptance place and for the guard. A message
    * the guard refuses never ends its data: its connection is dropped mid-DATA, so the server
-   * discards it (RFC 5321 4.1.1.4: a transaction is complete only at the end of its data), and it
+   * discards it (RFC 5321 3.8: a connection closed without QUIT cancels the pending transaction), and it
    * goes back to the queue or is cancelled (notSent) as before.
    */
   private async sendGuarded(p: ReadyMessage, result: RoundResult, healthy: Set<string>, refused: Set<string>, takePlace: () => Promise<void>): Promise<void> {
