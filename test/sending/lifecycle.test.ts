@@ -48,13 +48,14 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     assert.deepEqual([s.sent, s.queued], [6, 0]);
   });
 
-  it('pause: a message whose data is on the wire when the pause commits, its guard not yet answered, is abandoned before its end (the server discards it) and sent once after resume', async () => {
+  it('pause: a message whose guard is answered after the pause commits is abandoned after its data began (the server discards it) and sent once after resume', async () => {
     const leads = Array.from({ length: 3 }, (_, i) => ({ email: `pw${i}@lead.example` }));
     const t = await setup({ leads });
     const mine = () => sink.received.filter((r) => r.to[0].startsWith('pw'));
     const begun = () => sink.dataBegun.filter((to) => to[0].startsWith('pw'));
-    // The first message's outcome cannot commit (its campaign's counter row is locked), so the
-    // outcome writer's next statement, which answers the second message's guard, waits for it.
+    // The first message's outcome cannot commit (its campaign's counter row is locked): the
+    // outcome writer's statement waits, and every statement after it, which answers the guards
+    // of the messages after the first, starts only after the pause below has committed.
     const blocker = new pg.Client({ connectionString: app.databaseUrl });
     await blocker.connect();
     await blocker.query('begin');
@@ -70,12 +71,17 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     await round;
     await d.close();
     await real.close();
-    assert.equal(mine().length, 1, 'the second message was abandoned before the end of its data');
-    assert.equal(begun().length, 2, 'and nothing else began after the pause');
+    // The second message's guard may have shared the blocked statement (its snapshot taken
+    // before the pause: it goes out) or come after it (it is abandoned); the third one's guard
+    // came after. Either way exactly one message reached its data and was discarded, and none
+    // began after that (its campaign's next messages wait for their guard first).
+    const sent = mine().length;
+    assert.ok(sent === 1 || sent === 2, `${sent} sent before the pause took effect`);
+    assert.equal(begun().length, sent + 1, 'one message abandoned after its data began, none begun after it');
     let s = await stats(t);
-    assert.deepEqual([s.sent, s.queued], [1, 2]);
+    assert.deepEqual([s.sent, s.queued], [sent, 3 - sent]);
     const { rows } = await db.query(`select state, claimed_by from outbound_messages where campaign_id = $1 and state <> 'sent'`, [t.campaignId]);
-    assert.deepEqual(rows, [{ state: 'queued', claimed_by: null }, { state: 'queued', claimed_by: null }]);
+    assert.deepEqual(rows, Array.from({ length: 3 - sent }, () => ({ state: 'queued', claimed_by: null })));
     assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
     await dispatcher.runRound();
     assert.equal(mine().length, 3);
