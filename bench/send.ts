@@ -122,7 +122,6 @@ async function bareRun(): Promise<{ ms: number; client: number; sink: number }> 
   return out;
 }
 const bareBefore = await bareRun();
-let cpu0: { self: NodeJS.CpuUsage; sink: number; pg: number | null };
 
 // --- mailgate: a worker process sends the campaign.
 const s = env.services();
@@ -137,7 +136,7 @@ const worker = spawn('node', [...workerNodeArgs, 'bin/mailgate.js', 'serve', '--
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 await new Promise((r) => setTimeout(r, 3000)); // let the worker boot before the clock starts
-cpu0 = { self: process.cpuUsage(), sink: cpuOf(sink.pid!), pg: postgresCpu() };
+const cpu0 = { sink: cpuOf(sink.pid!), pg: postgresCpu() };
 const pgKinds0 = postgresCpuByKind();
 const worker0 = cpuOf(worker.pid!);
 await env.statementStats(true);
