@@ -8,7 +8,10 @@
 import { fork, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
 import nodemailer from 'nodemailer';
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import pg from 'pg';
 import { benchEnvironment } from './support.ts';
 import { renderHtml, renderSubject, htmlToText, withOpenPixel } from '../src/modules/sending/render.ts';
 
@@ -121,7 +124,70 @@ async function bareRun(): Promise<{ ms: number; client: number; sink: number }> 
   await ask('reset');
   return out;
 }
+
+/**
+ * What the crash bound costs by itself (contract: after a crash at most the messages in flight
+ * on the open connections can repeat). Two more bare runs, both sending bytes composed before
+ * the clock starts (as mailgate's worker sends finished bytes) so neither pays for composing:
+ *  - raw: the bytes through the same pooled transport, nothing else;
+ *  - bound: the same, but each message's end of data (after which the server may accept it)
+ *    waits for an acceptance place, one per connection, and a place is freed once the message's
+ *    acceptance is committed to PostgreSQL: one single-row insert in its own transaction, on a
+ *    pool of one client per connection (no batching, no queueing behind another write). No
+ *    guard, no state, no other statement: the cheapest way to keep the bound.
+ * bound / raw is the share of the wire's rate a sender keeps once it keeps the bound.
+ */
+const composed = await Promise.all(
+  rendered.map(async (m) => {
+    const c = new MailComposer(m).compile();
+    return { envelope: c.getEnvelope(), messageId: m.messageId, bytes: await c.build() };
+  }),
+);
+async function rawRun(bound: boolean): Promise<{ ms: number; client: number; sink: number }> {
+  await env.pool.query('create table if not exists bench_bound (n int primary key)');
+  await env.pool.query('truncate bench_bound');
+  const db = new pg.Pool({ connectionString: env.url, max: CONNECTIONS });
+  await Promise.all(Array.from({ length: CONNECTIONS }, () => db.query('select 1')));
+  const transport = nodemailer.createTransport({ pool: true, host: '127.0.0.1', port, secure: false, ignoreTLS: true, maxConnections: CONNECTIONS, maxMessages: Infinity, auth: { user: 'u', pass: 'p' } });
+  let free = CONNECTIONS;
+  const waiting: Array<() => void> = [];
+  const take = () => (free > 0 ? (free--, Promise.resolve()) : new Promise<void>((r) => waiting.push(r)));
+  const give = () => (waiting.length ? waiting.shift()!() : free++);
+  const c0 = { self: process.cpuUsage(), sink: cpuOf(sink.pid!) };
+  const started = performance.now();
+  await Promise.all(
+    composed.map(async (m, n) => {
+      if (!bound) return transport.sendMail({ envelope: m.envelope, messageId: m.messageId, raw: m.bytes });
+      let held = false;
+      let pushed = false;
+      const raw = new Readable({
+        read() {
+          if (pushed) return;
+          pushed = true;
+          this.push(m.bytes);
+          void take().then(() => ((held = true), this.push(null)));
+        },
+      });
+      try {
+        await transport.sendMail({ envelope: m.envelope, messageId: m.messageId, raw });
+        await db.query('insert into bench_bound (n) values ($1)', [n]);
+      } finally {
+        if (held) give();
+      }
+    }),
+  );
+  await waitForCount(COUNT);
+  const ms = performance.now() - started;
+  const self = process.cpuUsage(c0.self);
+  transport.close();
+  await db.end();
+  const out = { ms, client: (self.user + self.system) / 1e6, sink: cpuOf(sink.pid!) - c0.sink };
+  await ask('reset');
+  return out;
+}
 const bareBefore = await bareRun();
+const rawBefore = await rawRun(false);
+const boundBefore = await rawRun(true);
 
 // --- mailgate: a worker process sends the campaign.
 const s = env.services();
@@ -155,6 +221,8 @@ worker.kill('SIGTERM');
 await new Promise((r) => worker.once('exit', r));
 
 await ask('reset');
+const boundAfter = await rawRun(true);
+const rawAfter = await rawRun(false);
 const bareAfter = await bareRun();
 const bareMs = (bareBefore.ms + bareAfter.ms) / 2;
 const bareCpu = { client: (bareBefore.client + bareAfter.client) / 2, sink: (bareBefore.sink + bareAfter.sink) / 2 };
@@ -163,6 +231,12 @@ const rateOf = (ms: number) => (COUNT / (ms / 1000)).toFixed(0);
 const mgRate = COUNT / (mailgateMs / 1000);
 console.log(`bare nodemailer pool (${CONNECTIONS} connections): ${COUNT} messages in ${(bareMs / 1000).toFixed(2)} s = ${bareRate.toFixed(0)} msg/s (mean of the runs before and after mailgate: ${rateOf(bareBefore.ms)} and ${rateOf(bareAfter.ms)} msg/s)`);
 console.log(`mailgate worker (${CONNECTIONS} connections):       ${COUNT} messages in ${(mailgateMs / 1000).toFixed(2)} s = ${mgRate.toFixed(0)} msg/s (stats: sent ${stats.sent}, queued ${stats.queued})`);
+const rawRate = COUNT / ((rawBefore.ms + rawAfter.ms) / 2 / 1000);
+const boundRate = COUNT / ((boundBefore.ms + boundAfter.ms) / 2 / 1000);
+const cpuOfRuns = (x: { client: number; sink: number }, y: { client: number; sink: number }) => `${cpuLine('client', (x.client + y.client) / 2)}${cpuLine('sink', (x.sink + y.sink) / 2)}`;
+console.log(`bare pool, bytes composed before the clock: ${rawRate.toFixed(0)} msg/s (runs ${rateOf(rawBefore.ms)} and ${rateOf(rawAfter.ms)}); CPU per message —${cpuOfRuns(rawBefore, rawAfter)}`);
+console.log(`the same with the crash bound (${CONNECTIONS} acceptance places, one commit each): ${boundRate.toFixed(0)} msg/s (runs ${rateOf(boundBefore.ms)} and ${rateOf(boundAfter.ms)}); CPU per message —${cpuOfRuns(boundBefore, boundAfter)}`);
+console.log(`the crash bound alone keeps ${(boundRate / rawRate).toFixed(2)} of the raw rate; mailgate / bound: ${(mgRate / boundRate).toFixed(2)}`);
 console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.85, issue 20); worker peak RSS ${peakRssMb.toFixed(0)} MB (target < 250 MB)`);
 console.log(`CPU per message: bare —${cpuLine('client', bareCpu.client)}${cpuLine('sink', bareCpu.sink)}; mailgate —${cpuLine('worker', mgCpu.worker)}${cpuLine('postgres', mgCpu.pg)}${cpuLine('sink', mgCpu.sink)}`);
 if (mgCpu.pg !== null) {
