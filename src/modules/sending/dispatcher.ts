@@ -62,6 +62,14 @@ export class SendDispatcher {
       maxConnections: number;
       retryDelaysMs: number[];
       leaseMs?: number;
+      /**
+       * Messages per claim (default 50). Two batches are held at once (claimed, rendered,
+       * waiting for a slot), and what a worker holds longer than two young-generation
+       * collections is promoted to V8's old space and stays until a full collection: at 100
+       * the worker's heap grew by ~8 KB per message sent, at 50 a batch is mostly sent before
+       * it ages (benchmark peak RSS medians 242 -> 197 MB at 3 connections, 235 -> 230 MB at 5;
+       * docs/benchmarks.md, issue 20, session 11).
+       */
       batchSize?: number;
       maxRoundMs?: number;
       statementPool?: number;
@@ -176,7 +184,7 @@ export class SendDispatcher {
         poolId,
         campaignIds,
         now,
-        batchSize: this.opts.batchSize ?? 100,
+        batchSize: this.opts.batchSize ?? 50,
         workerId: this.workerId,
         leaseUntil: new Date(now.getTime() + this.leaseMs),
         held: this.held.set,
