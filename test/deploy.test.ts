@@ -1,11 +1,12 @@
 // deploy/mailgate.service checked by systemd itself. `systemd-analyze verify` exits 0 on many
 // problems (unknown keys, bad values are warnings), so anything it prints fails the test.
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { aptInstall } from './support/apt.ts';
 
 const run = promisify(execFile);
 const unit = path.join(process.cwd(), 'deploy', 'mailgate.service');
@@ -14,9 +15,7 @@ const unit = path.join(process.cwd(), 'deploy', 'mailgate.service');
 function systemdAnalyze(): string | null {
   for (const p of ['/usr/bin/systemd-analyze', '/bin/systemd-analyze']) if (existsSync(p)) return p;
   if (process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return null;
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['update', '-qq'], { env, stdio: 'ignore' });
-  execFileSync('apt-get', ['install', '-y', '-qq', 'systemd'], { env, stdio: 'ignore' });
+  aptInstall('/usr/bin/systemd-analyze', ['systemd']);
   return existsSync('/usr/bin/systemd-analyze') ? '/usr/bin/systemd-analyze' : null;
 }
 

@@ -3,7 +3,7 @@
 // executable (playwright never downloads a browser). Every page a test opens reports console
 // errors, uncaught exceptions and Content-Security-Policy violations, and is checked with
 // axe-core on request.
-import { execFileSync } from 'node:child_process';
+import { aptInstall } from './apt.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -16,9 +16,7 @@ export const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '-
 export function ensureChromium(): string {
   if (existsSync(CHROMIUM)) return CHROMIUM;
   if (process.getuid?.() !== 0) throw new Error('the browser tests need Chromium: run as root once, or `apt-get install chromium`');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['update', '-qq'], { env, stdio: 'ignore' });
-  execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'chromium', 'fonts-liberation'], { env, stdio: 'ignore' });
+  aptInstall(CHROMIUM, ['--no-install-recommends', 'chromium', 'fonts-liberation']);
   if (!existsSync(CHROMIUM)) throw new Error('apt-get installed chromium, but /usr/bin/chromium is missing');
   return CHROMIUM;
 }

@@ -1,5 +1,5 @@
 // A real IMAP server for the tests: Dovecot from Debian's packages, installed on first use
-// (as root, through apt-get) and started from a config written into a temp dir. Users live in
+// (as root, through apt-get: apt.ts) and started from a config written into a temp dir. Users live in
 // a passwd-file; mail in Maildirs; no TLS.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync, mkdirSync, chmodSync, chownSync, rmSync, appendFileSync, utimesSync } from 'node:fs';
@@ -8,14 +8,13 @@ import path from 'node:path';
 import net from 'node:net';
 import { ImapFlow } from 'imapflow';
 import { freePort } from '../../src/db/embedded.ts';
+import { aptInstall } from './apt.ts';
 
 function ensureInstalled(): string {
   const found = ['/usr/sbin/dovecot', '/usr/local/sbin/dovecot'].find((p) => existsSync(p));
   if (found) return found;
   if (process.getuid?.() !== 0) throw new Error('the IMAP tests need Dovecot: run as root once, or `apt-get install dovecot-imapd`');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['update', '-qq'], { env, stdio: 'ignore' });
-  execFileSync('apt-get', ['install', '-y', '-qq', 'dovecot-imapd'], { env, stdio: 'ignore' });
+  aptInstall('/usr/sbin/dovecot', ['dovecot-imapd']);
   // The package may have started a system instance; ours runs from its own config.
   return '/usr/sbin/dovecot';
 }
