@@ -35,9 +35,11 @@ export function nativePlaceholders(text: string): string {
  * checks both: the session, the bindings, the errors, and that a statement in a transaction
  * is part of it.
  *
- * `name` makes it a named prepared statement, parsed and planned once per connection; only for
- * fixed texts whose plan does not depend on the values (the API key lookup), never for texts
- * built per call.
+ * `name` makes it a named prepared statement, parsed once per connection; only for fixed texts,
+ * never for texts built per call. PostgreSQL plans it for its values for the first five runs,
+ * then keeps its generic plan only when that is estimated no dearer (plan_cache_mode auto): the
+ * API key lookup, and the claim's statements (messages/claim.ts), whose planning cost more than
+ * their execution (docs/decisions.md, "The claim's statements are prepared").
  */
 export async function sql<T = Record<string, unknown>>(em: EntityManager, text: string, params: unknown[] = [], opts: { name?: string } = {}): Promise<T[]> {
   const native = checkedNative(text, params);

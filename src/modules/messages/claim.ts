@@ -27,6 +27,8 @@ export async function claimPlans(em: EntityManager): Promise<void> {
     em,
     `select set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
             set_config('enable_mergejoin', 'off', true)`,
+    [],
+    { name: 'claim.plans' },
   );
 }
 
@@ -37,7 +39,7 @@ export async function claimPlans(em: EntityManager): Promise<void> {
  * UPDATE made wait for the whole claim transaction.
  */
 export async function lockPool(em: EntityManager, poolId: string, now: Date): Promise<PoolCapacity | null> {
-  const [pool] = await sql<{ daily_capacity: number }>(em, `select daily_capacity from sender_pools where id = ? for no key update`, [poolId]);
+  const [pool] = await sql<{ daily_capacity: number }>(em, `select daily_capacity from sender_pools where id = ? for no key update`, [poolId], { name: 'claim.pool' });
   if (!pool) return null;
   // outbound_pool_sent_idx and outbound_sending_pool_idx
   const [usage] = await sql<{ used: string; in_flight: string }>(
@@ -45,6 +47,7 @@ export async function lockPool(em: EntityManager, poolId: string, now: Date): Pr
     `select (select count(*) from outbound_messages where pool_id = ? and sent_at is not null and sent_at > ?) as used,
             (select count(*) from outbound_messages where pool_id = ? and state = 'sending') as in_flight`,
     [poolId, new Date(now.getTime() - DAY_MS), poolId],
+    { name: 'claim.pool_usage' },
   );
   return { dailyCapacity: pool.daily_capacity, used: Number(usage.used), inFlight: Number(usage.in_flight) };
 }
@@ -78,6 +81,7 @@ export async function lockAccounts(em: EntityManager, poolId: string, now: Date)
       order by a.id
       for no key update of a`,
     [new Date(now.getTime() - DAY_MS), poolId, now],
+    { name: 'claim.accounts' },
   );
 }
 
@@ -105,6 +109,7 @@ export async function dueMessages(em: EntityManager, campaignIds: string[], now:
       order by x.due_at, x.id
       limit ?`,
     [campaignIds, now, limit, limit],
+    { name: 'claim.due' },
   );
 }
 
@@ -128,6 +133,7 @@ export async function claim(
        from unnest(?::text[], ?::text[]) as t(id, account_id)
       where m.id = t.id`,
     [poolId, workerId, leaseUntil, now, claims.map((c) => c.id), claims.map((c) => c.accountId)],
+    { name: 'claim.claim' },
   );
   // The account that sends a lead's message becomes the enrollment's (sticky) account when the
   // outcome is recorded (markSent), not here: a claim that is not sent changes nothing.

@@ -81,6 +81,7 @@ export async function recordSenderSuccess(em: EntityManager, ids: string[], now:
        from o where a.id = o.id
      returning a.id, o.health as previous, a.health, a.health_error, a.health_retry_at`,
     [ids, now],
+    { name: 'senders.success' },
   );
   return rows.filter((r) => r.previous !== r.health).map(toTransition);
 }

@@ -108,7 +108,7 @@ export async function listPoolsWithUsage(em: EntityManager, workspaceId: string,
 
 /** The accounts a claim just gave messages to: their minimum interval counts from now. */
 export async function noteClaimed(em: EntityManager, accountIds: string[], now: Date): Promise<void> {
-  await sql(em, `update sender_accounts set last_sent_at = ? where id = any(?::text[])`, [now, accountIds]);
+  await sql(em, `update sender_accounts set last_sent_at = ? where id = any(?::text[])`, [now, accountIds], { name: 'claim.note_accounts' });
 }
 
 /** The identity and SMTP credentials (encrypted) of one account, for a one-off send. */
