@@ -75,10 +75,13 @@ export async function loadForSending(stmts: PreparedStatements, ids: string[]): 
  * generic plan scanned outbound_claimed_by_idx, every message this worker claimed and the dead
  * entries of those it sent since the last vacuum, 0.1 -> 0.7 ms per guard (issue 20). The
  * statements that find a claimed message by id and owner (messages/transitions.ts) do the same.
+ * The campaign's and enrollment's status are compared from a lookup by id for the same reason:
+ * `exists (... where e.id = ... and e.status = 'active')` may be planned as a scan of the partial
+ * index of active enrollments (messages/transitions.ts markSent says more).
  */
 export const GUARD_PASSES = `m.state = 'sending' and m.claimed_by is not distinct from ?
-        and exists (select 1 from campaigns c where c.id = m.campaign_id and c.status = 'running')
-        and exists (select 1 from enrollments e where e.id = m.enrollment_id and e.status = 'active')
+        and (select c.status from campaigns c where c.id = m.campaign_id) = 'running'
+        and (select e.status from enrollments e where e.id = m.enrollment_id) = 'active'
         and not exists (select 1 from suppressions s where s.workspace_id = m.workspace_id and s.email_key = lower(m.to_email))`;
 
 /** Extends the lease of the messages this worker still holds (claimed, not yet recorded). */

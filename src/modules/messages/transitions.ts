@@ -107,6 +107,72 @@ export interface AcceptedOutcome {
 }
 
 /**
+ * markSent's statement (exported for the test of its plan). Parameters: the nine arrays of the
+ * batch (id, sent, response, mid, subject, in_reply_to, refs, next_id, event_id), the worker's
+ * id, the guards' ids, the worker's id again.
+ */
+export const ACCEPTED_SQL = `with t as (
+     select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+       as t(id, sent, response, mid, subject, in_reply_to, refs, next_id, event_id)
+   ), mine as (
+     -- by primary key (see markSent): locked, then tested on the row as locked
+     select x.id from t cross join lateral (
+       select id, state, claimed_by from outbound_messages where id = t.id offset 0 for update) x
+      where x.state = 'sending' and x.claimed_by is not distinct from ?
+   ), m as (
+     update outbound_messages o set state = 'sent', sent_at = t.sent::timestamptz, smtp_response = t.response, lease_until = null,
+            updated_at = t.sent::timestamptz, message_id_header = t.mid, subject = t.subject, in_reply_to = t.in_reply_to,
+            references_header = t.refs
+       from t join mine on mine.id = t.id
+      where o.id = t.id
+      returning o.id, o.workspace_id, o.campaign_id, o.enrollment_id, o.lead_id, o.step_index, o.to_email, o.message_id_header,
+                o.sender_account_id, t.sent, t.next_id, t.event_id
+   ), nxt as (
+     select m.*, s.step_index as next_step, s.delay_hours
+       from m join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index + 1
+      where (select en.status from enrollments en where en.id = m.enrollment_id) = 'active'
+   ), ins as (
+     insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
+     select next_id, workspace_id, campaign_id, enrollment_id, lead_id, next_step,
+            case when delay_hours > 0 then 'scheduled' else 'queued' end,
+            sent::timestamptz + delay_hours * interval '1 hour', to_email, sent::timestamptz, sent::timestamptz
+       from nxt
+     on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
+     returning campaign_id, state
+   ), e as (
+     update enrollments en set last_event = 'sent', last_event_at = m.sent::timestamptz, updated_at = m.sent::timestamptz,
+            sender_account_id = m.sender_account_id,
+            status = case when en.status = 'active' and not exists (select 1 from nxt where nxt.enrollment_id = en.id) then 'completed' else en.status end
+       from m where en.id = m.enrollment_id
+      returning en.id
+   ), k as (
+     select m.campaign_id, count(*) as n,
+            (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'queued') as q,
+            (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'scheduled') as s
+       from m group by m.campaign_id
+   ), c as (
+     update campaign_counters cc set sent = sent + k.n, delivered = delivered + k.n, queued = queued - k.n + k.q, scheduled = scheduled + k.s
+       from k where cc.campaign_id = k.campaign_id
+      returning 1
+   ), ev as (
+     insert into events (id, workspace_id, type, data, created_at)
+     select event_id, workspace_id, 'message.sent',
+            ${MESSAGE_SENT_DATA},
+            sent::timestamptz
+       from m
+      where exists (select 1 from webhooks w where w.workspace_id = m.workspace_id and 'message.sent' = any(w.events))
+      returning 1
+   ), g as (
+     -- by primary key, one lookup per id, as in mine (see markSent)
+     select m.id from unnest(?::text[]) as gid(id)
+       cross join lateral (select * from outbound_messages m where m.id = gid.id offset 0) m
+      where ${GUARD_PASSES}
+   )
+   select 'sent' as k, id from m
+   union all
+   select 'go', id from g`;
+
+/**
  * Accepted outcomes as one statement (its own transaction): each message is sent with the
  * server's reply and its rendered headers, its account becomes the enrollment's (sticky: the
  * lead's follow-ups go through it), the next step is scheduled (or the enrollment completes),
@@ -121,11 +187,20 @@ export interface AcceptedOutcome {
  * own (on these machines a round trip's system calls cost more than the guard's execution).
  * With no outcome in the batch it is the guard alone (it writes nothing, so nothing to commit).
  *
- * `mine` finds each message by its primary key (a lateral lookup per id) and locks it while it
- * is still ours; the update then matches on the id alone. With `state = 'sending'` in the
- * update's own condition the planner scanned the whole `state = 'sending'` partial index
- * (outbound_sending_sender_idx: every claimed message of every worker, and the dead entries of
- * those sent since the last vacuum, ~1,100 in the benchmark) and hash-joined it with the batch.
+ * Every row is found by its primary key, one lookup per id, and the state it must be in is
+ * tested on the row found, outside the lookup (`offset 0` keeps the test from being pushed into
+ * it; the enrollment's and campaign's status are compared from scalar subqueries by id). A
+ * lookup that carries `state = 'sending'` (or `status = 'active'`) matches the predicate of
+ * the partial indexes over those states (outbound_claimed_by_idx, outbound_sending_*_idx,
+ * enrollments_active_campaign_idx), and the planner read one whole, filtering on the id: every
+ * message claimed by any worker plus the dead entries of those sent since the last vacuum,
+ * for each statement, or every active enrollment, whenever the statistics made the index look
+ * small (a table analyzed before a campaign queued its messages). The guards read that way
+ * (`m.id = any(...)` with the conditions) were a full scan of outbound_claimed_by_idx in every
+ * statement, guards or not (~280 entries, 0.1 ms), a quarter of PostgreSQL's CPU per message
+ * in bench:send (docs/benchmarks.md, issue 20, session 13). `mine` locks each row and then tests
+ * it as locked (FOR UPDATE waits for a concurrent writer and returns the row's latest version);
+ * the update then matches on the id alone.
  */
 export async function markSent(
   stmts: PreparedStatements,
@@ -135,62 +210,7 @@ export async function markSent(
 ): Promise<{ sent: Set<string>; go: Set<string> }> {
     const rows = await stmts.run<{ k: 'sent' | 'go'; id: string }>(
       'sending.accepted',
-      `with t as (
-         select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
-           as t(id, sent, response, mid, subject, in_reply_to, refs, next_id, event_id)
-       ), mine as (
-         -- by primary key: the owner test is not indexable on purpose (see send.ts guard)
-         select x.id from t cross join lateral (
-           select id from outbound_messages where id = t.id and state = 'sending' and claimed_by is not distinct from ? for update) x
-       ), m as (
-         update outbound_messages o set state = 'sent', sent_at = t.sent::timestamptz, smtp_response = t.response, lease_until = null,
-                updated_at = t.sent::timestamptz, message_id_header = t.mid, subject = t.subject, in_reply_to = t.in_reply_to,
-                references_header = t.refs
-           from t join mine on mine.id = t.id
-          where o.id = t.id
-          returning o.id, o.workspace_id, o.campaign_id, o.enrollment_id, o.lead_id, o.step_index, o.to_email, o.message_id_header,
-                    o.sender_account_id, t.sent, t.next_id, t.event_id
-       ), nxt as (
-         select m.*, s.step_index as next_step, s.delay_hours
-           from m join enrollments en on en.id = m.enrollment_id and en.status = 'active'
-           join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index + 1
-       ), ins as (
-         insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
-         select next_id, workspace_id, campaign_id, enrollment_id, lead_id, next_step,
-                case when delay_hours > 0 then 'scheduled' else 'queued' end,
-                sent::timestamptz + delay_hours * interval '1 hour', to_email, sent::timestamptz, sent::timestamptz
-           from nxt
-         on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
-         returning campaign_id, state
-       ), e as (
-         update enrollments en set last_event = 'sent', last_event_at = m.sent::timestamptz, updated_at = m.sent::timestamptz,
-                sender_account_id = m.sender_account_id,
-                status = case when en.status = 'active' and not exists (select 1 from nxt where nxt.enrollment_id = en.id) then 'completed' else en.status end
-           from m where en.id = m.enrollment_id
-          returning en.id
-       ), k as (
-         select m.campaign_id, count(*) as n,
-                (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'queued') as q,
-                (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'scheduled') as s
-           from m group by m.campaign_id
-       ), c as (
-         update campaign_counters cc set sent = sent + k.n, delivered = delivered + k.n, queued = queued - k.n + k.q, scheduled = scheduled + k.s
-           from k where cc.campaign_id = k.campaign_id
-          returning 1
-       ), ev as (
-         insert into events (id, workspace_id, type, data, created_at)
-         select event_id, workspace_id, 'message.sent',
-                ${MESSAGE_SENT_DATA},
-                sent::timestamptz
-           from m
-          where exists (select 1 from webhooks w where w.workspace_id = m.workspace_id and 'message.sent' = any(w.events))
-          returning 1
-       ), g as (
-         select m.id from outbound_messages m where m.id = any(?::text[]) and ${GUARD_PASSES}
-       )
-       select 'sent' as k, id from m
-       union all
-       select 'go', id from g`,
+      ACCEPTED_SQL,
       [
         batch.map((p) => p.id),
         batch.map((p) => p.at.toISOString()),
