@@ -252,7 +252,7 @@ if (process.env.BENCH_PG_BREAKDOWN) {
 }
 if (stmts) {
   console.log(`statements per message (pg_stat_statements, the worker's and the start request's): ${(stmts.calls / COUNT).toFixed(2)}; execution ${((stmts.execMs * 1000) / COUNT).toFixed(0)} us, planning ${((stmts.planMs * 1000) / COUNT).toFixed(0)} us per message`);
-  for (const q of stmts.top) console.log(`  ${String(q.calls).padStart(7)} calls ${q.ms.toFixed(0).padStart(6)} ms ${String(q.plans).padStart(6)} plans ${q.plan_ms.toFixed(0).padStart(5)} ms  ${q.query}`);
+  for (const q of stmts.top) console.log(`  ${String(q.calls).padStart(7)} calls ${q.ms.toFixed(0).padStart(6)} ms ${String(q.plans).padStart(6)} plans ${q.plan_ms.toFixed(0).padStart(5)} ms ${String(q.jit_fns).padStart(5)} jit fns ${q.jit_ms.toFixed(0).padStart(5)} jit ms  ${q.query}`);
 }
 sink.send({ cmd: 'exit' });
 await env.close();

@@ -83,14 +83,15 @@ export async function benchEnvironment() {
       return json;
     },
     /** pg_stat_statements of this database (BENCH_PG_STATEMENTS=1), or null: reset, or read the totals. */
-    async statementStats(reset = false): Promise<null | { calls: number; execMs: number; planMs: number; top: Array<{ calls: number; ms: number; plan_ms: number; plans: number; query: string }> }> {
+    async statementStats(reset = false): Promise<null | { calls: number; execMs: number; planMs: number; top: Array<{ calls: number; ms: number; plan_ms: number; plans: number; jit_fns: number; jit_ms: number; query: string }> }> {
       if (!withStatements) return null;
       if (reset) {
         await pool.query('select pg_stat_statements_reset()');
         return null;
       }
       const { rows } = await pool.query(
-        `select calls::int, total_exec_time as ms, total_plan_time as plan_ms, plans::int, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
+        `select calls::int, total_exec_time as ms, total_plan_time as plan_ms, plans::int, jit_functions::int as jit_fns,
+                jit_generation_time + jit_inlining_time + jit_optimization_time + jit_emission_time as jit_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
            from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database()) order by total_exec_time desc`,
       );
       return {

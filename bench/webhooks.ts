@@ -237,7 +237,7 @@ async function main() {
   const stmts = await env.statementStats();
   if (stmts) {
     console.log(`statements per delivery: ${(stmts.calls / COUNT).toFixed(2)}; execution ${((stmts.execMs * 1000) / COUNT).toFixed(0)} us, planning ${((stmts.planMs * 1000) / COUNT).toFixed(0)} us per delivery`);
-    for (const q of stmts.top) console.log(`  ${String(q.calls).padStart(7)} calls ${q.ms.toFixed(0).padStart(6)} ms ${String(q.plans).padStart(6)} plans ${q.plan_ms.toFixed(0).padStart(5)} ms  ${q.query}`);
+    for (const q of stmts.top) console.log(`  ${String(q.calls).padStart(7)} calls ${q.ms.toFixed(0).padStart(6)} ms ${String(q.plans).padStart(6)} plans ${q.plan_ms.toFixed(0).padStart(5)} ms ${String(q.jit_fns).padStart(5)} jit fns ${q.jit_ms.toFixed(0).padStart(5)} jit ms  ${q.query}`);
   }
   const rss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))![1]) / 1024;
   await ask('reset');
