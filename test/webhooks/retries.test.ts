@@ -50,6 +50,39 @@ describe('webhook delivery: attempts, retries, timeouts, the delivery log', func
     assert.match(w.app.logs.text, /webhook delivery failed for good/);
   });
 
+  it('a request that cannot be prepared (a signing secret that does not decrypt) is a failed attempt with its reason; its retries run out and it ends failed', async () => {
+    const { key, hook } = await oneHookOneEvent();
+    // As after a change of MAILGATE_SECRET_KEY: the stored secret no longer decrypts.
+    await db.query(`update webhooks set signing_secret_enc = 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA' where id = $1`, [hook.id]);
+    const t0 = w.clock.now().getTime();
+    const r = await dispatcher.runRound();
+    assert.equal(r.retrying, 1);
+    let d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'pending');
+    assert.equal(d.nextAttemptAt, new Date(t0 + DELAYS[0]).toISOString());
+    assert.equal(d.attempts.length, 1);
+    assert.equal(d.attempts[0].statusCode, null);
+    assert.match(d.attempts[0].error, /^the request could not be prepared: /);
+    for (const delay of DELAYS) {
+      w.clock.advance(delay);
+      await dispatcher.runRound();
+    }
+    d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'failed');
+    assert.equal(d.nextAttemptAt, null);
+    assert.equal(d.attempts.length, 6);
+    assert.equal(w.receiver.received.length, 0, 'nothing unsigned reached the receiver');
+    assert.match(w.app.logs.text, /a webhook request could not be prepared/);
+    // The repair: a new secret, then a manual retry, delivered and signed with the new secret.
+    const rotated = await w.app.request('POST', `/v1/webhooks/${hook.id}/rotate-secret`, { key });
+    assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
+    assert.equal((await w.app.request('POST', `/v1/webhooks/${hook.id}/deliveries/${d.id}/retry`, { key })).status, 200);
+    await dispatcher.runRound();
+    assert.equal((await attemptsOf(key, hook.id)).state, 'delivered');
+    assert.equal(w.receiver.received.length, 1);
+    assert.ok(verifySignature(w.receiver.received[0], rotated.body.signingSecret));
+  });
+
   it('a receiver that hangs past the timeout is a failed attempt (no status, a timeout error), retried later', async () => {
     w.receiver.respond = () => 'hang';
     const { key, hook } = await oneHookOneEvent();

@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps.ts';
 import type { RecurringJob } from '../../jobs/agenda.ts';
 import { PreparedStatements } from '../../db/statements.ts';
-import { WebhookHttpClient, type Resolver } from '../../adapters/http-client.ts';
+import { WebhookHttpClient, describeRequestError, type PostOutcome, type Resolver } from '../../adapters/http-client.ts';
 import type { ClaimedDelivery, DeliveryState } from './entities.ts';
 import { envelope, deliveryHeaders } from './payload.ts';
 import { DeliveryRound, type WebhookRoundResult } from './round.ts';
@@ -240,9 +240,21 @@ export class WebhookDispatcher {
     const number = c.attemptCount + 1;
     try {
       const at = this.deps.clock.now();
-      const secret = this.secret(c.signingSecretEnc);
-      const body = envelope({ eventId: c.eventId, event: c.event, eventCreatedAt: c.eventCreatedAt, webhookId: c.webhookId, data: c.data });
-      const r = await this.http.post(c.url, body, deliveryHeaders({ secret, body, eventId: c.eventId, at, attempt: number }));
+      let r: PostOutcome;
+      try {
+        const secret = this.secret(c.signingSecretEnc);
+        const body = envelope({ eventId: c.eventId, event: c.event, eventCreatedAt: c.eventCreatedAt, webhookId: c.webhookId, data: c.data });
+        r = await this.http.post(c.url, body, deliveryHeaders({ secret, body, eventId: c.eventId, at, attempt: number }));
+      } catch (err) {
+        // This delivery's own request could not be made (its signing secret does not decrypt
+        // under this MAILGATE_SECRET_KEY, say): a failed attempt like any other, recorded with
+        // the reason, so its retries run out and it ends `failed` instead of coming back at
+        // every lease expiry without ever being recorded.
+        this.deps.log.error({ err, webhookId: c.webhookId, deliveryId: c.id }, 'a webhook request could not be prepared; the attempt is recorded as failed');
+        const e = err instanceof Error ? (err as Error & { code?: string }) : new Error(String(err));
+        const why = describeRequestError(Object.assign(new Error(`the request could not be prepared: ${e.message}`), { code: (e as { code?: string }).code }));
+        r = { statusCode: null, error: why.error, durationMs: 0 };
+      }
       const ok = r.statusCode !== null && r.statusCode >= 200 && r.statusCode < 300;
       let error = r.error;
       if (!ok && r.statusCode !== null)
