@@ -240,21 +240,8 @@ export class WebhookDispatcher {
     const number = c.attemptCount + 1;
     try {
       const at = this.deps.clock.now();
-      let r: PostOutcome;
-      try {
-        const secret = this.secret(c.signingSecretEnc);
-        const body = envelope({ eventId: c.eventId, event: c.event, eventCreatedAt: c.eventCreatedAt, webhookId: c.webhookId, data: c.data });
-        r = await this.http.post(c.url, body, deliveryHeaders({ secret, body, eventId: c.eventId, at, attempt: number }));
-      } catch (err) {
-        // This delivery's own request could not be made (its signing secret does not decrypt
-        // under this MAILGATE_SECRET_KEY, say): a failed attempt like any other, recorded with
-        // the reason, so its retries run out and it ends `failed` instead of coming back at
-        // every lease expiry without ever being recorded.
-        this.deps.log.error({ err, webhookId: c.webhookId, deliveryId: c.id }, 'a webhook request could not be prepared; the attempt is recorded as failed');
-        const e = err instanceof Error ? (err as Error & { code?: string }) : new Error(String(err));
-        const why = describeRequestError(Object.assign(new Error(`the request could not be prepared: ${e.message}`), { code: (e as { code?: string }).code }));
-        r = { statusCode: null, error: why.error, durationMs: 0 };
-      }
+      const request = this.request(c, at, number);
+      const r: PostOutcome = 'error' in request ? { statusCode: null, error: request.error, durationMs: 0 } : await this.http.post(c.url, request.body, request.headers);
       const ok = r.statusCode !== null && r.statusCode >= 200 && r.statusCode < 300;
       let error = r.error;
       if (!ok && r.statusCode !== null)
@@ -278,6 +265,25 @@ export class WebhookDispatcher {
       void written.finally(() => writes.delete(written));
     } catch (err) {
       this.deps.log.error({ err, deliveryId: c.id }, 'a webhook attempt could not be completed; the delivery is retried when its claim runs out');
+    }
+  }
+
+  /**
+   * The signed request of an attempt, or why it could not be made (its signing secret does not
+   * decrypt under this MAILGATE_SECRET_KEY, say): then the attempt fails with that reason like
+   * any other, so its retries run out and the delivery ends `failed` instead of coming back at
+   * every lease expiry without ever being recorded.
+   */
+  private request(c: ClaimedDelivery, at: Date, attempt: number): { body: Buffer; headers: Record<string, string> } | { error: string | null } {
+    try {
+      const secret = this.secret(c.signingSecretEnc);
+      const body = envelope({ eventId: c.eventId, event: c.event, eventCreatedAt: c.eventCreatedAt, webhookId: c.webhookId, data: c.data });
+      return { body, headers: deliveryHeaders({ secret, body, eventId: c.eventId, at, attempt }) };
+    } catch (err) {
+      this.deps.log.error({ err, webhookId: c.webhookId, deliveryId: c.id }, 'a webhook request could not be prepared; the attempt is recorded as failed');
+      const e = err as Error & { code?: string };
+      const reason = err instanceof Error ? `${e.code ? `${e.code}: ` : ''}${e.message}` : String(err);
+      return { error: describeRequestError(new Error(`the request could not be prepared: ${reason}`)).error };
     }
   }
 
