@@ -7,13 +7,17 @@
 //  - mailgate: 10,000 events committed to the outbox (20 transactions of 500), delivered by a
 //    real `serve --role worker` process (Agenda job, fan-out, claims, leases, signed POSTs,
 //    recorded attempts) trusting the receiver's CA through NODE_EXTRA_CA_CERTS;
-//  - paced: 2,000 events committed at 200/s, to show the commit-to-receipt lag at steady load.
+//  - paced: 2,000 events committed at 200/s, to show the commit-to-receipt lag at steady load;
+//  - floor: 10,000 more events committed the same way, delivered by a loop in this process that
+//    does the least database work any design recording each event's fan-out and each delivery's
+//    outcome must do (floorRun): it bounds the ratio mailgate can reach in this bench.
 // For reference it also runs the bare loop over undici (the daemon's HTTP client), which costs
 // less per request than node:https; the issue's ratio is against the node:https loop.
-// Prints deliveries per second for both, the ratio (target >= 0.7, issue 20) and p50/p95 lag from each
-// event's commit to its receipt.
+// Prints deliveries per second for each, the ratio (target >= 0.7, issue 20), p50/p95 lag from each
+// event's commit to its receipt, and the CPU per delivery of every process on each side.
 import https from 'node:https';
 import { fork, spawn } from 'node:child_process';
+import pg from 'pg';
 import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -57,6 +61,12 @@ if (process.env.BENCH_WEBHOOK_RECEIVER) {
 
 function cpuMs(u: NodeJS.CpuUsage): number {
   return (u.user + u.system) / 1000;
+}
+
+/** A process's CPU so far (utime + stime, in clock ticks of 10 ms), in ms. */
+function procCpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
 }
 
 async function main() {
@@ -119,6 +129,7 @@ async function main() {
       });
     let next = 0;
     const cpu0 = process.cpuUsage();
+    const receiverCpu0 = procCpuMs(receiver.pid!);
     const t0 = performance.now();
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
@@ -131,9 +142,10 @@ async function main() {
     const connections = await waitForCount(COUNT);
     const ms = performance.now() - t0;
     const cpu = cpuMs(process.cpuUsage(cpu0));
+    const receiverCpu = procCpuMs(receiver.pid!) - receiverCpu0;
     agent.destroy();
     await ask('reset');
-    return { ms, cpu, connections };
+    return { ms, cpu, receiverCpu, connections };
   };
   const bareBefore = await bareRun();
   let t: number;
@@ -143,6 +155,7 @@ async function main() {
   const { Pool } = await import('undici');
   const pool = new Pool(`https://127.0.0.1:${port}`, { connections: CONCURRENCY, connect: { ca: certs.ca } });
   let next = 0;
+  const undiciCpu0 = process.cpuUsage();
   t = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -157,6 +170,7 @@ async function main() {
   );
   await waitForCount(COUNT);
   const undiciMs = performance.now() - t;
+  const undiciCpuMs = cpuMs(process.cpuUsage(undiciCpu0));
   await pool.close();
   await ask('reset');
 
@@ -199,11 +213,110 @@ async function main() {
     return commits.flatMap((c) => c.ids.map((id) => received.get(id)! - c.at));
   };
 
-  const workerCpu = () => {
-    // utime + stime, in clock ticks (100 per second on Linux)
-    const f = readFileSync(`/proc/${worker.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
+  /**
+   * The floor: the bare loop over undici (CONCURRENCY in flight, this process) plus the least
+   * database work any design must do that records each event's fan-out and each delivery with
+   * its outcome: per batch of 64 events one statement that takes and marks them, and per 64
+   * outcomes one insert of finished deliveries into webhook_deliveries (its indexes are the
+   * API's), on a pool with asynchronous commit like the dispatcher's. It is not crash-safe (an
+   * event is marked before its POST) and keeps no lease or retry state: no design that is can
+   * do less. The events are committed exactly as for mailgate, and timed the same way. The
+   * ratio floor / bare bounds what mailgate can reach in this bench on this machine.
+   */
+  const floorRun = async () => {
+    const fpool = new pg.Pool({ connectionString: env.url, max: 3, options: '-c synchronous_commit=off' });
+    // undici, the daemon's client (cheaper per request than node:https): the floor's loop is the better of the two bare loops.
+    const http = new Pool(`https://127.0.0.1:${port}`, { connections: CONCURRENCY, connect: { ca: certs.ca } });
+    type Ev = { id: string; type: 'message.sent'; data: Record<string, unknown>; created_at: Date };
+    const queue: Ev[] = [];
+    const outcomes: Array<{ id: string; eventId: string; at: string; status: number; ms: number }> = [];
+    const writes: Array<Promise<unknown>> = [];
+    let taken = 0;
+    let fetching = false;
+    const waiting: Array<() => void> = [];
+    const nudge = () => {
+      for (const w of waiting.splice(0)) w();
+    };
+    const flush = () => {
+      const batch = outcomes.splice(0);
+      writes.push(
+        fpool.query(
+          `insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, attempt_count, attempts, created_at, updated_at)
+           select t.id, $1, $2, t.event_id, 'delivered', 1, jsonb_build_array(jsonb_build_object('at', t.at, 'statusCode', t.status, 'error', null, 'durationMs', t.ms)), now(), now()
+             from unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::int[]) as t(id, event_id, at, status, ms)`,
+          [env.workspaceId, webhookId, batch.map((o) => o.id), batch.map((o) => o.eventId), batch.map((o) => o.at), batch.map((o) => o.status), batch.map((o) => o.ms)],
+        ),
+      );
+    };
+    const fetchMore = async () => {
+      fetching = true;
+      try {
+        while (taken < COUNT && queue.length < 4 * CONCURRENCY) {
+          const { rows } = await fpool.query<Ev>(
+            `with ev as (select id from events where fanned_out_at is null order by created_at limit 64 for update skip locked)
+             update events e set fanned_out_at = now() from ev where e.id = ev.id returning e.id, e.type, e.data, e.created_at`,
+          );
+          taken += rows.length;
+          queue.push(...rows);
+          nudge();
+          if (!rows.length) await new Promise((r) => setTimeout(r, 2));
+        }
+      } finally {
+        fetching = false;
+      }
+    };
+    const post = async (e: Ev) => {
+      const body = envelope({ eventId: e.id, event: e.type, eventCreatedAt: e.created_at, webhookId, data: e.data });
+      const headers = deliveryHeaders({ secret: signingSecret, body, eventId: e.id, at: new Date(), attempt: 1 });
+      const res = await http.request({ path: '/hook', method: 'POST', headers, body });
+      await res.body.dump();
+      return res.statusCode;
+    };
+    const pgAt = pgCpu();
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const committing = (async () => {
+      const out: Array<{ ids: string[]; at: number }> = [];
+      for (let i = 0; i < COUNT; i += 500) {
+        out.push(await commitEvents(2 * COUNT + i, Math.min(500, COUNT - i)));
+        if (!fetching) void fetchMore();
+      }
+      return out;
+    })();
+    let posted = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (posted < COUNT) {
+          if (!queue.length) {
+            if (!fetching) void fetchMore();
+            await new Promise<void>((r) => waiting.push(r));
+            continue;
+          }
+          if (queue.length < 2 * CONCURRENCY && !fetching) void fetchMore();
+          const e = queue.shift()!;
+          posted++;
+          const at = new Date();
+          const status = await post(e);
+          outcomes.push({ id: newId('dlv'), eventId: e.id, at: at.toISOString(), status, ms: Date.now() - at.getTime() });
+          if (outcomes.length >= 64) flush();
+          nudge();
+        }
+      }),
+    );
+    if (outcomes.length) flush();
+    await Promise.all(writes);
+    await waitForCount(COUNT);
+    const ms = performance.now() - t0;
+    const cpu = cpuMs(process.cpuUsage(cpu0));
+    let pgMs = 0;
+    for (const [pid, v] of pgCpu()) pgMs += v - (pgAt.get(pid) ?? 0);
+    const floorLag = await lags(await committing);
+    await http.close();
+    await fpool.end();
+    return { ms, cpu, pgMs, lag: floorLag };
   };
+
+  const workerCpu = () => procCpuMs(worker.pid!);
   // PostgreSQL's CPU: the postmaster and every backend it runs (by parent pid), summed.
   const { rows: [{ pid: backendPid }] } = await env.pool.query('select pg_backend_pid() as pid');
   const postmaster = Number(readFileSync(`/proc/${backendPid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
@@ -222,6 +335,7 @@ async function main() {
   };
   const pgCpuAt = pgCpu();
   const workerCpuAt = workerCpu();
+  const receiverCpuAt = procCpuMs(receiver.pid!);
   await env.statementStats(true);
   t = performance.now();
   const commits: Array<{ ids: string[]; at: number }> = [];
@@ -230,6 +344,7 @@ async function main() {
   const mailgateConnections = await waitForCount(COUNT);
   const mailgateMs = performance.now() - t;
   const workerCpuMs = workerCpu() - workerCpuAt;
+  const receiverCpuMs = procCpuMs(receiver.pid!) - receiverCpuAt;
   let pgCpuMs = 0;
   for (const [pid, ms] of pgCpu()) pgCpuMs += ms - (pgCpuAt.get(pid) ?? 0);
   const backlogLag = await lags(commits);
@@ -268,9 +383,12 @@ async function main() {
   worker.kill('SIGTERM');
   await new Promise((r) => worker.once('exit', r));
   await ask('reset');
+  const floor = await floorRun();
+  await ask('reset');
   const bareAfter = await bareRun();
   const bareMs = (bareBefore.ms + bareAfter.ms) / 2;
   const bareCpuMs = (bareBefore.cpu + bareAfter.cpu) / 2;
+  const bareReceiverCpuMs = (bareBefore.receiverCpu + bareAfter.receiverCpu) / 2;
   const bareConnections = bareAfter.connections;
 
   const bareRate = COUNT / (bareMs / 1000);
@@ -285,10 +403,22 @@ async function main() {
     `mailgate worker (${CONCURRENCY} in flight): ${COUNT} in ${(mailgateMs / 1000).toFixed(2)} s from the first commit = ${mgRate.toFixed(0)} deliveries/s ` +
       `(events committed in ${(committedMs / 1000).toFixed(2)} s); lag commit -> receipt ${fmt(backlogLag)}`,
   );
-  console.log(`CPU: bare loop ${(bareCpuMs / 1000).toFixed(2)} s, worker ${(workerCpuMs / 1000).toFixed(2)} s (per delivery ${((bareCpuMs * 1000) / COUNT).toFixed(0)} us vs ${((workerCpuMs * 1000) / COUNT).toFixed(0)} us); PostgreSQL ${(pgCpuMs / 1000).toFixed(2)} s`);
-  console.log(`for reference, the same bare loop over undici: ${COUNT} in ${(undiciMs / 1000).toFixed(2)} s = ${(COUNT / (undiciMs / 1000)).toFixed(0)} deliveries/s (mailgate / it: ${(mgRate / (COUNT / (undiciMs / 1000))).toFixed(2)})`);
+  const us = (ms: number) => `${((ms * 1000) / COUNT).toFixed(0)} us`;
+  console.log(`CPU: bare loop ${(bareCpuMs / 1000).toFixed(2)} s, worker ${(workerCpuMs / 1000).toFixed(2)} s (per delivery ${us(bareCpuMs)} vs ${us(workerCpuMs)}); PostgreSQL ${(pgCpuMs / 1000).toFixed(2)} s`);
+  console.log(
+    `CPU per delivery, every process: bare = loop ${us(bareCpuMs)} + receiver ${us(bareReceiverCpuMs)}; ` +
+      `mailgate = worker ${us(workerCpuMs)} + PostgreSQL ${us(pgCpuMs)} + receiver ${us(receiverCpuMs)} (this script's event commits are in PostgreSQL's share)`,
+  );
+  console.log(
+    `for reference, the same bare loop over undici: ${COUNT} in ${(undiciMs / 1000).toFixed(2)} s = ${(COUNT / (undiciMs / 1000)).toFixed(0)} deliveries/s, ${us(undiciCpuMs)} CPU per delivery (mailgate / it: ${(mgRate / (COUNT / (undiciMs / 1000))).toFixed(2)})`,
+  );
   console.log(`TLS connections opened: bare loop ${bareConnections}, mailgate ${mailgateConnections}`);
   console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.7, issue 20)`);
+  const floorRate = COUNT / (floor.ms / 1000);
+  console.log(
+    `floor (the bare undici loop + one statement per 64 events to take them + one insert per 64 finished deliveries): ${COUNT} in ${(floor.ms / 1000).toFixed(2)} s = ${floorRate.toFixed(0)} deliveries/s, ` +
+      `ratio floor / bare ${(floorRate / bareRate).toFixed(2)}, mailgate / floor ${(mgRate / floorRate).toFixed(2)}; CPU per delivery: loop ${us(floor.cpu)} + PostgreSQL ${us(floor.pgMs)}; lag ${fmt(floor.lag)}`,
+  );
   console.log(`paced ${PACED} events at ${PACED_RATE}/s: lag commit -> receipt ${fmt(pacedLag)}`);
   console.log(`rows: ${rows[0].delivered}/${rows[0].deliveries} deliveries delivered, ${rows[0].attempts} attempts; worker peak RSS ${rss.toFixed(0)} MB`);
   receiver.send({ cmd: 'exit' });
