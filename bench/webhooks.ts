@@ -153,7 +153,16 @@ async function main() {
   // --- for reference, the same bare loop over undici (the client the daemon uses), which costs
   // less per request than node:https. The ratio above is the issue's (a plain node:https loop).
   const { Pool } = await import('undici');
-  const pool = new Pool(`https://127.0.0.1:${port}`, { connections: CONCURRENCY, connect: { ca: certs.ca } });
+  type UndiciPool = InstanceType<typeof Pool>;
+  const undiciPool = () => new Pool(`https://127.0.0.1:${port}`, { connections: CONCURRENCY, connect: { ca: certs.ca } });
+  /** One signed POST over undici (the undici reference loop's and the floor's); answers the status. */
+  const undiciPost = async (pool: UndiciPool, body: Buffer, eventId: string) => {
+    const headers = deliveryHeaders({ secret: signingSecret, body, eventId, at: new Date(), attempt: 1 });
+    const res = await pool.request({ path: '/hook', method: 'POST', headers, body });
+    await res.body.dump();
+    return res.statusCode;
+  };
+  const pool = undiciPool();
   let next = 0;
   const undiciCpu0 = process.cpuUsage();
   t = performance.now();
@@ -161,10 +170,8 @@ async function main() {
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < COUNT) {
         const i = next++;
-        const headers = deliveryHeaders({ secret: signingSecret, body: bodies[i], eventId: `evt_bare${i}`, at: new Date(), attempt: 1 });
-        const res = await pool.request({ path: '/hook', method: 'POST', headers, body: bodies[i] });
-        await res.body.dump();
-        if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+        const status = await undiciPost(pool, bodies[i], `evt_bare${i}`);
+        if (status !== 200) throw new Error(`status ${status}`);
       }
     }),
   );
@@ -226,7 +233,7 @@ async function main() {
   const floorRun = async () => {
     const fpool = new pg.Pool({ connectionString: env.url, max: 3, options: '-c synchronous_commit=off' });
     // undici, the daemon's client (cheaper per request than node:https): the floor's loop is the better of the two bare loops.
-    const http = new Pool(`https://127.0.0.1:${port}`, { connections: CONCURRENCY, connect: { ca: certs.ca } });
+    const http = undiciPool();
     type Ev = { id: string; type: 'message.sent'; data: Record<string, unknown>; created_at: Date };
     const queue: Ev[] = [];
     const outcomes: Array<{ id: string; eventId: string; at: string; status: number; ms: number }> = [];
@@ -265,14 +272,9 @@ async function main() {
         fetching = false;
       }
     };
-    const post = async (e: Ev) => {
-      const body = envelope({ eventId: e.id, event: e.type, eventCreatedAt: e.created_at, webhookId, data: e.data });
-      const headers = deliveryHeaders({ secret: signingSecret, body, eventId: e.id, at: new Date(), attempt: 1 });
-      const res = await http.request({ path: '/hook', method: 'POST', headers, body });
-      await res.body.dump();
-      return res.statusCode;
-    };
+    const post = (e: Ev) => undiciPost(http, envelope({ eventId: e.id, event: e.type, eventCreatedAt: e.created_at, webhookId, data: e.data }), e.id);
     const pgAt = pgCpu();
+    const receiverAt = procCpuMs(receiver.pid!);
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const committing = (async () => {
@@ -308,12 +310,13 @@ async function main() {
     await waitForCount(COUNT);
     const ms = performance.now() - t0;
     const cpu = cpuMs(process.cpuUsage(cpu0));
+    const receiverMs = procCpuMs(receiver.pid!) - receiverAt;
     let pgMs = 0;
     for (const [pid, v] of pgCpu()) pgMs += v - (pgAt.get(pid) ?? 0);
     const floorLag = await lags(await committing);
     await http.close();
     await fpool.end();
-    return { ms, cpu, pgMs, lag: floorLag };
+    return { ms, cpu, pgMs, receiverMs, lag: floorLag };
   };
 
   const workerCpu = () => procCpuMs(worker.pid!);
@@ -417,7 +420,7 @@ async function main() {
   const floorRate = COUNT / (floor.ms / 1000);
   console.log(
     `floor (the bare undici loop + one statement per 64 events to take them + one insert per 64 finished deliveries): ${COUNT} in ${(floor.ms / 1000).toFixed(2)} s = ${floorRate.toFixed(0)} deliveries/s, ` +
-      `ratio floor / bare ${(floorRate / bareRate).toFixed(2)}, mailgate / floor ${(mgRate / floorRate).toFixed(2)}; CPU per delivery: loop ${us(floor.cpu)} + PostgreSQL ${us(floor.pgMs)}; lag ${fmt(floor.lag)}`,
+      `ratio floor / bare ${(floorRate / bareRate).toFixed(2)}, mailgate / floor ${(mgRate / floorRate).toFixed(2)}; CPU per delivery: loop ${us(floor.cpu)} + PostgreSQL ${us(floor.pgMs)} + receiver ${us(floor.receiverMs)}; lag ${fmt(floor.lag)}`,
   );
   console.log(`paced ${PACED} events at ${PACED_RATE}/s: lag commit -> receipt ${fmt(pacedLag)}`);
   console.log(`rows: ${rows[0].delivered}/${rows[0].deliveries} deliveries delivered, ${rows[0].attempts} attempts; worker peak RSS ${rss.toFixed(0)} MB`);
