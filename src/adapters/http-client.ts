@@ -111,37 +111,31 @@ export interface OnceResult {
 
 /**
  * One request's handler (undici's dispatch API: no response stream, the body is read and
- * dropped). One timer covers the whole attempt; a body still arriving at the deadline is cut
- * off (the answer is known by then, but the connection is not worth keeping). A class, not
- * closures, because it runs for every delivery.
+ * dropped). It answers at most once, with the status line or the reason there is none; a body
+ * still arriving when the attempt's timer fires is cut off (the answer is known by then, but the
+ * connection is not worth keeping). A class, not closures, because it runs for every delivery.
  */
 class AttemptHandler implements Dispatcher.DispatchHandler {
   private settled = false;
   private controller: Dispatcher.DispatchController | null = null;
-  private readonly timer: NodeJS.Timeout;
 
-  constructor(
-    private readonly resolve: (r: OnceResult) => void,
-    private readonly timeoutError: string,
-    ms: number,
-  ) {
-    this.timer = setTimeout(() => this.onTimeout(), ms);
-  }
+  constructor(private readonly attempt: Attempt) {}
 
   private settle(r: OnceResult): void {
     if (this.settled) return;
     this.settled = true;
-    this.resolve(r);
+    this.attempt.answered(this, r);
   }
 
-  private onTimeout(): void {
-    this.settle({ statusCode: null, error: this.timeoutError });
-    this.controller?.abort(new Error(this.timeoutError));
+  /** The attempt's time is up: answer with the timeout and drop the request. */
+  abort(error: string): void {
+    this.settle({ statusCode: null, error });
+    this.controller?.abort(new Error(error));
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.settled) controller.abort(new Error(this.timeoutError));
+    if (this.settled) controller.abort(new Error(this.attempt.timeoutError));
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
@@ -152,13 +146,83 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   onResponseData(): void {}
 
   onResponseEnd(): void {
-    clearTimeout(this.timer);
+    this.attempt.ended(this);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string; cause?: unknown }): void {
-    clearTimeout(this.timer);
+    this.failed(err);
+  }
+
+  failed(err: Error & { code?: string; cause?: unknown }): void {
+    this.attempt.ended(this);
     if (this.settled) return;
     this.settle(describeRequestError(err));
+  }
+}
+
+/**
+ * One POST of a webhook body: up to two requests (a connection closed under the first before
+ * any answer gets one more try) under one timer for the whole attempt, answered through a
+ * callback once. A class, not closures or promises, because it runs for every delivery.
+ */
+class Attempt {
+  private readonly started = performance.now();
+  private readonly timer: NodeJS.Timeout;
+  private current: AttemptHandler;
+  private tries = 0;
+  private done = false;
+
+  constructor(
+    private readonly client: Dispatcher,
+    private readonly target: Target,
+    private readonly body: Buffer,
+    private readonly headers: Record<string, string>,
+    readonly timeoutError: string,
+    private readonly timeoutMs: number,
+    private readonly cb: (r: PostOutcome) => void,
+  ) {
+    this.timer = setTimeout(Attempt.timeUp, timeoutMs, this);
+    this.current = this.send();
+  }
+
+  private static timeUp(a: Attempt): void {
+    a.current.abort(a.timeoutError);
+  }
+
+  private send(): AttemptHandler {
+    const h = new AttemptHandler(this);
+    this.current = h;
+    try {
+      this.client.dispatch({ origin: this.target.origin, path: this.target.path, method: 'POST', headers: this.headers, body: this.body }, h);
+    } catch (err) {
+      // A request the client refuses outright (a header value it rejects, say) fails like any
+      // other, so the caller hears of every attempt the same way.
+      h.failed(err instanceof Error ? err : new Error(String(err)));
+    }
+    return h;
+  }
+
+  answered(h: AttemptHandler, r: OnceResult): void {
+    if (h !== this.current || this.done) return;
+    // A connection closed under the request before any answer (typically a keep-alive
+    // connection the receiver closed while idle) is not the receiver's answer, so the request
+    // goes once more, on whatever connection the pool gives next. undici does not say whether a
+    // connection was reused, so this also retries a receiver that reads the request and then
+    // resets: it sees the POST twice (same event id), which receivers dedupe anyway.
+    const elapsed = performance.now() - this.started;
+    if (r.closed && this.tries === 0 && elapsed < this.timeoutMs) {
+      this.tries++;
+      this.send();
+      return;
+    }
+    this.done = true;
+    // The timer stays until the body has been read (ended), so a body that never ends is cut off.
+    if (r.statusCode === null) clearTimeout(this.timer);
+    this.cb({ statusCode: r.statusCode, error: r.error, durationMs: Math.round(elapsed) });
+  }
+
+  ended(h: AttemptHandler): void {
+    if (h === this.current && this.done) clearTimeout(this.timer);
   }
 }
 
@@ -190,8 +254,10 @@ const CLOSED_UNDER_US = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 export class WebhookHttpClient {
   private readonly agent: Agent;
   private readonly targets = new Map<string, Target>();
+  private readonly timeoutError: string;
 
   constructor(private readonly opts: WebhookHttpOptions) {
+    this.timeoutError = `timeout: no answer within ${opts.timeoutMs} ms`;
     const resolve = opts.resolve ?? systemResolver;
     const lookup = ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
       resolve(hostname).then(
@@ -247,29 +313,23 @@ export class WebhookHttpClient {
     return t;
   }
 
-  async post(rawUrl: string, body: Buffer, headers: Record<string, string>): Promise<PostOutcome> {
-    const started = performance.now();
-    const done = (statusCode: number | null, error: string | null): PostOutcome => ({ statusCode, error, durationMs: Math.round(performance.now() - started) });
-    const target = this.target(rawUrl);
-    if (target.refusal) return done(null, target.refusal);
-    const deadline = started + this.opts.timeoutMs;
-    // A connection closed under the request before any answer (typically a keep-alive
-    // connection the receiver closed while idle) is not the receiver's answer, so the request
-    // goes once more, on whatever connection the pool gives next. undici does not say whether a
-    // connection was reused, so this also retries a receiver that reads the request and then
-    // resets: it sees the POST twice (same event id), which receivers dedupe anyway.
-    for (let tries = 0; ; tries++) {
-      const r = await this.once(target, body, headers, deadline);
-      if (r.closed && tries === 0 && performance.now() < deadline) continue;
-      return done(r.statusCode, r.error);
-    }
+  /** POSTs `body` to `rawUrl`; resolves with the receiver's answer or why there is none. */
+  post(rawUrl: string, body: Buffer, headers: Record<string, string>): Promise<PostOutcome> {
+    return new Promise((resolve) => this.postThen(rawUrl, body, headers, resolve));
   }
 
-  private once(target: Target, body: Buffer, headers: Record<string, string>, deadline: number): Promise<OnceResult> {
-    return new Promise<OnceResult>((resolve) => {
-      const attempt = new AttemptHandler(resolve, `timeout: no answer within ${this.opts.timeoutMs} ms`, Math.max(0, deadline - performance.now()));
-      this.agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, attempt);
-    });
+  /**
+   * post() with a callback instead of a promise (the dispatcher's hot path). `cb` runs once;
+   * for a request the client refuses outright it may run before postThen returns.
+   */
+  postThen(rawUrl: string, body: Buffer, headers: Record<string, string>, cb: (r: PostOutcome) => void): void {
+    const target = this.target(rawUrl);
+    if (target.refusal) {
+      const refusal = target.refusal;
+      queueMicrotask(() => cb({ statusCode: null, error: refusal, durationMs: 0 }));
+      return;
+    }
+    new Attempt(this.agent, target, body, headers, this.timeoutError, this.opts.timeoutMs, cb);
   }
 
   close(): void {

@@ -34,6 +34,15 @@ export interface WebhookDispatchOptions {
 
 export type { WebhookRoundResult };
 
+/** Runs a writer's callback; a throw there (a logger failing, say) must not stop the writer. */
+function settle(done: (err: unknown, moved: boolean) => void, err: unknown, moved: boolean): void {
+  try {
+    done(err, moved);
+  } catch {
+    // nothing left to tell it to
+  }
+}
+
 /**
  * Writes attempt outcomes in batches, one statement each: a batch goes out once `minBatch`
  * outcomes wait or the oldest has waited `maxWaitMs`, and outcomes that arrive while a write
@@ -43,7 +52,7 @@ export type { WebhookRoundResult };
  * written again row by row, so one bad row cannot take the others with it.
  */
 class DeliveryOutcomeWriter {
-  private queue: Array<{ outcome: AttemptOutcome; done: (moved: boolean) => void; fail: (err: unknown) => void }> = [];
+  private queue: Array<{ outcome: AttemptOutcome; done: (err: unknown, moved: boolean) => void }> = [];
   private writing = false;
   private full: (() => void) | null = null;
 
@@ -54,12 +63,11 @@ class DeliveryOutcomeWriter {
     private readonly maxWaitMs: number,
   ) {}
 
-  record(outcome: AttemptOutcome): Promise<boolean> {
-    return new Promise((done, fail) => {
-      this.queue.push({ outcome, done, fail });
-      if (!this.writing) void this.drain();
-      else if (this.full && this.queue.length >= this.minBatch) this.full();
-    });
+  /** Queues an outcome; `done` gets the write's error, or whether the outcome moved its delivery on. */
+  record(outcome: AttemptOutcome, done: (err: unknown, moved: boolean) => void): void {
+    this.queue.push({ outcome, done });
+    if (!this.writing) void this.drain();
+    else if (this.full && this.queue.length >= this.minBatch) this.full();
   }
 
   /** Resolves when `minBatch` outcomes wait or after `maxWaitMs`. */
@@ -81,19 +89,22 @@ class DeliveryOutcomeWriter {
       while (this.queue.length) {
         await this.gather();
         const batch = this.queue.splice(0, 500);
+        let moved: boolean[] | null = null;
         try {
-          const moved = await recordOutcomes(this.db, batch.map((b) => b.outcome), this.deps.clock.now());
-          batch.forEach((b, i) => b.done(moved[i]));
+          moved = await recordOutcomes(this.db, batch.map((b) => b.outcome), this.deps.clock.now());
         } catch {
           for (const b of batch) {
+            let one: boolean;
             try {
-              const [moved] = await recordOutcomes(this.db, [b.outcome], this.deps.clock.now());
-              b.done(moved);
+              [one] = await recordOutcomes(this.db, [b.outcome], this.deps.clock.now());
             } catch (err) {
-              b.fail(err);
+              settle(b.done, err, false);
+              continue;
             }
+            settle(b.done, null, one);
           }
         }
+        if (moved) for (let i = 0; i < batch.length; i++) settle(batch[i].done, null, moved[i]);
       }
     } finally {
       this.writing = false;
@@ -187,7 +198,7 @@ export class WebhookDispatcher {
         stopping: () => this.stopping,
         claim: (limit, ahead) => this.claim(limit, ahead),
         fanOut: (limit, ahead, probe) => this.fanOut(limit, ahead, probe),
-        attempt: (c, result, writes) => this.attempt(c, result, writes),
+        attempt: (c, result, answered, written) => this.attempt(c, result, answered, written),
         giveBack: (claims) =>
           releaseClaims(this.db, claims, this.deps.clock.now()).catch((err) =>
             this.deps.log.warn({ err }, 'could not give back webhook claims; they return when their lease runs out'),
@@ -235,37 +246,73 @@ export class WebhookDispatcher {
     }
   }
 
-  /** One HTTP attempt; its outcome goes to the writer (tracked in `writes`). */
-  private async attempt(c: ClaimedDelivery, result: WebhookRoundResult, writes: Set<Promise<void>>): Promise<void> {
+  /**
+   * One HTTP attempt: the signed POST, then its outcome to the writer. `answered` runs when the
+   * receiver has answered (or there is no answer), `written` when the outcome is written or
+   * given up on (DeliveryRound). Callbacks, not promises: this runs for every delivery.
+   */
+  private attempt(c: ClaimedDelivery, result: WebhookRoundResult, answered: () => void, written: () => void): void {
     const number = c.attemptCount + 1;
+    const at = this.deps.clock.now();
+    const request = this.request(c, at, number);
+    if ('error' in request) {
+      this.answer(c, at, number, { statusCode: null, error: request.error, durationMs: 0 }, result, answered, written);
+      return;
+    }
+    let called = false;
     try {
-      const at = this.deps.clock.now();
-      const request = this.request(c, at, number);
-      const r: PostOutcome = 'error' in request ? { statusCode: null, error: request.error, durationMs: 0 } : await this.http.post(c.url, request.body, request.headers);
+      this.http.postThen(c.url, request.body, request.headers, (r) => {
+        called = true;
+        this.answer(c, at, number, r, result, answered, written);
+      });
+    } catch (err) {
+      // Not known to happen (the client reports its failures through the callback); if it does,
+      // the attempt fails with the reason like any other.
+      if (!called) this.answer(c, at, number, { ...describeRequestError(err as Error), durationMs: 0 }, result, answered, written);
+    }
+  }
+
+  /** The receiver's answer (or why there is none) as the attempt's outcome, handed to the writer. */
+  private answer(
+    c: ClaimedDelivery,
+    at: Date,
+    number: number,
+    r: PostOutcome,
+    result: WebhookRoundResult,
+    answered: () => void,
+    written: () => void,
+  ): void {
+    let outcome: AttemptOutcome;
+    try {
       const ok = r.statusCode !== null && r.statusCode >= 200 && r.statusCode < 300;
       let error = r.error;
       if (!ok && r.statusCode !== null)
         error = r.statusCode >= 300 && r.statusCode < 400 ? `receiver answered ${r.statusCode}, a redirect (redirects are not followed)` : `receiver answered ${r.statusCode}`;
       const delays = this.deps.config.webhookRetryDelays;
-      const end = this.deps.clock.now();
       const state: DeliveryState = ok ? 'delivered' : number > delays.length ? 'failed' : 'pending';
-      const outcome: AttemptOutcome = {
+      outcome = {
         deliveryId: c.id,
         leaseUntil: c.leaseUntil,
         attemptCount: c.attemptCount,
         attempt: { at, statusCode: r.statusCode, error, durationMs: r.durationMs },
         state,
-        nextAttemptAt: state === 'pending' ? new Date(end.getTime() + delays[number - 1]) : null,
+        nextAttemptAt: state === 'pending' ? new Date(this.deps.clock.now().getTime() + delays[number - 1]) : null,
       };
-      const written: Promise<void> = this.writer.record(outcome).then(
-        (moved) => this.recorded(c, outcome, moved, result),
-        (err: unknown) => this.deps.log.error({ err, deliveryId: c.id }, 'a webhook attempt could not be recorded; the delivery is retried when its claim runs out'),
-      );
-      writes.add(written);
-      void written.finally(() => writes.delete(written));
     } catch (err) {
       this.deps.log.error({ err, deliveryId: c.id }, 'a webhook attempt could not be completed; the delivery is retried when its claim runs out');
+      answered();
+      written();
+      return;
     }
+    answered();
+    this.writer.record(outcome, (err, moved) => {
+      try {
+        if (err) this.deps.log.error({ err, deliveryId: c.id }, 'a webhook attempt could not be recorded; the delivery is retried when its claim runs out');
+        else this.recorded(c, outcome, moved, result);
+      } finally {
+        written();
+      }
+    });
   }
 
   /**

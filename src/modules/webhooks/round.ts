@@ -43,8 +43,12 @@ export interface RoundWork {
   stopping(): boolean;
   claim(limit: number, ahead: number): Promise<ClaimedDelivery[]>;
   fanOut(limit: number, ahead: number, probe: boolean): Promise<{ events: number; claims: ClaimedDelivery[] }>;
-  /** One HTTP attempt; its outcome's write joins `writes`. */
-  attempt(c: ClaimedDelivery, result: WebhookRoundResult, writes: Set<Promise<void>>): Promise<void>;
+  /**
+   * Starts one HTTP attempt. `answered` runs once when its slot is free again (the receiver
+   * answered, or there is no answer), `written` once its outcome is written or given up on,
+   * never before `answered`. Either may run before attempt returns.
+   */
+  attempt(c: ClaimedDelivery, result: WebhookRoundResult, answered: () => void, written: () => void): void;
   /** Gives back claims that will not be attempted (stopping). */
   giveBack(claims: ClaimedDelivery[]): Promise<void>;
 }
@@ -70,8 +74,12 @@ export class DeliveryRound {
   readonly result: WebhookRoundResult = { fannedOut: 0, claimed: 0, delivered: 0, retrying: 0, failed: 0 };
   private readonly waker = new RoundWaker();
   private readonly waiting: ClaimedDelivery[] = [];
-  private readonly inflight = new Set<Promise<void>>();
-  private readonly writes = new Set<Promise<void>>();
+  /** Attempts in flight, and outcomes not yet written. */
+  private inflight = 0;
+  private writes = 0;
+  private launching = false;
+  /** What the loop is waiting for: room to fetch, writes to catch up, or the last attempts. */
+  private waitingFor: 'room' | 'writes' | 'end' = 'room';
   private readonly started = performance.now();
   // Work is fetched in the background, up to two fetches at once, so one's round trip hides
   // behind the other's; each reserves the room it asks for. Fetched deliveries join the queue
@@ -91,19 +99,54 @@ export class DeliveryRound {
     private readonly limits: RoundLimits,
   ) {}
 
+  // One pair of callbacks for every attempt (no closure per delivery).
+  private readonly answered = (): void => {
+    this.inflight--;
+    this.launch();
+    if (this.waitingFor === 'end' || (this.waitingFor === 'room' && this.fetching < 2 && this.room() >= this.enough())) this.waker.wake();
+  };
+
+  private readonly written = (): void => {
+    this.writes--;
+    if (this.waitingFor !== 'room') this.waker.wake();
+  };
+
+  /** Outcomes not yet written of attempts that have answered. */
+  private behind(): number {
+    return this.writes - this.inflight;
+  }
+
+  /** Deliveries the round could take on now. */
+  private room(): number {
+    return this.limits.capacity - this.inflight - this.waiting.length - this.reserved;
+  }
+
+  /**
+   * Work comes in batches of at least half the queue, except when idle: a fan-out's cost is
+   * mostly per statement (bench/webhooks.ts: batches of 8 cost twice as much per delivery as
+   * batches of 64), and half a queue still waits behind the slots meanwhile.
+   */
+  private enough(): number {
+    return this.inflight + this.waiting.length + this.reserved ? Math.max(1, (this.limits.capacity - this.limits.concurrency) >> 1) : 1;
+  }
+
   private launch(): void {
-    while (this.waiting.length && this.inflight.size < this.limits.concurrency && !this.work.stopping()) {
-      const p: Promise<void> = this.work.attempt(this.waiting.shift()!, this.result, this.writes).finally(() => {
-        this.inflight.delete(p);
-        this.launch();
-        this.waker.wake();
-      });
-      this.inflight.add(p);
+    // An attempt that answers at once calls back into launch; the outer loop goes on instead.
+    if (this.launching) return;
+    this.launching = true;
+    try {
+      while (this.waiting.length && this.inflight < this.limits.concurrency && !this.work.stopping()) {
+        this.inflight++;
+        this.writes++;
+        this.work.attempt(this.waiting.shift()!, this.result, this.answered, this.written);
+      }
+    } finally {
+      this.launching = false;
     }
   }
 
   private fetch(kind: 'claim' | 'fanout', limit: number): void {
-    const ahead = this.inflight.size + this.waiting.length + this.reserved - this.limits.concurrency;
+    const ahead = this.inflight + this.waiting.length + this.reserved - this.limits.concurrency;
     this.fetching++;
     this.reserved += limit;
     const got =
@@ -136,16 +179,17 @@ export class DeliveryRound {
    * `lingerMs`; then finishes what it holds (giving back what has not started when stopping).
    */
   async run(): Promise<WebhookRoundResult> {
-    const { concurrency: conc, capacity, pollMs } = this.limits;
+    const { concurrency: conc, pollMs } = this.limits;
     while (!this.work.stopping() && performance.now() - this.started < this.limits.maxRoundMs) {
       // Outcomes not yet written hold their leases: do not run far ahead of the database.
-      while (this.writes.size > 8 * conc) await Promise.race(this.writes);
-      const room = capacity - this.inflight.size - this.waiting.length - this.reserved;
-      // Work comes in batches of at least half the queue, except when idle: a fan-out's cost is
-      // mostly per statement (bench/webhooks.ts: batches of 8 cost twice as much per delivery
-      // as batches of 64), and half a queue still waits behind the slots meanwhile.
-      const enough = this.inflight.size + this.waiting.length + this.reserved ? Math.max(1, (capacity - conc) >> 1) : 1;
-      if (this.fetching < 2 && room >= enough) {
+      if (this.behind() > 8 * conc) {
+        this.waitingFor = 'writes';
+        await this.waker.wait(pollMs);
+        this.waitingFor = 'room';
+        continue;
+      }
+      const room = this.room();
+      if (this.fetching < 2 && room >= this.enough()) {
         if (this.claimFull || performance.now() - this.claimedAt >= pollMs) {
           this.claimedAt = performance.now();
           this.fetch('claim', room);
@@ -157,20 +201,21 @@ export class DeliveryRound {
           continue;
         }
       }
-      if (this.fetching || this.inflight.size || this.waiting.length) this.idleSince = performance.now();
+      if (this.fetching || this.inflight || this.waiting.length) this.idleSince = performance.now();
       else if (this.outboxEmpty && !this.claimFull && performance.now() - this.idleSince >= this.limits.lingerMs) break;
       await this.waker.wait(pollMs);
     }
     await this.applied;
 
+    this.waitingFor = 'end';
     for (;;) {
       // Stopping: what has not started goes back at once rather than at lease expiry.
       if (this.work.stopping() && this.waiting.length) await this.work.giveBack(this.waiting.splice(0));
       this.launch();
-      if (!this.inflight.size) break;
-      await Promise.race(this.inflight);
+      if (!this.inflight) break;
+      await this.waker.wait(pollMs);
     }
-    await Promise.all(this.writes);
+    while (this.writes) await this.waker.wait(pollMs);
     return this.result;
   }
 }
