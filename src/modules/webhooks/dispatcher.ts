@@ -131,6 +131,7 @@ export class WebhookDispatcher {
   private readonly concurrency: number;
   /** Decrypted signing secrets by ciphertext (a rotation makes a new ciphertext). */
   private readonly secrets = new Map<string, string>();
+  private readonly attemptCounters = new Map<string, { inc(): void }>();
   private stopping = false;
   private perEvent = 1;
   private closed?: Promise<void>;
@@ -343,6 +344,13 @@ export class WebhookDispatcher {
     return s;
   }
 
+  /** The attempts counter's series for an outcome, looked up once (not per attempt). */
+  private attemptsCounted(outcome: 'delivered' | 'retry' | 'dead'): { inc(): void } {
+    let child = this.attemptCounters.get(outcome);
+    if (!child) this.attemptCounters.set(outcome, (child = this.deps.metrics.webhookAttempts.labels(outcome)));
+    return child;
+  }
+
   private recorded(c: ClaimedDelivery, o: AttemptOutcome, moved: boolean, result: WebhookRoundResult): void {
     if (!moved) {
       this.deps.log.warn(
@@ -354,9 +362,9 @@ export class WebhookDispatcher {
     if (o.state === 'delivered') result.delivered++;
     else if (o.state === 'pending') result.retrying++;
     else result.failed++;
-    this.deps.metrics.webhookAttempts.inc({ outcome: o.state === 'delivered' ? 'delivered' : o.state === 'pending' ? 'retry' : 'dead' });
+    this.attemptsCounted(o.state === 'delivered' ? 'delivered' : o.state === 'pending' ? 'retry' : 'dead').inc();
     if (o.state === 'delivered') {
-      const lag = o.attempt.at.getTime() + o.attempt.durationMs - new Date(c.eventCreatedAt).getTime();
+      const lag = o.attempt.at.getTime() + o.attempt.durationMs - Date.parse(c.eventCreatedAt);
       this.deps.metrics.webhookLag.observe(Math.max(0, lag) / 1000);
       return;
     }

@@ -51,5 +51,6 @@ export interface ClaimedDelivery {
   eventId: string;
   event: EventType;
   data: Record<string, unknown>;
-  eventCreatedAt: Date;
+  /** When the event happened: ISO 8601 in UTC with milliseconds, as the envelope's `timestamp`. */
+  eventCreatedAt: string;
 }

@@ -5,17 +5,23 @@ import { EVENT_FIELDS, type EventType } from '../events/catalogue.ts';
 // signed with HMAC-SHA256 over the exact body bytes.
 
 
+/** The event's fields in the catalogue's order, then any others in their own. */
 function ordered(event: EventType, data: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const k of EVENT_FIELDS[event] ?? []) if (k in data) out[k] = data[k];
-  for (const [k, v] of Object.entries(data)) if (!(k in out)) out[k] = v;
+  const fields: readonly string[] = EVENT_FIELDS[event] ?? [];
+  for (let i = 0; i < fields.length; i++) {
+    const k = fields[i];
+    if (Object.hasOwn(data, k)) out[k] = data[k];
+  }
+  for (const k in data) if (Object.hasOwn(data, k) && !Object.hasOwn(out, k)) out[k] = data[k];
   return out;
 }
 
 export interface EnvelopeInput {
   eventId: string;
   event: EventType;
-  eventCreatedAt: Date;
+  /** A Date, or already as ISO 8601 in UTC with milliseconds. */
+  eventCreatedAt: Date | string;
   webhookId: string;
   data: Record<string, unknown>;
 }
@@ -23,7 +29,7 @@ export interface EnvelopeInput {
 /** The request body: the same event id on every attempt, so receivers can dedupe. */
 export function envelope(e: EnvelopeInput): Buffer {
   return Buffer.from(
-    JSON.stringify({ id: e.eventId, event: e.event, timestamp: e.eventCreatedAt.toISOString(), webhookId: e.webhookId, data: ordered(e.event, e.data) }),
+    JSON.stringify({ id: e.eventId, event: e.event, timestamp: typeof e.eventCreatedAt === 'string' ? e.eventCreatedAt : e.eventCreatedAt.toISOString(), webhookId: e.webhookId, data: ordered(e.event, e.data) }),
     'utf8',
   );
 }

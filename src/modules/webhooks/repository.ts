@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
-import { newIds } from '../../adapters/ids.ts';
+import { orderedIds } from '../../adapters/ids.ts';
 import { toDate } from '../../shared/time.ts';
 import type { EventType } from '../events/outbox.ts';
 import type { Attempt, ClaimedDelivery, Delivery, DeliveryState, Webhook, WebhookStatus } from './entities.ts';
@@ -224,8 +224,15 @@ interface DeliveryTargetRow {
   event_id: string;
   type: EventType;
   data: Record<string, unknown>;
-  created_at: Date | string;
+  /** ISO 8601 in UTC with milliseconds (CREATED_AT_ISO). */
+  created_at: string;
 }
+
+/**
+ * An event's time as the envelope writes it (Date#toISOString: UTC, milliseconds truncated),
+ * made by PostgreSQL so the worker neither parses nor formats a date per delivery.
+ */
+const CREATED_AT_ISO = `to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 function claimOf(r: DeliveryTargetRow, id: string, attemptCount: number, leaseUntil: Date): ClaimedDelivery {
   return {
@@ -238,7 +245,7 @@ function claimOf(r: DeliveryTargetRow, id: string, attemptCount: number, leaseUn
     eventId: r.event_id,
     event: r.type,
     data: r.data,
-    eventCreatedAt: toDate(r.created_at),
+    eventCreatedAt: r.created_at,
   };
 }
 
@@ -255,7 +262,7 @@ function claimOf(r: DeliveryTargetRow, id: string, attemptCount: number, leaseUn
  * runs out (next_attempt_at = lease_until), which keeps it out of the claim's range meanwhile.
  * Without `lease` they are due at once and go through the claim (claimDue).
  *
- * Delivery ids are made here (newIds), `perEvent` per event taken; a batch that needs more
+ * Delivery ids are made here (orderedIds), `perEvent` per event taken; a batch that needs more
  * (events with several webhooks) changes nothing and is run again with enough.
  *
  * On the dispatcher's pool it commits asynchronously: if PostgreSQL itself crashes and loses
@@ -273,7 +280,8 @@ export async function fanOut(
 ): Promise<{ events: number; deliveries: number; claims: ClaimedDelivery[] }> {
   let supply = Math.max(1, Math.ceil(limit * perEvent));
   for (;;) {
-    const ids = newIds('dlv', supply);
+    // Ids in creation order: the primary key grows at its right edge (as for leads, adapters/ids.ts).
+    const ids = orderedIds('dlv', supply);
     const leases = lease ? ids.map((_, i) => lease(i)) : null;
     const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; n: string | null; made: boolean | null }>(
       'webhooks.fanout',
@@ -308,7 +316,7 @@ export async function fanOut(
        )
        select (select count(*)::int from ev) as events, (select needed from fits) as needed,
               p.n, p.n is not null and (select arg.ids[p.n] from arg) in (select id from ins) as made,
-              p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.type, p.data, p.created_at
+              p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.type, p.data, ${CREATED_AT_ISO.replace('e.created_at', 'p.created_at')} as created_at
          from (select 1) one
          left join pairs p on true
         order by p.n`,
@@ -359,7 +367,7 @@ export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limi
          from due where d.id = due.id
        returning d.id, d.webhook_id, d.event_id, d.attempt_count
      )
-     select c.id, c.attempt_count, w.id as webhook_id, w.url, w.signing_secret_enc, e.id as event_id, e.type, e.data, e.created_at
+     select c.id, c.attempt_count, w.id as webhook_id, w.url, w.signing_secret_enc, e.id as event_id, e.type, e.data, ${CREATED_AT_ISO} as created_at
        from claimed c join webhooks w on w.id = c.webhook_id join events e on e.id = c.event_id`,
     [now, now, limit, leaseUntil, owner, leaseUntil, now],
   );
