@@ -107,6 +107,8 @@ describe('webhook delivery: restarts, workers, leases', function () {
     // One delivery per (event, webhook), each with the event's data, the webhook's URL and its own lease.
     assert.deepEqual(r.claims.map((c) => `${c.eventId}:${c.webhookId}`).sort(), [`${e1}:${a.id}`, `${e1}:${b.id}`, `${e2}:${a.id}`, `${e2}:${b.id}`].sort());
     assert.ok(r.claims.every((c, i) => c.attemptCount === 0 && c.leaseUntil.getTime() === leases[i].getTime() && c.data.messageId && c.url.endsWith(c.webhookId === a.id ? '/a' : '/b')));
+    // The statement sends a webhook's URL and secret once per batch; every claim still has its own.
+    assert.ok(r.claims.every((c) => w.app.deps.crypto.decrypt(c.signingSecretEnc) === (c.webhookId === a.id ? a.signingSecret : b.signingSecret)));
     const { rows } = await db.query(`select lease_until, next_attempt_at, state from webhook_deliveries where webhook_id = any($1) order by lease_until`, [[a.id, b.id]]);
     assert.ok(rows.every((row) => row.state === 'pending' && row.lease_until.getTime() === row.next_attempt_at.getTime()), 'due again when the lease runs out');
     // Nobody else takes them meanwhile: neither a claim nor another dispatcher's round.

@@ -234,14 +234,14 @@ interface DeliveryTargetRow {
  */
 const CREATED_AT_ISO = `to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-function claimOf(r: DeliveryTargetRow, id: string, attemptCount: number, leaseUntil: Date): ClaimedDelivery {
+function claimOf(r: DeliveryTargetRow, id: string, attemptCount: number, leaseUntil: Date, hook: Pick<DeliveryTargetRow, 'url' | 'signing_secret_enc'> = r): ClaimedDelivery {
   return {
     id,
     attemptCount,
     leaseUntil,
     webhookId: r.webhook_id,
-    url: r.url,
-    signingSecretEnc: r.signing_secret_enc,
+    url: hook.url,
+    signingSecretEnc: hook.signing_secret_enc,
     eventId: r.event_id,
     event: r.type,
     data: r.data,
@@ -298,7 +298,8 @@ export async function fanOut(
           for key share of w
        ), pairs as (
          select ev.id as event_id, ev.workspace_id, ev.type, ev.data, ev.created_at, w.id as webhook_id, w.url, w.signing_secret_enc,
-                row_number() over (order by ev.created_at, ev.id, w.id) as n
+                row_number() over (order by ev.created_at, ev.id, w.id) as n,
+                row_number() over (partition by w.id order by ev.created_at, ev.id) = 1 as first
            from ev join hooks w
              on w.workspace_id = ev.workspace_id and ev.type = any(w.events) and w.created_at <= ev.created_at
        ), fits as (
@@ -316,7 +317,9 @@ export async function fanOut(
        )
        select (select count(*)::int from ev) as events, (select needed from fits) as needed,
               p.n, p.n is not null and (select arg.ids[p.n] from arg) in (select id from ins) as made,
-              p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.type, p.data, ${CREATED_AT_ISO.replace('e.created_at', 'p.created_at')} as created_at
+              -- A webhook's URL and secret come once, with its first pair (rows come in pair order).
+              p.webhook_id, case when p.first then p.url end as url, case when p.first then p.signing_secret_enc end as signing_secret_enc,
+              p.event_id, p.type, p.data, ${CREATED_AT_ISO.replace('e.created_at', 'p.created_at')} as created_at
          from (select 1) one
          left join pairs p on true
         order by p.n`,
@@ -331,14 +334,18 @@ export async function fanOut(
     }
     // Only rows this insert created count (a conflict means the delivery already exists). The
     // n-th pair got the n-th id and lease: nothing of them needs to come back from the database.
-    const made = rows.filter((r) => r.made);
-    const claims: ClaimedDelivery[] = !leases
-      ? []
-      : made.map((r) => {
-          const i = Number(r.n) - 1;
-          return claimOf(r, ids[i], 0, leases[i]);
-        });
-    return { events, deliveries: made.length, claims };
+    const claims: ClaimedDelivery[] = [];
+    let made = 0;
+    const hooks = new Map<string, DeliveryTargetRow>();
+    for (const r of rows) {
+      if (r.url !== null) hooks.set(r.webhook_id, r);
+      if (!r.made) continue;
+      made++;
+      if (!leases) continue;
+      const i = Number(r.n) - 1;
+      claims.push(claimOf(r, ids[i], 0, leases[i], hooks.get(r.webhook_id)!));
+    }
+    return { events, deliveries: made, claims };
   }
 }
 
@@ -408,9 +415,11 @@ export interface AttemptOutcome {
  * delivery on.
  */
 export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[], now: Date): Promise<boolean[]> {
+  // The statement names the outcomes that did not move their delivery: usually none, so a
+  // batch's answer is one short message rather than a row per outcome.
   const rows = await db.run<{ n: number }>('webhooks.outcomes', OUTCOMES_SQL, [outcomesBatch(outcomes), now]);
-  const moved = outcomes.map(() => false);
-  for (const r of rows) moved[Number(r.n)] = true;
+  const moved = outcomes.map(() => true);
+  for (const r of rows) moved[Number(r.n)] = false;
   return moved;
 }
 
@@ -435,7 +444,7 @@ export function outcomesBatch(outcomes: AttemptOutcome[]): string {
 
 /**
  * recordOutcomes' statement: parameters (outcomesBatch, now); returns the positions of the
- * outcomes that moved their delivery. A delivery can have several outcomes in one batch (an
+ * outcomes that did not move their delivery (their claim had run out). A delivery can have several outcomes in one batch (an
  * attempt whose lease ran out while it waited to be written, and the next worker's): all of
  * them are appended in one update of the row, by the outcome that moves it or, if none does,
  * by `late`. (One statement cannot update a row twice; an update joined to two rows of the
@@ -466,7 +475,7 @@ export const OUTCOMES_SQL = `with o as (
          from (select distinct on (o.id) o.id, o.logged from o order by o.id) l
         where d.id = l.id and l.id not in (select id from moved)
      )
-     select n from moved`;
+     select o.n from o where o.n not in (select n from moved)`;
 
 /**
  * Retention (maintenance/retention.ts): finished deliveries (attempts and all) in the heap pages
