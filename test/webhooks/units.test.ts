@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { nonPublicReason, v6Bytes } from '../../src/adapters/http-address.ts';
-import { parseWebhookUrl, checkWebhookHost, describeRequestError, SsrfRefusal } from '../../src/adapters/http-client.ts';
+import { parseWebhookUrl, checkWebhookHost, describeRequestError, SsrfRefusal, WebhookHttpClient } from '../../src/adapters/http-client.ts';
 import { envelope, signature, deliveryHeaders } from '../../src/modules/webhooks/payload.ts';
 import { loadConfig, ConfigError } from '../../src/config/index.ts';
 
@@ -116,6 +116,27 @@ describe('webhook units: address rules, URL checks, payload, settings', () => {
       assert.equal(cut, 'z'.repeat(499) + '\ufffd');
       assert.equal(describeRequestError(withCode('a\ud800b', 'E_Y')).error, 'E_Y: a\ufffdb');
     });
+
+    it('a request the HTTP client refuses outright is an answer with its reason, not a throw', async () => {
+      const client = new WebhookHttpClient({ timeoutMs: 2_000, allowPrivate: true });
+      try {
+        // undici refuses a header value with a line break before anything is sent.
+        const r = await client.post('https://127.0.0.1:9/hook', Buffer.from('{}'), { 'x-odd': 'a\nb' });
+        assert.equal(r.statusCode, null);
+        assert.match(r.error!, /^UND_ERR_INVALID_ARG: invalid x-odd header/);
+        // Every path answers through the callback, once.
+        const answers: unknown[] = [];
+        await new Promise<void>((resolve) => {
+          client.postThen('https://127.0.0.1:9/hook', Buffer.from('{}'), { 'x-odd': 'a\nb' }, (a) => {
+            answers.push(a);
+            setTimeout(resolve, 50);
+          });
+        });
+        assert.equal(answers.length, 1);
+      } finally {
+        client.close();
+      }
+    });
   });
 
   describe('payload', () => {
@@ -134,6 +155,18 @@ describe('webhook units: address rules, URL checks, payload, settings', () => {
       assert.equal(h['x-service-event-id'], 'evt_1');
       assert.equal(h['content-type'], 'application/json');
       assert.equal(h['x-service-signature'], signature('whsec_k', body));
+      // The dispatcher passes the event's time already formatted: the same bytes.
+      const same = envelope({
+        eventId: 'evt_1',
+        event: 'message.bounced',
+        eventCreatedAt: '2026-05-04T10:00:00.000Z',
+        webhookId: 'whk_1',
+        data: { bouncedAt: 'b', extra: 1, campaignId: 'c', bounceType: 'soft' },
+      });
+      assert.ok(same.equals(body));
+      // Extra fields named like Object's own methods are kept like any other.
+      const odd = envelope({ eventId: 'evt_2', event: 'campaign.started', eventCreatedAt: '2026-05-04T10:00:00.000Z', webhookId: 'whk_1', data: { toString: 'x', constructor: 1 } });
+      assert.deepEqual(JSON.parse(odd.toString()).data, { toString: 'x', constructor: 1 });
     });
   });
 
