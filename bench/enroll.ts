@@ -75,6 +75,21 @@ await env.api('POST', `/v1/campaigns/${big}/start`);
 const startMs = performance.now() - t;
 const s = await env.api('GET', `/v1/campaigns/${big}/stats`);
 console.log(`(b) 100,000 leads in 10 requests: ${ms(enrollMs)}; start queued ${s.queued} first steps in ${ms(startMs)} (target < 1 s, issue 20)`);
+// This machine's speed, for reading the absolute target: the same first steps written by one
+// bare INSERT ... SELECT (the start's own statement, without the request, the campaign's lock,
+// counters and event around it) into an empty copy of outbound_messages, indexes included.
+await env.pool.query(`create table bench_start_copy (like outbound_messages including all)`);
+t = performance.now();
+await env.pool.query(
+  `insert into bench_start_copy (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
+   select 'msg_' || e.id, e.workspace_id, e.campaign_id, e.id, e.lead_id, 0, 'queued', now(), l.email, now(), now()
+     from enrollments e join leads l on l.id = e.lead_id
+    where e.campaign_id = $1 and e.status = 'active'`,
+  [big],
+);
+const bareStartMs = performance.now() - t;
+await env.pool.query(`drop table bench_start_copy`);
+console.log(`    the same 100,000 rows by one bare INSERT ... SELECT into an empty copy of outbound_messages: ${ms(bareStartMs)} (start / bare ${(startMs / bareStartMs).toFixed(2)}x)`);
 
 if (process.env.BENCH_SKIP_C) { await env.close(); process.exit(0); }
 // (c) seed 1,000,000 messages: 100,000 enrollments x 10 steps.
