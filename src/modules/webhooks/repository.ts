@@ -224,15 +224,17 @@ interface DeliveryTargetRow {
   event_id: string;
   type: EventType;
   data: Record<string, unknown>;
-  /** ISO 8601 in UTC with milliseconds (CREATED_AT_ISO). */
+  /** ISO 8601 in UTC with milliseconds (isoTime). */
   created_at: string;
 }
 
 /**
- * An event's time as the envelope writes it (Date#toISOString: UTC, milliseconds truncated),
- * made by PostgreSQL so the worker neither parses nor formats a date per delivery.
+ * An event time column as the envelope writes it (Date#toISOString: UTC, milliseconds
+ * truncated), made by PostgreSQL so the worker neither parses nor formats a date per delivery.
  */
-const CREATED_AT_ISO = `to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+function isoTime(column: string): string {
+  return `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+}
 
 function claimOf(r: DeliveryTargetRow, id: string, attemptCount: number, leaseUntil: Date, hook: Pick<DeliveryTargetRow, 'url' | 'signing_secret_enc'> = r): ClaimedDelivery {
   return {
@@ -319,7 +321,7 @@ export async function fanOut(
               p.n, p.n is not null and (select arg.ids[p.n] from arg) in (select id from ins) as made,
               -- A webhook's URL and secret come once, with its first pair (rows come in pair order).
               p.webhook_id, case when p.first then p.url end as url, case when p.first then p.signing_secret_enc end as signing_secret_enc,
-              p.event_id, p.type, p.data, ${CREATED_AT_ISO.replace('e.created_at', 'p.created_at')} as created_at
+              p.event_id, p.type, p.data, ${isoTime('p.created_at')} as created_at
          from (select 1) one
          left join pairs p on true
         order by p.n`,
@@ -374,7 +376,7 @@ export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limi
          from due where d.id = due.id
        returning d.id, d.webhook_id, d.event_id, d.attempt_count
      )
-     select c.id, c.attempt_count, w.id as webhook_id, w.url, w.signing_secret_enc, e.id as event_id, e.type, e.data, ${CREATED_AT_ISO} as created_at
+     select c.id, c.attempt_count, w.id as webhook_id, w.url, w.signing_secret_enc, e.id as event_id, e.type, e.data, ${isoTime('e.created_at')} as created_at
        from claimed c join webhooks w on w.id = c.webhook_id join events e on e.id = c.event_id`,
     [now, now, limit, leaseUntil, owner, leaseUntil, now],
   );
@@ -444,10 +446,10 @@ export function outcomesBatch(outcomes: AttemptOutcome[]): string {
 
 /**
  * recordOutcomes' statement: parameters (outcomesBatch, now); returns the positions of the
- * outcomes that did not move their delivery (their claim had run out). A delivery can have several outcomes in one batch (an
- * attempt whose lease ran out while it waited to be written, and the next worker's): all of
- * them are appended in one update of the row, by the outcome that moves it or, if none does,
- * by `late`. (One statement cannot update a row twice; an update joined to two rows of the
+ * outcomes that did not move their delivery (their claim had run out). A delivery can have
+ * several outcomes in one batch (an attempt whose lease ran out while it waited to be written,
+ * and the next worker's): all of them are appended in one update of the row, by the outcome
+ * that moves it or, if none does, by `late`. (One statement cannot update a row twice; an update joined to two rows of the
  * same delivery would apply only one.)
  */
 export const OUTCOMES_SQL = `with o as (
