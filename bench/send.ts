@@ -4,7 +4,8 @@
 // accepted, vs a bare nodemailer pooled-transport loop sending the same rendered messages to
 // the same sink with the same connection count, run before and again after mailgate (the ratio
 // uses the mean of the two). Prints messages/s for both, the ratio, CPU per message of every
-// process and the worker's peak RSS.
+// process, how long each side's main thread ran and waited for a core (bench/support.ts
+// threadTimes) and the worker's peak RSS.
 import { fork, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -12,12 +13,18 @@ import { Readable } from 'node:stream';
 import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import pg from 'pg';
-import { benchEnvironment } from './support.ts';
+import { benchEnvironment, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
 import { renderHtml, renderSubject, htmlToText, withOpenPixel } from '../src/modules/sending/render.ts';
 import { Semaphore } from '../src/modules/sending/in-flight.ts';
 
 const COUNT = Number(process.env.BENCH_COUNT ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 3);
+/**
+ * BENCH_WARM=1: both sides run once untimed first (the bare loop one more time before its first
+ * timed run; the worker a campaign of as many messages to other leads), so both are timed with
+ * their code compiled. By default neither is: the worker is timed from its first message.
+ */
+const WARM = process.env.BENCH_WARM === '1';
 
 const sink = fork(new URL('./sink.ts', import.meta.url).pathname, [], { execArgv: ['--import', 'tsx'] });
 const ask = (cmd: string) =>
@@ -112,8 +119,9 @@ const rendered = leads.map((l, i) => {
  * drifts over a minute (the same loop ran 740-1,340 msg/s in one session), and one run on one
  * side only would put that drift into the ratio.
  */
-async function bareRun(): Promise<{ ms: number; client: number; sink: number }> {
+async function bareRun(): Promise<{ ms: number; client: number; sink: number; threads: ThreadTimes | null }> {
   const transport = nodemailer.createTransport({ pool: true, host: '127.0.0.1', port, secure: false, ignoreTLS: true, maxConnections: CONNECTIONS, maxMessages: Infinity, auth: { user: 'u', pass: 'p' } });
+  const threads0 = threadTimes(process.pid);
   const c0 = { self: process.cpuUsage(), sink: cpuOf(sink.pid!) };
   const started = performance.now();
   await Promise.all(rendered.map((m) => transport.sendMail(m)));
@@ -121,7 +129,7 @@ async function bareRun(): Promise<{ ms: number; client: number; sink: number }> 
   const ms = performance.now() - started;
   const self = process.cpuUsage(c0.self);
   transport.close();
-  const out = { ms, client: (self.user + self.system) / 1e6, sink: cpuOf(sink.pid!) - c0.sink };
+  const out = { ms, client: (self.user + self.system) / 1e6, sink: cpuOf(sink.pid!) - c0.sink, threads: threadTimesPer(threads0, threadTimes(process.pid), COUNT) };
   await ask('reset');
   return out;
 }
@@ -187,6 +195,7 @@ async function rawRun(bound: boolean): Promise<{ ms: number; client: number; sin
   await ask('reset');
   return out;
 }
+if (WARM) await bareRun();
 const bareBefore = await bareRun();
 const rawBefore = await rawRun(false);
 const boundBefore = await rawRun(true);
@@ -197,6 +206,8 @@ const sender = await s.senders.add({ workspaceId: env.workspaceId, email: 'sende
 const pool = await s.senders.createPool(env.workspaceId, 'bench', 10_000_000, [sender.id]);
 const { id } = await env.api('POST', '/v1/campaigns', { name: 'send bench', senderPoolId: pool.id, sequenceSteps: steps });
 for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${id}/leads/bulk`, { leads: leads.slice(i, i + 10_000) });
+const warmId = WARM ? (await env.api('POST', '/v1/campaigns', { name: 'warm-up', senderPoolId: pool.id, sequenceSteps: steps })).id : null;
+if (warmId) for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${warmId}/leads/bulk`, { leads: leads.slice(i, i + 10_000).map((l) => ({ ...l, email: `warm.${l.email}` })) });
 // BENCH_WORKER_NODE_ARGS: extra node flags for the worker (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
 const workerNodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 const worker = spawn('node', [...workerNodeArgs, 'bin/mailgate.js', 'serve', '--role', 'worker'], {
@@ -204,9 +215,16 @@ const worker = spawn('node', [...workerNodeArgs, 'bin/mailgate.js', 'serve', '--
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 await new Promise((r) => setTimeout(r, 3000)); // let the worker boot before the clock starts
+if (warmId) {
+  await env.api('POST', `/v1/campaigns/${warmId}/start`);
+  await waitForCount(COUNT);
+  await new Promise((r) => setTimeout(r, 1500));
+  await ask('reset');
+}
 const cpu0 = { sink: cpuOf(sink.pid!), pg: postgresCpu() };
 const pgKinds0 = postgresCpuByKind();
 const worker0 = cpuOf(worker.pid!);
+const workerThreads0 = threadTimes(worker.pid!);
 await env.statementStats(true);
 const t = performance.now();
 await env.api('POST', `/v1/campaigns/${id}/start`);
@@ -214,6 +232,7 @@ await waitForCount(COUNT);
 const mailgateMs = performance.now() - t;
 const pgNow = postgresCpu();
 const pgKinds1 = postgresCpuByKind();
+const workerThreads = threadTimesPer(workerThreads0, threadTimes(worker.pid!), COUNT);
 const mgCpu = { worker: cpuOf(worker.pid!) - worker0, sink: cpuOf(sink.pid!) - cpu0.sink, pg: pgNow === null || cpu0.pg === null ? null : pgNow - cpu0.pg };
 const status = readFileSync(`/proc/${worker.pid}/status`, 'utf8');
 const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
@@ -246,6 +265,12 @@ if (mgCpu.pg !== null) {
   const bareTotal = bareCpu.client + bareCpu.sink;
   console.log(`CPU per message, all processes: bare ${((bareTotal * 1000) / COUNT).toFixed(3)} ms, mailgate ${((mgTotal * 1000) / COUNT).toFixed(3)} ms (${(mgTotal / bareTotal).toFixed(2)}x)`);
 }
+// Per message (bench/support.ts threadTimes): how long each side's main thread ran, and how long it
+// was runnable but waited for a core while the other processes of the run had them.
+console.log(
+  `per message, ${describeThreadTimes('bare loop (before / after):', bareBefore.threads)}; ${describeThreadTimes('/', bareAfter.threads)}; ` +
+    describeThreadTimes('mailgate worker:', workerThreads),
+);
 if (process.env.BENCH_PG_BREAKDOWN) {
   const parts = [...pgKinds1].map(([k, v]) => `${k} ${(((v - (pgKinds0.get(k) ?? 0)) * 1000) / COUNT).toFixed(3)} ms`);
   console.log(`PostgreSQL CPU per message by process: ${parts.join(', ')}`);

@@ -1,7 +1,7 @@
 // Shared set-up for benchmarks: an embedded PostgreSQL in a temp dir (or BENCH_DATABASE_URL,
 // an admin URL), a migrated database, and the real app listening on an ephemeral port.
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -122,3 +122,60 @@ export function median(values: number[]): number {
 }
 
 export const ms = (n: number) => `${n.toFixed(1)} ms`;
+
+/**
+ * Scheduler figures of a process's threads, from /proc (Linux schedstat, nanoseconds): `run`
+ * on a CPU and `wait` runnable on a run queue but not running (waiting for a core), for its
+ * main thread (tid = pid) and for its other threads together (V8's GC helpers, libuv's pool).
+ * Null where the kernel has no schedstat. On these 2-core machines `wait` is how long a
+ * process's work was held up by the other processes of the benchmark, not by its own CPU.
+ */
+export interface ThreadTimes {
+  mainRun: number;
+  mainWait: number;
+  othersRun: number;
+  othersWait: number;
+}
+
+export function threadTimes(pid: number): ThreadTimes | null {
+  const out: ThreadTimes = { mainRun: 0, mainWait: 0, othersRun: 0, othersWait: 0 };
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  for (const tid of tids) {
+    let fields: string[];
+    try {
+      fields = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ');
+    } catch {
+      // a thread that ended meanwhile; no schedstat at all is told by the main thread below
+      if (Number(tid) === pid) return null;
+      continue;
+    }
+    const run = Number(fields[0]);
+    const wait = Number(fields[1]);
+    if (Number(tid) === pid) {
+      out.mainRun += run;
+      out.mainWait += wait;
+    } else {
+      out.othersRun += run;
+      out.othersWait += wait;
+    }
+  }
+  return out;
+}
+
+/** What `threadTimes` counted between two readings, in microseconds per item. */
+export function threadTimesPer(a: ThreadTimes | null, b: ThreadTimes | null, items: number): ThreadTimes | null {
+  if (!a || !b) return null;
+  const per = (x: number, y: number) => (y - x) / 1000 / items;
+  return { mainRun: per(a.mainRun, b.mainRun), mainWait: per(a.mainWait, b.mainWait), othersRun: per(a.othersRun, b.othersRun), othersWait: per(a.othersWait, b.othersWait) };
+}
+
+/** "main thread ran R us and waited W us for a core, other threads ran O us" per item. */
+export function describeThreadTimes(label: string, t: ThreadTimes | null): string {
+  if (!t) return `${label} n/a`;
+  return `${label} main thread ran ${t.mainRun.toFixed(0)} us and waited ${t.mainWait.toFixed(0)} us for a core, its other threads ran ${t.othersRun.toFixed(0)} us`;
+}

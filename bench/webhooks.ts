@@ -14,7 +14,8 @@
 // For reference it also runs the bare loop over undici (the daemon's HTTP client), which costs
 // less per request than node:https; the issue's ratio is against the node:https loop.
 // Prints deliveries per second for each, the ratio (target >= 0.7, issue 20), p50/p95 lag from each
-// event's commit to its receipt, and the CPU per delivery of every process on each side.
+// event's commit to its receipt, the CPU per delivery of every process on each side, and how
+// long each side's main thread ran and waited for a core (bench/support.ts threadTimes).
 import https from 'node:https';
 import { fork, spawn } from 'node:child_process';
 import pg from 'pg';
@@ -26,6 +27,12 @@ const COUNT = Number(process.env.BENCH_COUNT ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16); // the WebhookDispatcher default
 const PACED = Number(process.env.BENCH_PACED ?? 2_000);
 const PACED_RATE = 200;
+/**
+ * BENCH_WARM=1: both sides run once untimed first (the bare loop one more time before its first
+ * timed run; the worker a backlog of as many events), so both are timed with their code
+ * compiled. By default neither is: the worker is timed from its first delivery.
+ */
+const WARM = process.env.BENCH_WARM === '1';
 
 if (process.env.BENCH_WEBHOOK_RECEIVER) {
   // --- the receiver process: records each event id's receipt time, answers 200.
@@ -71,7 +78,7 @@ function procCpuMs(pid: number): number {
 
 async function main() {
   const { testCertificates } = await import('../test/support/https.ts');
-  const { benchEnvironment, percentile } = await import('./support.ts');
+  const { benchEnvironment, percentile, threadTimes, threadTimesPer, describeThreadTimes } = await import('./support.ts');
   const { envelope, deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
   const { newId } = await import('../src/adapters/ids.ts');
 
@@ -128,6 +135,7 @@ async function main() {
         req.end(body);
       });
     let next = 0;
+    const threads0 = threadTimes(process.pid);
     const cpu0 = process.cpuUsage();
     const receiverCpu0 = procCpuMs(receiver.pid!);
     const t0 = performance.now();
@@ -143,10 +151,12 @@ async function main() {
     const ms = performance.now() - t0;
     const cpu = cpuMs(process.cpuUsage(cpu0));
     const receiverCpu = procCpuMs(receiver.pid!) - receiverCpu0;
+    const threads = threadTimesPer(threads0, threadTimes(process.pid), COUNT);
     agent.destroy();
     await ask('reset');
-    return { ms, cpu, receiverCpu, connections };
+    return { ms, cpu, receiverCpu, connections, threads };
   };
+  if (WARM) await bareRun();
   const bareBefore = await bareRun();
   let t: number;
 
@@ -336,8 +346,15 @@ async function main() {
     }
     return byPid;
   };
+  if (WARM) {
+    for (let i = 0; i < COUNT; i += 500) await commitEvents(5 * COUNT + i, Math.min(500, COUNT - i));
+    await waitForCount(COUNT);
+    await new Promise((r) => setTimeout(r, 1000));
+    await ask('reset');
+  }
   const pgCpuAt = pgCpu();
   const workerCpuAt = workerCpu();
+  const workerThreadsAt = threadTimes(worker.pid!);
   const receiverCpuAt = procCpuMs(receiver.pid!);
   await env.statementStats(true);
   t = performance.now();
@@ -347,6 +364,7 @@ async function main() {
   const mailgateConnections = await waitForCount(COUNT);
   const mailgateMs = performance.now() - t;
   const workerCpuMs = workerCpu() - workerCpuAt;
+  const workerThreads = threadTimesPer(workerThreadsAt, threadTimes(worker.pid!), COUNT);
   const receiverCpuMs = procCpuMs(receiver.pid!) - receiverCpuAt;
   let pgCpuMs = 0;
   for (const [pid, ms] of pgCpu()) pgCpuMs += ms - (pgCpuAt.get(pid) ?? 0);
@@ -380,7 +398,7 @@ async function main() {
               sum(jsonb_array_length(attempts))::int as attempts
          from webhook_deliveries`,
     ));
-    if (rows[0].delivered === COUNT + PACED) break;
+    if (rows[0].delivered === COUNT * (WARM ? 2 : 1) + PACED) break;
     await new Promise((r) => setTimeout(r, 100));
   }
   worker.kill('SIGTERM');
@@ -414,6 +432,11 @@ async function main() {
   );
   console.log(
     `for reference, the same bare loop over undici: ${COUNT} in ${(undiciMs / 1000).toFixed(2)} s = ${(COUNT / (undiciMs / 1000)).toFixed(0)} deliveries/s, ${us(undiciCpuMs)} CPU per delivery (mailgate / it: ${(mgRate / (COUNT / (undiciMs / 1000))).toFixed(2)})`,
+  );
+  // Both bare runs' figures, and the worker's, per delivery (bench/support.ts threadTimes).
+  console.log(
+    `per delivery, ${describeThreadTimes('bare loop (before / after):', bareBefore.threads)}; ${describeThreadTimes('/', bareAfter.threads)}; ` +
+      describeThreadTimes('mailgate worker:', workerThreads),
   );
   console.log(`TLS connections opened: bare loop ${bareConnections}, mailgate ${mailgateConnections}`);
   console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.7, issue 20)`);
