@@ -108,7 +108,7 @@ export class Metrics {
     });
     new Gauge({
       name: 'mailgate_webhook_deliveries_pending',
-      help: 'Webhook deliveries not yet delivered nor given up (state pending)',
+      help: 'Webhook deliveries not yet delivered nor given up (state pending: written at the end of a first attempt, so retries waiting or under way)',
       registers: [this.registry],
       async collect() {
         this.set((await db()).webhooksPending);

@@ -33,9 +33,11 @@ export function deliveryWorld(): DeliveryWorld {
     await d.w.close();
   });
   beforeEach(() => d.w.receiver.reset());
-  // Each test starts with no webhooks, so nothing scheduled by one test fires in the next.
+  // Each test starts with no webhooks and no fan-out batches, so nothing scheduled by one test
+  // fires in the next.
   afterEach(async () => {
     await d.db.query('delete from webhooks');
+    await d.db.query('delete from webhook_fanouts');
   });
   d.oneHookOneEvent = async (events = ['message.sent']) => {
     const { key, workspaceId } = await d.w.workspace();
@@ -49,14 +51,16 @@ export function deliveryWorld(): DeliveryWorld {
 }
 
 /**
- * One delivery fanned out to a first worker with a 1 s lease that runs out, then claimed by a
- * second worker; `outcome` builds an outcome of it for either worker's lease.
+ * One due delivery (fanned out without a lease, as after a first failed attempt) claimed by a
+ * first worker with a 1 s lease that runs out, then claimed by a second worker; `outcome` builds
+ * an outcome of it for either worker's lease.
  */
 async function staleClaimOf(d: DeliveryWorld) {
   const { key, hook } = await d.oneHookOneEvent();
   const db2 = viaOrm(d.w.app.deps.orm.em.fork());
   const t0 = d.w.clock.now();
-  const [first] = (await fanOut(db2, t0, 10, () => new Date(t0.getTime() + 1_000))).claims;
+  await fanOut(db2, t0, 10);
+  const [first] = await claimDue(db2, t0, new Date(t0.getTime() + 1_000), 10);
   const t1 = new Date(t0.getTime() + 2_000);
   const [second] = await claimDue(db2, t1, new Date(t1.getTime() + 60_000), 10);
   const outcome = (lease: Date, at: Date, statusCode: number, state: 'delivered' | 'pending' = 'delivered') => ({

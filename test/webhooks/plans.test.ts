@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { PreparedStatements } from '../../src/db/statements.ts';
-import { OUTCOMES_SQL, outcomesBatch } from '../../src/modules/webhooks/repository.ts';
+import { OUTCOMES_SQL, finishedBatch, outcomesBatch } from '../../src/modules/webhooks/repository.ts';
 import type { WebhookWorld } from './helpers.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import type pg from 'pg';
@@ -62,7 +62,7 @@ describe("webhook delivery: the dispatcher's statements and their plans", functi
         state: 'delivered' as const,
         nextAttemptAt: null,
       }));
-      const rows = await statements.run<{ 'QUERY PLAN': string }>('test.explain.outcomes', `explain ${OUTCOMES_SQL}`, [outcomesBatch(outcomes), new Date()]);
+      const rows = await statements.run<{ 'QUERY PLAN': string }>('test.explain.outcomes', `explain ${OUTCOMES_SQL}`, [outcomesBatch(outcomes), new Date(), finishedBatch([])]);
       const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
       const moved = plan.slice(plan.indexOf('CTE moved'), plan.indexOf('CTE late'));
       assert.match(moved, /Index Scan using webhook_deliveries_pkey on webhook_deliveries d\s[^\n]*\n\s+Index Cond: \(id = o(_\d+)?\.id\)/, plan);

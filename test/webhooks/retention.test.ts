@@ -71,6 +71,9 @@ describe('webhooks: retention of events, deliveries and attempts', function () {
     await attempt('dlv_old_pending', old);
     // Not fanned out yet (no worker ran since): kept.
     await event('evt_old_unfanned', old, false);
+    // Fanned out to a worker that has not written its first attempt yet (or died): kept.
+    await event('evt_old_inflight', old, true);
+    await db.query(`insert into webhook_fanouts (id, lease_owner, lease_until, event_ids, created_at) values ('fan_1', null, $1, '{evt_old_inflight}', $1)`, [old]);
     // Fanned out to nobody (no subscriber then): nothing owed, deleted.
     await event('evt_old_nobody', old, true);
     await event('evt_recent', recent, true);
@@ -79,7 +82,7 @@ describe('webhooks: retention of events, deliveries and attempts', function () {
 
     const r = await pruneWebhookLog(w.app.deps.orm.em.fork(), new Date(now - 30 * DAY));
     assert.deepEqual(r, { deliveries: 2, events: 3 });
-    assert.deepEqual(await ids('events'), ['evt_old_pending', 'evt_old_unfanned', 'evt_recent']);
+    assert.deepEqual(await ids('events'), ['evt_old_inflight', 'evt_old_pending', 'evt_old_unfanned', 'evt_recent']);
     assert.deepEqual(await ids('webhook_deliveries'), ['dlv_old_pending', 'dlv_recent']);
     const attempts = (await db.query(`select id, jsonb_array_length(attempts) as n from webhook_deliveries order by 1`)).rows;
     assert.deepEqual(attempts, [

@@ -89,7 +89,7 @@ describe('webhook delivery: restarts, workers, leases', function () {
     assert.equal(logged[0].n, 80);
   });
 
-  it('fresh deliveries come leased from the fan-out: no claim sees them until the lease runs out, then one attempt', async () => {
+  it('fresh deliveries come leased from the fan-out, as one batch: no delivery row before its first attempt, no claim takes them until the lease runs out, then one attempt each', async () => {
     const { key, workspaceId } = await w.workspace();
     const a = await w.register(key, ['message.sent'], '/a');
     const b = await w.register(key, ['message.sent'], '/b');
@@ -97,25 +97,28 @@ describe('webhook delivery: restarts, workers, leases', function () {
     const e2 = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_l2' });
     const now = w.clock.now();
     const leases: Date[] = [];
-    // A worker fans out, leasing what it creates, and dies before any attempt. It brings one id
+    // A worker fans out, leasing what it takes, and dies before any attempt. It brings one id
     // per event: the batch needs four, so it is run again with enough.
     const r = await fanOut(viaOrm(w.app.deps.orm.em.fork()), now, 10, (i) => {
-      leases.push(new Date(now.getTime() + dispatcher.leaseFor(i)));
+      leases[i] = new Date(now.getTime() + 1_000 * (i + 1));
       return leases[i];
-    });
+    }, 1, 'worker-x');
     assert.equal(r.events, 2);
-    // One delivery per (event, webhook), each with the event's data, the webhook's URL and its own lease.
+    // One claim per (event, webhook), each with the event's data and the webhook's URL, all
+    // under the batch's lease: that of its last pair.
     assert.deepEqual(r.claims.map((c) => `${c.eventId}:${c.webhookId}`).sort(), [`${e1}:${a.id}`, `${e1}:${b.id}`, `${e2}:${a.id}`, `${e2}:${b.id}`].sort());
-    assert.ok(r.claims.every((c, i) => c.attemptCount === 0 && c.leaseUntil.getTime() === leases[i].getTime() && c.data.messageId && c.url.endsWith(c.webhookId === a.id ? '/a' : '/b')));
+    assert.ok(r.claims.every((c) => c.attemptCount === 0 && c.leaseUntil.getTime() === leases[3].getTime() && c.data.messageId && c.url.endsWith(c.webhookId === a.id ? '/a' : '/b')));
+    assert.equal(new Set(r.claims.map((c) => c.fresh!.fanOut)).size, 1);
     // The statement sends a webhook's URL and secret once per batch; every claim still has its own.
     assert.ok(r.claims.every((c) => w.app.deps.crypto.decrypt(c.signingSecretEnc) === (c.webhookId === a.id ? a.signingSecret : b.signingSecret)));
-    const { rows } = await db.query(`select lease_until, next_attempt_at, state from webhook_deliveries where webhook_id = any($1) order by lease_until`, [[a.id, b.id]]);
-    assert.ok(rows.every((row) => row.state === 'pending' && row.lease_until.getTime() === row.next_attempt_at.getTime()), 'due again when the lease runs out');
+    assert.equal((await db.query(`select count(*)::int as n from webhook_deliveries where webhook_id = any($1)`, [[a.id, b.id]])).rows[0].n, 0, 'written with their first outcome');
+    const { rows } = await db.query(`select id, lease_owner, lease_until, event_ids from webhook_fanouts`);
+    assert.deepEqual(rows.map((f) => ({ ...f, event_ids: f.event_ids.sort() })), [{ id: r.claims[0].fresh!.fanOut.id, lease_owner: 'worker-x', lease_until: leases[3], event_ids: [e1, e2].sort() }]);
     // Nobody else takes them meanwhile: neither a claim nor another dispatcher's round.
     assert.equal((await claimDue(viaOrm(w.app.deps.orm.em.fork()), now, new Date(now.getTime() + 60_000), 10)).length, 0);
     await w.dispatcher().runRound();
     assert.equal(w.receiver.received.length, 0);
-    w.clock.advance(dispatcher.leaseFor(3));
+    w.clock.advance(4_000);
     const rescuer = await w.dispatcher().runRound();
     assert.equal(rescuer.claimed, 4);
     assert.equal(w.receiver.received.length, 4);
@@ -123,6 +126,7 @@ describe('webhook delivery: restarts, workers, leases', function () {
       const ds = await w.deliveries(key, hook.id);
       assert.deepEqual(ds.map((d: { state: string; attempts: unknown[] }) => `${d.state}/${d.attempts.length}`), ['delivered/1', 'delivered/1']);
     }
+    assert.equal((await db.query(`select count(*)::int as n from webhook_fanouts`)).rows[0].n, 0, 'the batch went with its last outcome');
   });
 
   it('leases grow with the queue: a delivery with k others ahead of it is leased for (floor(k / concurrency) + 2) timeouts + 5 s', () => {
@@ -158,7 +162,7 @@ describe('webhook delivery: restarts, workers, leases', function () {
     assert.deepEqual(rows[0], { deliveries: 120, attempts: 120, delivered: 120, logged: 120 });
   });
 
-  it('a stopping worker gives back the leased deliveries it had not started: due at once for the next worker', async () => {
+  it('a stopping worker gives back the fresh deliveries it had not started: its batch is taken again at once by the next worker', async () => {
     w.receiver.respond = () => ({ status: 200, delayMs: 50 });
     const { key, workspaceId } = await w.workspace();
     const hook = await w.register(key, ['message.sent']);
@@ -170,14 +174,13 @@ describe('webhook delivery: restarts, workers, leases', function () {
     const r = await round;
     assert.equal(r.fannedOut, 12, 'the fan-out leased all of them to the first worker');
     assert.ok(r.delivered >= 1 && r.delivered < 12, String(r.delivered));
-    const { rows } = await db.query(
-      `select count(*)::int as n from webhook_deliveries where webhook_id = $1 and state = 'pending' and lease_until is null and next_attempt_at <= $2`,
-      [hook.id, w.clock.now()],
-    );
-    assert.equal(rows[0].n, 12 - r.delivered, 'given back, due now');
+    assert.equal((await db.query(`select count(*)::int as n from webhook_deliveries where webhook_id = $1`, [hook.id])).rows[0].n, r.delivered, 'only attempts write deliveries');
+    const { rows } = await db.query(`select lease_owner, lease_until <= $1 as due from webhook_fanouts`, [w.clock.now()]);
+    assert.deepEqual(rows, [{ lease_owner: null, due: true }], 'given back: its lease ran out now');
     const second = await w.dispatcher().runRound(); // same clock: no lease had to run out
-    assert.equal(second.claimed, 12 - r.delivered);
+    assert.equal(second.claimed, 12 - r.delivered, 'only what has no delivery yet');
     assert.equal(w.receiver.received.length, 12);
     assert.ok((await w.deliveries(key, hook.id, '?limit=50')).every((d: { state: string; attempts: unknown[] }) => d.state === 'delivered' && d.attempts.length === 1));
+    assert.equal((await db.query(`select count(*)::int as n from webhook_fanouts`)).rows[0].n, 0);
   });
 });

@@ -16,6 +16,7 @@ import { Migration0014SenderHealth } from './0014_sender_health.ts';
 import { Migration0016Dashboard } from './0016_dashboard.ts';
 import { Migration0017QueueWithoutFkChecks } from './0017_queue_without_fk_checks.ts';
 import { Migration0018StickyAccountWithoutFkCheck } from './0018_sticky_account_without_fk_check.ts';
+import { Migration0019WebhookFanouts } from './0019_webhook_fanouts.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -37,4 +38,5 @@ export const migrations = [
   { name: '0016_dashboard', class: Migration0016Dashboard },
   { name: '0017_queue_without_fk_checks', class: Migration0017QueueWithoutFkChecks },
   { name: '0018_sticky_account_without_fk_check', class: Migration0018StickyAccountWithoutFkCheck },
+  { name: '0019_webhook_fanouts', class: Migration0019WebhookFanouts },
 ];

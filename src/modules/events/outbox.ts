@@ -45,7 +45,8 @@ export async function holdOutbox(em: EntityManager): Promise<void> {
 
 /**
  * Retention (maintenance/retention.ts): events in the heap pages [from, to) created before
- * `cutoff` that were fanned out and have no delivery left. Returns one row per event deleted.
+ * `cutoff` that were fanned out and have no delivery left nor any to come. Returns one row per
+ * event deleted.
  */
 export async function pruneEvents(em: EntityManager, from: string, to: string, cutoff: Date): Promise<unknown[]> {
   // webhook_deliveries_event_webhook_key (0007) answers "no delivery left" per event.
@@ -54,6 +55,8 @@ export async function pruneEvents(em: EntityManager, from: string, to: string, c
     `delete from events e
       where ctid >= ?::tid and ctid < ?::tid and e.created_at < ? and e.fanned_out_at is not null
         and not exists (select 1 from webhook_deliveries d where d.event_id = e.id)
+        -- nor an event of a fan-out batch in flight, whose deliveries are not written yet (0019)
+        and e.id <> all(array(select unnest(f.event_ids) from webhook_fanouts f))
       returning 1`,
     [from, to, cutoff],
   );

@@ -2,10 +2,10 @@ import type { Deps } from '../../deps.ts';
 import type { RecurringJob } from '../../jobs/agenda.ts';
 import { PreparedStatements } from '../../db/statements.ts';
 import { WebhookHttpClient, describeRequestError, type PostOutcome, type Resolver } from '../../adapters/http-client.ts';
-import type { ClaimedDelivery, DeliveryState } from './entities.ts';
+import type { ClaimedDelivery, DeliveryState, FanOutLease } from './entities.ts';
 import { envelope, deliveryHeaders } from './payload.ts';
 import { DeliveryRound, type WebhookRoundResult } from './round.ts';
-import { fanOut, hasPendingEvents, claimDue, releaseClaims, recordOutcomes, type AttemptOutcome, type Statements } from './repository.ts';
+import { fanOut, hasPendingEvents, claimDue, releaseClaims, recordOutcomes, retakeFanOuts, releaseFanOuts, type AttemptOutcome, type Statements } from './repository.ts';
 
 export interface WebhookDispatchOptions {
   /** Attempts in flight at once in this process (default 16). */
@@ -89,10 +89,19 @@ class DeliveryOutcomeWriter {
       while (this.queue.length) {
         await this.gather();
         const batch = this.queue.splice(0, 500);
+        // A fan-out batch whose last outcome is in this write goes with it, unless one of its
+        // deliveries will not be written (then its lease runs out and it is taken again).
+        const finished: FanOutLease[] = [];
+        for (const b of batch) {
+          const f = b.outcome.fresh?.fanOut;
+          if (f && --f.unwritten === 0 && !f.broken) finished.push(f);
+        }
         let moved: boolean[] | null = null;
         try {
-          moved = await recordOutcomes(this.db, batch.map((b) => b.outcome), this.deps.clock.now());
+          moved = await recordOutcomes(this.db, batch.map((b) => b.outcome), this.deps.clock.now(), finished);
         } catch {
+          // Written one by one, each batch of fan-out it belongs to stays for its lease to run out.
+          for (const b of batch) if (b.outcome.fresh) b.outcome.fresh.fanOut.broken = true;
           for (const b of batch) {
             let one: boolean;
             try {
@@ -113,12 +122,14 @@ class DeliveryOutcomeWriter {
 }
 
 /**
- * Delivers the events outbox to webhooks. A round fans new events out to deliveries, claims
- * due deliveries (FOR UPDATE SKIP LOCKED and a lease, so any number of workers share the work
- * and none attempts a delivery another holds), POSTs each signed envelope with bounded
- * concurrency and records every attempt. A failure is retried on MAILGATE_WEBHOOK_RETRY_DELAYS;
- * after the last, the delivery is failed. All state is in the database: a restarted worker
- * carries on where a dead one stopped (its claimed deliveries once their lease runs out).
+ * Delivers the events outbox to webhooks. A round fans new events out (a leased batch of
+ * first attempts, whose deliveries are written with their outcomes), takes again batches whose
+ * lease ran out, claims due deliveries (FOR UPDATE SKIP LOCKED and a lease, so any number of
+ * workers share the work and none attempts a delivery another holds), POSTs each signed
+ * envelope with bounded concurrency and records every attempt. A failure is retried on
+ * MAILGATE_WEBHOOK_RETRY_DELAYS; after the last, the delivery is failed. All state is in the
+ * database: a restarted worker carries on where a dead one stopped (its batches and claimed
+ * deliveries once their lease runs out, or at once when the heartbeat finds it dead).
  *
  * The claim, outcome and fan-out statements run on the dispatcher's own small pool with
  * asynchronous commit. Only a crash of PostgreSQL itself can lose one of them, and then a
@@ -187,8 +198,8 @@ export class WebhookDispatcher {
    * One round. Slots hold HTTP attempts only: a finished attempt frees its slot at once and
    * starts the next waiting delivery, and its outcome is written in the background, batched with
    * others. Beside the slots the round keeps a queue of leased deliveries (up to `queue`),
-   * filled in the background from the outbox by the fan-out, which leases the deliveries it
-   * creates to this worker, and by the claim, which takes due retries and expired leases
+   * filled in the background from the outbox by the fan-out, which leases the batch it takes
+   * to this worker, and by the claim, which takes expired batches, due retries and expired leases
    * (checked at most once per poll unless it came back full). An idle round keeps polling for `lingerMs`, so a new event goes out within
    * `pollMs` instead of at the next Agenda tick.
    */
@@ -200,10 +211,7 @@ export class WebhookDispatcher {
         claim: (limit, ahead) => this.claim(limit, ahead),
         fanOut: (limit, ahead, probe) => this.fanOut(limit, ahead, probe),
         attempt: (c, result, answered, written) => this.attempt(c, result, answered, written),
-        giveBack: (claims) =>
-          releaseClaims(this.db, claims, this.deps.clock.now()).catch((err) =>
-            this.deps.log.warn({ err }, 'could not give back webhook claims; they return when their lease runs out'),
-          ),
+        giveBack: (claims) => this.giveBack(claims),
       },
       {
         concurrency: conc,
@@ -217,8 +225,9 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Fans out up to `limit` events and leases the new deliveries to this worker; `ahead` is how
-   * many leased deliveries wait for a slot before them (negative: slots are free).
+   * Fans out up to `limit` events as a batch leased to this worker (its lease: that of its last
+   * pair in the queue); `ahead` is how many leased deliveries wait for a slot before them
+   * (negative: slots are free).
    */
   private async fanOut(limit: number, ahead: number, probe: boolean): Promise<{ events: number; claims: ClaimedDelivery[] }> {
     try {
@@ -236,14 +245,48 @@ export class WebhookDispatcher {
     }
   }
 
+  /**
+   * Due deliveries (retries, and those of workers that died), after any fan-out batch whose
+   * lease ran out: a batch taken again comes first, whatever its size, leased as if it filled
+   * the whole queue.
+   */
   private async claim(limit: number, ahead: number): Promise<ClaimedDelivery[]> {
     const now = this.deps.clock.now();
+    const owner = this.opts.owner ?? null;
     try {
+      const capacity = this.concurrency + (this.opts.queue ?? 6 * this.concurrency);
+      const retaken = await retakeFanOuts(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + capacity - 1))), owner);
+      if (retaken.length >= limit) return retaken;
       // One lease for the batch: that of its last delivery.
-      return await claimDue(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + limit - 1))), limit, this.opts.owner ?? null);
+      const rest = limit - retaken.length;
+      const due = await claimDue(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + retaken.length + rest - 1))), rest, owner);
+      return retaken.length ? [...retaken, ...due] : due;
     } catch (err) {
       this.deps.log.error({ err }, 'claiming webhook deliveries failed; retrying on the next poll');
       return [];
+    }
+  }
+
+  /**
+   * Claims a stopping worker will not attempt: due deliveries are released at once (due again);
+   * the fan-out batches of fresh ones are marked unfinished and their leases run out now, so
+   * another worker takes them again and attempts what has no delivery.
+   */
+  private async giveBack(claims: ClaimedDelivery[]): Promise<void> {
+    const batches = new Set<FanOutLease>();
+    const due: ClaimedDelivery[] = [];
+    for (const c of claims) {
+      if (c.fresh) {
+        c.fresh.fanOut.broken = true;
+        batches.add(c.fresh.fanOut);
+      } else due.push(c);
+    }
+    const now = this.deps.clock.now();
+    try {
+      await releaseClaims(this.db, due, now);
+      await releaseFanOuts(this.db, [...batches], now);
+    } catch (err) {
+      this.deps.log.warn({ err }, 'could not give back webhook claims; they return when their lease runs out');
     }
   }
 
@@ -298,8 +341,10 @@ export class WebhookDispatcher {
         attempt: { at, statusCode: r.statusCode, error, durationMs: r.durationMs },
         state,
         nextAttemptAt: state === 'pending' ? new Date(this.deps.clock.now().getTime() + delays[number - 1]) : null,
+        fresh: c.fresh,
       };
     } catch (err) {
+      if (c.fresh) c.fresh.fanOut.broken = true;
       this.deps.log.error({ err, deliveryId: c.id }, 'a webhook attempt could not be completed; the delivery is retried when its claim runs out');
       answered();
       written();
@@ -355,7 +400,9 @@ export class WebhookDispatcher {
     if (!moved) {
       this.deps.log.warn(
         { deliveryId: c.id, attempt: c.attemptCount + 1 },
-        'webhook attempt logged, but its claim had run out or the delivery changed meanwhile; the delivery was left as it was',
+        c.fresh
+          ? 'first webhook attempt not written as its delivery: another worker wrote the delivery meanwhile (the attempt is logged on it), or the webhook was deleted'
+          : 'webhook attempt logged, but its claim had run out or the delivery changed meanwhile; the delivery was left as it was',
       );
       return;
     }

@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
-import { orderedIds } from '../../adapters/ids.ts';
+import { newId, orderedIds } from '../../adapters/ids.ts';
 import { toDate } from '../../shared/time.ts';
 import type { EventType } from '../events/outbox.ts';
-import type { Attempt, ClaimedDelivery, Delivery, DeliveryState, Webhook, WebhookStatus } from './entities.ts';
+import type { Attempt, ClaimedDelivery, Delivery, DeliveryState, FanOutLease, FreshDelivery, Webhook, WebhookStatus } from './entities.ts';
 
 // Every query of the webhook tables. Registrations and the delivery log are scoped by workspace
 // first; the dispatcher's statements (fan-out, claim, outcome) work across workspaces.
@@ -253,22 +253,23 @@ function claimOf(r: DeliveryTargetRow, id: string, attemptCount: number, leaseUn
 
 /**
  * The outbox to the deliveries, in one statement (one transaction): takes a batch of events not
- * yet fanned out (events_pending_idx, skipping rows another worker holds), creates one pending
- * delivery per active webhook of the event's workspace that subscribes to its type and existed
- * when it happened, and marks the events fanned out.
+ * yet fanned out (events_pending_idx, skipping rows another worker holds), pairs each with
+ * every active webhook of the event's workspace that subscribes to its type and existed when it
+ * happened, and marks the events fanned out.
  *
- * With `lease`, the new deliveries are leased to the caller in the same insert: `lease(i)` is
- * the lease of the batch's i-th (event, webhook) pair (in the order they come back; a pair whose
- * delivery already existed is skipped), and they come back ready to attempt,
- * so a fresh delivery needs no claim of its own. A leased delivery is due again when its lease
- * runs out (next_attempt_at = lease_until), which keeps it out of the claim's range meanwhile.
- * Without `lease` they are due at once and go through the claim (claimDue).
+ * With `lease` (a worker's fan-out), the pairs come back as fresh claims, ready to attempt, and
+ * no delivery row is written yet: each is written once, with its first attempt's outcome
+ * (recordOutcomes). What keeps them from being lost meanwhile is one webhook_fanouts row for the
+ * batch, naming its events, the owner and the lease, `lease(needed - 1)` (that of the batch's
+ * last pair in the worker's queue); a batch whose lease runs out is taken again by
+ * retakeFanOuts. Without `lease` the statement writes a pending delivery per pair, due at once,
+ * which goes through the claim (claimDue).
  *
  * Delivery ids are made here (orderedIds), `perEvent` per event taken; a batch that needs more
  * (events with several webhooks) changes nothing and is run again with enough.
  *
  * On the dispatcher's pool it commits asynchronously: if PostgreSQL itself crashes and loses
- * it, the deliveries and the marks go together and the events are simply fanned out again (the
+ * it, the batch and the marks go together and the events are simply fanned out again (the
  * events themselves were committed durably by their producers).
  */
 export async function fanOut(
@@ -277,7 +278,7 @@ export async function fanOut(
   limit: number,
   lease?: (i: number) => Date,
   perEvent = 1,
-  /** The leasing worker's registered id (lease_owner), so its deliveries are reclaimed if it dies. */
+  /** The leasing worker's registered id (lease_owner), so its batch is taken over if it dies. */
   owner: string | null = null,
 ): Promise<{ events: number; deliveries: number; claims: ClaimedDelivery[] }> {
   let supply = Math.max(1, Math.ceil(limit * perEvent));
@@ -285,10 +286,11 @@ export async function fanOut(
     // Ids in creation order: the primary key grows at its right edge (as for leads, adapters/ids.ts).
     const ids = orderedIds('dlv', supply);
     const leases = lease ? ids.map((_, i) => lease(i)) : null;
-    const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; n: string | null; made: boolean | null }>(
+    const fanOutId = lease ? newId('fan') : null;
+    const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; n: string | null; made: boolean | null; workspace_id: string }>(
       'webhooks.fanout',
       `with arg as (
-         select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now, ?::text as owner
+         select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now, ?::text as owner, ?::text as fan
        ), ev as (
          select id, workspace_id, type, data, created_at from events
           where fanned_out_at is null order by created_at limit ? for update skip locked
@@ -307,48 +309,106 @@ export async function fanOut(
        ), fits as (
          select count(*)::int as needed, count(*) <= (select cardinality(ids) from arg) as ok from pairs
        ), ins as (
-         insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, lease_until, lease_owner, created_at, updated_at)
-         select arg.ids[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending', coalesce(arg.leases[p.n], arg.now), arg.leases[p.n],
-                case when arg.leases is not null then arg.owner end, arg.now, arg.now
-           from pairs p, arg where (select ok from fits)
+         insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, created_at, updated_at)
+         select arg.ids[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending', arg.now, arg.now, arg.now
+           from pairs p, arg where (select ok from fits) and arg.fan is null
          on conflict (webhook_id, event_id) do nothing
          returning id
+       ), leased as (
+         insert into webhook_fanouts (id, lease_owner, lease_until, event_ids, created_at)
+         select arg.fan, arg.owner, arg.leases[(select needed from fits)], array(select event_id from pairs group by event_id order by min(n)), arg.now
+           from arg where (select ok from fits) and arg.fan is not null and (select needed from fits) > 0
        ), marked as (
          update events e set fanned_out_at = arg.now from ev, arg where e.id = ev.id and (select ok from fits)
          returning e.id
        )
        select (select count(*)::int from ev) as events, (select needed from fits) as needed,
-              p.n, p.n is not null and (select arg.ids[p.n] from arg) in (select id from ins) as made,
+              p.n, p.n is not null and ((select fan from arg) is not null or (select arg.ids[p.n] from arg) in (select id from ins)) as made,
               -- A webhook's URL and secret come once, with its first pair (rows come in pair order).
               p.webhook_id, case when p.first then p.url end as url, case when p.first then p.signing_secret_enc end as signing_secret_enc,
-              p.event_id, p.type, p.data, ${isoTime('p.created_at')} as created_at
+              p.event_id, p.workspace_id, p.type, p.data, ${isoTime('p.created_at')} as created_at
          from (select 1) one
          left join pairs p on true
         order by p.n`,
       // Ids (base32) and ISO times need no quoting: the array literals are written here
       // rather than escaped element by element by the pg client.
-      [`{${ids.join(',')}}`, leases && `{${leases.map((d) => d.toISOString()).join(',')}}`, now, owner, limit],
+      [`{${ids.join(',')}}`, leases && `{${leases.map((d) => d.toISOString()).join(',')}}`, now, owner, fanOutId, limit],
     );
     const [{ events, needed }] = rows;
     if (needed > ids.length) {
       supply = needed;
       continue;
     }
-    // Only rows this insert created count (a conflict means the delivery already exists). The
-    // n-th pair got the n-th id and lease: nothing of them needs to come back from the database.
+    // Without a lease, only rows this insert created count (a conflict means the delivery
+    // already exists). The n-th pair got the n-th id: nothing of it needs to come back.
     const claims: ClaimedDelivery[] = [];
     let made = 0;
     const hooks = new Map<string, DeliveryTargetRow>();
+    const batch: FanOutLease | null = leases && needed > 0 ? { id: fanOutId!, leaseUntil: leases[needed - 1], unwritten: needed, broken: false } : null;
     for (const r of rows) {
       if (r.url !== null) hooks.set(r.webhook_id, r);
       if (!r.made) continue;
       made++;
-      if (!leases) continue;
-      const i = Number(r.n) - 1;
-      claims.push(claimOf(r, ids[i], 0, leases[i], hooks.get(r.webhook_id)!));
+      if (!batch) continue;
+      const c = claimOf(r, ids[Number(r.n) - 1], 0, batch.leaseUntil, hooks.get(r.webhook_id)!);
+      c.fresh = { fanOut: batch, workspaceId: r.workspace_id, webhookId: r.webhook_id, eventId: r.event_id, createdAt: now };
+      claims.push(c);
     }
     return { events, deliveries: made, claims };
   }
+}
+
+/**
+ * Takes over one fan-out batch whose lease ran out (its worker died, stopped, or could not
+ * record an outcome): leases it to the caller until `leaseUntil` and returns, as fresh claims,
+ * the pairs of its events that still have no delivery (with the webhooks active now; a webhook
+ * disabled or deleted since gets nothing, as at a fan-out). A batch with none left is deleted.
+ * webhook_fanouts_lease_idx finds it; the table holds only batches in flight.
+ */
+export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date, owner: string | null = null): Promise<ClaimedDelivery[]> {
+  const rows = await db.run<DeliveryTargetRow & { fan: string; workspace_id: string }>(
+    'webhooks.retake',
+    `with f as (
+       select id, event_ids from webhook_fanouts where lease_until <= ? order by lease_until limit 1 for update skip locked
+     ), pairs as (
+       select f.id as fan, e.id as event_id, e.workspace_id, e.type, e.data, e.created_at, w.id as webhook_id, w.url, w.signing_secret_enc
+         from f cross join lateral unnest(f.event_ids) as x(id)
+         join events e on e.id = x.id
+         join webhooks w on w.workspace_id = e.workspace_id and e.type = any(w.events) and w.created_at <= e.created_at and w.status = 'active'
+        where not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.webhook_id = w.id)
+     ), taken as (
+       update webhook_fanouts x set lease_until = ?, lease_owner = ? from f where x.id = f.id and f.id in (select fan from pairs)
+     ), done as (
+       delete from webhook_fanouts x using f where x.id = f.id and f.id not in (select fan from pairs)
+     )
+     select p.fan, p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.workspace_id, p.type, p.data, ${isoTime('p.created_at')} as created_at
+       from pairs p order by p.created_at, p.event_id, p.webhook_id`,
+    [now, leaseUntil, owner],
+  );
+  if (!rows.length) return [];
+  const ids = orderedIds('dlv', rows.length);
+  const batch: FanOutLease = { id: rows[0].fan, leaseUntil, unwritten: rows.length, broken: false };
+  return rows.map((r, i) => {
+    const c = claimOf(r, ids[i], 0, leaseUntil);
+    c.fresh = { fanOut: batch, workspaceId: r.workspace_id, webhookId: r.webhook_id, eventId: r.event_id, createdAt: now };
+    return c;
+  });
+}
+
+/**
+ * Gives back fan-out batches a stopping worker will not finish (only while they are still its
+ * own): their leases run out at once, so any worker takes them again (retakeFanOuts), attempting
+ * what has no delivery yet.
+ */
+export async function releaseFanOuts(db: Statements, batches: FanOutLease[], now: Date): Promise<void> {
+  if (!batches.length) return;
+  await db.run(
+    'webhooks.release-fanouts',
+    `update webhook_fanouts f set lease_until = ?, lease_owner = null
+       from unnest(?::text[], ?::timestamptz[]) as b(id, lease_until)
+      where f.id = b.id and f.lease_until = b.lease_until`,
+    [now, batches.map((b) => b.id), batches.map((b) => b.leaseUntil)],
+  );
 }
 
 /**
@@ -406,20 +466,25 @@ export interface AttemptOutcome {
   /** The delivery's state after this attempt, and when the next one is due (pending only). */
   state: DeliveryState;
   nextAttemptAt: Date | null;
+  /** A first attempt's: its delivery is written by this outcome. */
+  fresh?: FreshDelivery;
 }
 
 /**
  * Records attempts and moves their deliveries on, in one statement (one transaction) for a
- * batch: each attempt is appended to its delivery's `attempts`. The move is fenced by the
- * claim's lease and attempt count: a worker whose lease ran out (and whose delivery another
- * worker may have claimed since) changes nothing but still logs its attempt. A pending
- * delivery of a webhook disabled meanwhile is held. Returns, per outcome, whether it moved its
- * delivery on.
+ * batch. A first attempt writes its delivery, with the attempt in `attempts` (a pending one of
+ * a webhook disabled meanwhile is held; one of a webhook deleted meanwhile is not written). A
+ * later attempt is appended to its delivery's `attempts`, and the move is fenced by the claim's
+ * lease and attempt count: a worker whose lease ran out (and whose delivery another worker may
+ * have claimed since) changes nothing but still logs its attempt. So is a first attempt whose
+ * delivery was written meanwhile by another worker that took over its fan-out batch.
+ * `finished` are the fan-out batches whose last outcome is in this batch: their rows go with
+ * it. Returns, per outcome, whether it moved its delivery on.
  */
-export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[], now: Date): Promise<boolean[]> {
+export async function recordOutcomes(db: Statements, outcomes: AttemptOutcome[], now: Date, finished: FanOutLease[] = []): Promise<boolean[]> {
   // The statement names the outcomes that did not move their delivery: usually none, so a
   // batch's answer is one short message rather than a row per outcome.
-  const rows = await db.run<{ n: number }>('webhooks.outcomes', OUTCOMES_SQL, [outcomesBatch(outcomes), now]);
+  const rows = await db.run<{ n: number }>('webhooks.outcomes', OUTCOMES_SQL, [outcomesBatch(outcomes), now, finishedBatch(finished)]);
   const moved = outcomes.map(() => true);
   for (const r of rows) moved[Number(r.n)] = false;
   return moved;
@@ -440,26 +505,49 @@ export function outcomesBatch(outcomes: AttemptOutcome[]): string {
       state: o.state,
       next_attempt_at: o.nextAttemptAt === null ? null : o.nextAttemptAt.toISOString(),
       attempt: { at: o.attempt.at.toISOString(), statusCode: o.attempt.statusCode, error: o.attempt.error, durationMs: o.attempt.durationMs },
+      ...(o.fresh && { fresh: true, workspace_id: o.fresh.workspaceId, webhook_id: o.fresh.webhookId, event_id: o.fresh.eventId, created_at: o.fresh.createdAt.toISOString() }),
     })),
   );
 }
 
+/** The fan-out batches a write finishes, as (id, lease) pairs: the lease fences a batch taken over. */
+export function finishedBatch(finished: FanOutLease[]): string {
+  return JSON.stringify(finished.map((f) => ({ id: f.id, lease_until: f.leaseUntil.toISOString() })));
+}
+
 /**
- * recordOutcomes' statement: parameters (outcomesBatch, now); returns the positions of the
- * outcomes that did not move their delivery (their claim had run out). A delivery can have
- * several outcomes in one batch (an attempt whose lease ran out while it waited to be written,
- * and the next worker's): all of them are appended in one update of the row, by the outcome
- * that moves it or, if none does, by `late`. (One statement cannot update a row twice; an update joined to two rows of the
- * same delivery would apply only one.)
+ * recordOutcomes' statement: parameters (outcomesBatch, now, finishedBatch); returns the
+ * positions of the outcomes that did not move their delivery (their claim had run out, or a
+ * first attempt's delivery was there already or its webhook gone).
+ *
+ * Later attempts (`moved`, `late`): a delivery can have several outcomes in one batch (an
+ * attempt whose lease ran out while it waited to be written, and the next worker's): all of
+ * them are appended in one update of the row, by the outcome that moves it or, if none does,
+ * by `late`. (One statement cannot update a row twice; an update joined to two rows of the same
+ * delivery would apply only one.)
+ *
+ * First attempts (`fresh`, `written`): one insert per (event, webhook). Two first attempts of
+ * one pair in a batch (a worker took its own expired batch again) are written as one row with
+ * both attempts, by the first; a pair written meanwhile by another worker gets the attempts
+ * appended (the conflict's update) and moves nothing. The webhook is locked FOR KEY SHARE, as
+ * by the fan-out: a deletion of it waits for this statement and then deletes what it wrote,
+ * or goes first and the insert finds no webhook.
  */
-export const OUTCOMES_SQL = `with o as (
+export const OUTCOMES_SQL = `with arg as (
+       select ?::json as batch, ?::timestamptz as now, ?::json as finished
+     ), input as materialized (
+       -- The batch parsed once; \`fresh\` marks first attempts.
+       select i.* from arg, json_to_recordset(arg.batch) as i(n int, id text, lease_until timestamptz, attempt_count int, state text, next_attempt_at timestamptz,
+                                                             attempt jsonb, fresh boolean, workspace_id text, webhook_id text, event_id text, created_at timestamptz)
+     ), o as (
        -- Each outcome carries every attempt of its delivery in this batch (in the order made).
        select o.n, o.id, o.lease_until, o.attempt_count, o.state, o.next_attempt_at, 'pending'::text as was,
               jsonb_agg(o.attempt) over (partition by o.id order by o.attempt->>'at' rows between unbounded preceding and unbounded following) as logged
-         from json_to_recordset(?::json) as o(n int, id text, lease_until timestamptz, attempt_count int, state text, next_attempt_at timestamptz, attempt jsonb)
+         from input o
+        where o.fresh is null
      ), moved as (
        update webhook_deliveries d
-          set attempt_count = d.attempt_count + 1, state = o.state, lease_until = null, lease_owner = null, updated_at = ?, attempts = d.attempts || o.logged,
+          set attempt_count = d.attempt_count + 1, state = o.state, lease_until = null, lease_owner = null, updated_at = (select now from arg), attempts = d.attempts || o.logged,
               next_attempt_at = case when o.state = 'pending' and exists (select 1 from webhooks w where w.id = d.webhook_id and w.status = 'active')
                                      then o.next_attempt_at end
          from o
@@ -476,8 +564,28 @@ export const OUTCOMES_SQL = `with o as (
        update webhook_deliveries d set attempts = d.attempts || l.logged
          from (select distinct on (o.id) o.id, o.logged from o order by o.id) l
         where d.id = l.id and l.id not in (select id from moved)
+     ), fresh as (
+       select distinct on (f.event_id, f.webhook_id) f.n, f.id, f.workspace_id, f.webhook_id, f.event_id, f.state, f.next_attempt_at, f.created_at,
+              jsonb_agg(f.attempt) over (partition by f.event_id, f.webhook_id order by f.attempt->>'at' rows between unbounded preceding and unbounded following) as logged
+         from input f
+        where f.fresh
+        order by f.event_id, f.webhook_id, f.n
+     ), hooks as (
+       select w.id, w.status from webhooks w where w.id in (select webhook_id from fresh) for key share of w
+     ), written as (
+       insert into webhook_deliveries as d (id, workspace_id, webhook_id, event_id, state, attempt_count, attempts, next_attempt_at, created_at, updated_at)
+       select f.id, f.workspace_id, f.webhook_id, f.event_id, f.state, 1, f.logged,
+              case when f.state = 'pending' and h.status = 'active' then f.next_attempt_at end, f.created_at, arg.now
+         from fresh f join hooks h on h.id = f.webhook_id, arg
+       on conflict (webhook_id, event_id) do update set attempts = d.attempts || excluded.attempts
+       returning d.id
+     ), finished as (
+       delete from webhook_fanouts x using arg, json_to_recordset(arg.finished) as b(id text, lease_until timestamptz)
+        where x.id = b.id and x.lease_until = b.lease_until
      )
-     select o.n from o where o.n not in (select n from moved)`;
+     select o.n from o where o.n not in (select n from moved)
+     union all
+     select f.n from input f where f.fresh and f.id not in (select id from written)`;
 
 /**
  * Retention (maintenance/retention.ts): finished deliveries (attempts and all) in the heap pages

@@ -10,7 +10,10 @@ import { REQUEUED } from '../messages/transitions.ts';
 export interface Reclaimed {
   workers: string[];
   messages: number;
+  /** Leased deliveries (retries) handed back. */
   deliveries: number;
+  /** Events of fan-out batches handed back, whose deliveries had not been written yet. */
+  fannedOutEvents: number;
   mailboxes: number;
 }
 
@@ -26,12 +29,13 @@ export interface RegistryOptions {
 
 /**
  * Hands a dead worker's work back, in one statement (one transaction): claimed messages to the
- * queue, leased webhook deliveries due at once, watched mailboxes free. Each part reads only
- * the rows the dead owners hold, through outbound_claimed_by_idx and webhook_deliveries_owner_idx
- * (partial indexes of work in flight); mailbox_watches has a row per mailbox.
+ * queue, leased webhook deliveries due at once, its webhook fan-out batches' leases run out,
+ * watched mailboxes free. Each part reads only the rows the dead owners hold, through
+ * outbound_claimed_by_idx and webhook_deliveries_owner_idx (partial indexes of work in flight);
+ * webhook_fanouts holds only batches in flight and mailbox_watches a row per mailbox.
  */
 export async function reclaimWork(db: pg.ClientBase, owners: string[], now: Date): Promise<Omit<Reclaimed, 'workers'>> {
-  const { rows } = await db.query<{ messages: number; deliveries: number; mailboxes: number }>(
+  const { rows } = await db.query<{ messages: number; deliveries: number; fannedOutEvents: number; mailboxes: number }>(
     `with m as (
        update outbound_messages set ${REQUEUED}, updated_at = $2
         where state = 'sending' and claimed_by = any($1::text[])
@@ -43,11 +47,17 @@ export async function reclaimWork(db: pg.ClientBase, owners: string[], now: Date
               next_attempt_at = case when next_attempt_at is not null then $2::timestamptz end
         where lease_owner = any($1::text[]) and state = 'pending'
        returning 1
+     ), f as (
+       -- Fan-out batches (fresh deliveries not yet written): their leases run out now, and the
+       -- next claim of any worker takes them again (webhooks/repository.ts retakeFanOuts).
+       update webhook_fanouts set lease_owner = null, lease_until = $2 where lease_owner = any($1::text[])
+       returning cardinality(event_ids) as events
      ), w as (
        update mailbox_watches set lease_owner = null, lease_until = null where lease_owner = any($1::text[])
        returning 1
      )
-     select (select count(*)::int from m) as messages, (select count(*)::int from d) as deliveries, (select count(*)::int from w) as mailboxes`,
+     select (select count(*)::int from m) as messages, (select count(*)::int from d) as deliveries,
+            (select coalesce(sum(events), 0)::int from f) as "fannedOutEvents", (select count(*)::int from w) as mailboxes`,
     [owners, now],
   );
   return rows[0];

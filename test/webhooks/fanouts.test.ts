@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import type pg from 'pg';
+import { fanOut, recordOutcomes, retakeFanOuts, viaOrm, type AttemptOutcome } from '../../src/modules/webhooks/repository.ts';
+import type { ClaimedDelivery } from '../../src/modules/webhooks/entities.ts';
+import type { WebhookWorld } from './helpers.ts';
+import { deliveryWorld } from './delivery-world.ts';
+
+// A fresh delivery is written once, with its first attempt's outcome; until then its fan-out
+// batch (webhook_fanouts) holds the events under the worker's lease (0019, docs/webhooks.md).
+
+describe('webhook delivery: first attempts written with their outcome, under the fan-out batch', function () {
+  this.timeout(60_000);
+  const d = deliveryWorld();
+  let w: WebhookWorld, db: pg.Client;
+  before(() => ({ w, db } = d));
+
+  const repo = () => viaOrm(w.app.deps.orm.em.fork());
+  const leaseIn = (ms: number) => () => new Date(w.clock.now().getTime() + ms);
+  const outcomeOf = (c: ClaimedDelivery, statusCode: number, at = w.clock.now()): AttemptOutcome => {
+    const ok = statusCode < 300;
+    return {
+      deliveryId: c.id,
+      leaseUntil: c.leaseUntil,
+      attemptCount: c.attemptCount,
+      attempt: { at, statusCode, error: ok ? null : `receiver answered ${statusCode}`, durationMs: 3 },
+      state: ok ? 'delivered' : 'pending',
+      nextAttemptAt: ok ? null : new Date(at.getTime() + 1_000),
+      fresh: c.fresh,
+    };
+  };
+  const finishing = (claims: ClaimedDelivery[]) => {
+    const f = claims[0].fresh!.fanOut;
+    f.unwritten -= claims.length;
+    return f.unwritten === 0 ? [f] : [];
+  };
+  const batches = async () => (await db.query(`select id, lease_owner, event_ids from webhook_fanouts order by id`)).rows;
+
+  it('a batch whose lease ran out is taken again for the pairs that have no delivery yet, and goes once none is left', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    const e1 = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_r1' });
+    const e2 = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_r2' });
+    const { claims } = await fanOut(repo(), w.clock.now(), 10, leaseIn(1_000), 1, 'worker-a');
+    assert.equal(claims.length, 2);
+    // The worker writes one first attempt, then dies holding the other.
+    const [done, lost] = claims[0].eventId === e1 ? claims : [claims[1], claims[0]];
+    assert.deepEqual(await recordOutcomes(repo(), [outcomeOf(done, 200)], w.clock.now(), []), [true]);
+    // Before the lease runs out nobody takes the batch.
+    assert.deepEqual(await retakeFanOuts(repo(), w.clock.now(), new Date(w.clock.now().getTime() + 60_000), 'worker-b'), []);
+    w.clock.advance(1_000);
+    const again = await retakeFanOuts(repo(), w.clock.now(), new Date(w.clock.now().getTime() + 60_000), 'worker-b');
+    assert.deepEqual(again.map((c) => [c.eventId, c.webhookId, c.attemptCount]), [[lost.eventId, hook.id, 0]]);
+    assert.equal(again[0].eventId, e2);
+    assert.deepEqual((await batches()).map((b) => b.lease_owner), ['worker-b']);
+    // The first worker's late outcome of the pair it lost writes the delivery (nobody had);
+    // the new holder's then only logs its attempt.
+    assert.deepEqual(await recordOutcomes(repo(), [outcomeOf(lost, 200)], w.clock.now(), []), [true]);
+    assert.deepEqual(await recordOutcomes(repo(), [outcomeOf(again[0], 204)], w.clock.now(), finishing(again)), [false]);
+    const ds = await w.deliveries(key, hook.id);
+    assert.deepEqual(ds.map((x: { eventId: string; state: string; attempts: Array<{ statusCode: number }> }) => [x.eventId, x.state, x.attempts.map((a) => a.statusCode)]).sort(), [
+      [e1, 'delivered', [200]],
+      [e2, 'delivered', [200, 204]],
+    ].sort());
+    assert.deepEqual(await batches(), [], 'the last outcome of its holder took the batch');
+    // A batch none of whose pairs is left (every delivery written, its holder gone) is deleted by the next look.
+    await w.emit(workspaceId, 'message.sent', { messageId: 'msg_r3' });
+    const third = await fanOut(repo(), w.clock.now(), 10, leaseIn(1_000), 1, 'worker-c');
+    assert.deepEqual(await recordOutcomes(repo(), [outcomeOf(third.claims[0], 200)], w.clock.now(), []), [true]);
+    w.clock.advance(1_000);
+    assert.deepEqual(await retakeFanOuts(repo(), w.clock.now(), new Date(w.clock.now().getTime() + 60_000)), []);
+    assert.deepEqual(await batches(), []);
+  });
+
+  it('two first attempts of one pair in one write (a batch taken again by its own worker): one delivery with both attempts, moved by the first', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    await w.emit(workspaceId, 'message.sent', { messageId: 'msg_twice' });
+    const [first] = (await fanOut(repo(), w.clock.now(), 10, leaseIn(1_000), 1, 'worker-a')).claims;
+    w.clock.advance(1_000);
+    const [second] = await retakeFanOuts(repo(), w.clock.now(), new Date(w.clock.now().getTime() + 60_000), 'worker-a');
+    assert.equal(second.eventId, first.eventId);
+    assert.notEqual(second.id, first.id);
+    const moved = await recordOutcomes(repo(), [outcomeOf(first, 503, new Date(w.clock.now().getTime() - 500)), outcomeOf(second, 200)], w.clock.now(), finishing([second]));
+    assert.deepEqual(moved, [true, false]);
+    const [delivery] = await w.deliveries(key, hook.id);
+    assert.equal(delivery.id, first.id);
+    assert.equal(delivery.state, 'pending', 'the first outcome moved it');
+    assert.deepEqual(delivery.attempts.map((a: { statusCode: number }) => a.statusCode), [503, 200]);
+    assert.deepEqual(await batches(), []);
+  });
+
+  it('a first attempt of a webhook deleted meanwhile writes nothing; of one disabled meanwhile, a failure is written held', async () => {
+    w.receiver.respond = () => ({ status: 500, delayMs: 300 });
+    const { key, workspaceId } = await w.workspace();
+    const gone = await w.register(key, ['message.sent'], '/gone');
+    const held = await w.register(key, ['message.sent'], '/held');
+    await w.emit(workspaceId, 'message.sent', { messageId: 'msg_meanwhile' });
+    const round = d.dispatcher.runRound();
+    await w.receiver.waitFor(2, 10_000);
+    // Both attempts are in flight (the receiver answers after 300 ms).
+    assert.equal((await w.app.request('DELETE', `/v1/webhooks/${gone.id}`, { key })).status, 204);
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${held.id}`, { key, body: { status: 'disabled' } })).status, 200);
+    const r = await round;
+    assert.equal(r.retrying, 1);
+    assert.equal((await db.query('select count(*)::int as n from webhook_deliveries where webhook_id = $1', [gone.id])).rows[0].n, 0);
+    const [h] = await w.deliveries(key, held.id);
+    assert.equal(h.state, 'pending');
+    assert.equal(h.nextAttemptAt, null, 'held until the webhook is enabled');
+    assert.deepEqual(h.attempts.map((a: { statusCode: number }) => a.statusCode), [500]);
+    assert.deepEqual(await batches(), [], 'the batch is finished: nothing is owed to a deleted webhook');
+  });
+
+  it('an outcome that finishes a batch taken over meanwhile leaves the new holder its batch', async () => {
+    const { workspaceId, key } = await w.workspace();
+    await w.register(key, ['message.sent']);
+    await w.emit(workspaceId, 'message.sent', { messageId: 'msg_fence' });
+    const [c] = (await fanOut(repo(), w.clock.now(), 10, leaseIn(1_000), 1, 'worker-a')).claims;
+    w.clock.advance(1_000);
+    const [taken] = await retakeFanOuts(repo(), w.clock.now(), new Date(w.clock.now().getTime() + 60_000), 'worker-b');
+    assert.ok(taken);
+    // worker-a thinks its batch is done; the row is worker-b's now (another lease): it stays.
+    assert.deepEqual(await recordOutcomes(repo(), [outcomeOf(c, 200)], w.clock.now(), finishing([c])), [true]);
+    assert.deepEqual((await batches()).map((b) => b.lease_owner), ['worker-b']);
+    assert.deepEqual(await recordOutcomes(repo(), [outcomeOf(taken, 200)], w.clock.now(), finishing([taken])), [false]);
+    assert.deepEqual(await batches(), []);
+  });
+});
