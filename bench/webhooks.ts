@@ -352,6 +352,11 @@ async function main() {
     await new Promise((r) => setTimeout(r, 1000));
     await ask('reset');
   }
+  // WAL written per delivery (every process's: the bench's event commits are in both sides').
+  const walAt = async () => (await env.pool.query<{ lsn: string }>(`select pg_current_wal_insert_lsn()::text as lsn`)).rows[0].lsn;
+  const walSince = async (from: string) =>
+    Number((await env.pool.query<{ n: string }>(`select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn) as n`, [from])).rows[0].n);
+  const mgWal0 = await walAt();
   const pgCpuAt = pgCpu();
   const workerCpuAt = workerCpu();
   const workerThreadsAt = threadTimes(worker.pid!);
@@ -368,6 +373,7 @@ async function main() {
   const receiverCpuMs = procCpuMs(receiver.pid!) - receiverCpuAt;
   let pgCpuMs = 0;
   for (const [pid, ms] of pgCpu()) pgCpuMs += ms - (pgCpuAt.get(pid) ?? 0);
+  const mgWal = await walSince(mgWal0);
   const backlogLag = await lags(commits);
   // BENCH_PG_STATEMENTS=1: the backlog's statements (the bench's own inserts included).
   const stmts = await env.statementStats();
@@ -404,7 +410,9 @@ async function main() {
   worker.kill('SIGTERM');
   await new Promise((r) => worker.once('exit', r));
   await ask('reset');
+  const floorWal0 = await walAt();
   const floor = await floorRun();
+  const floorWal = await walSince(floorWal0);
   await ask('reset');
   const bareAfter = await bareRun();
   const bareMs = (bareBefore.ms + bareAfter.ms) / 2;
@@ -445,6 +453,7 @@ async function main() {
     `floor (the bare undici loop + one statement per 64 events to take them + one insert per 64 finished deliveries): ${COUNT} in ${(floor.ms / 1000).toFixed(2)} s = ${floorRate.toFixed(0)} deliveries/s, ` +
       `ratio floor / bare ${(floorRate / bareRate).toFixed(2)}, mailgate / floor ${(mgRate / floorRate).toFixed(2)}; CPU per delivery: loop ${us(floor.cpu)} + PostgreSQL ${us(floor.pgMs)} + receiver ${us(floor.receiverMs)}; lag ${fmt(floor.lag)}`,
   );
+  console.log(`WAL per delivery (the events' commits included): mailgate ${(mgWal / COUNT).toFixed(0)} bytes, floor ${(floorWal / COUNT).toFixed(0)} bytes`);
   console.log(`paced ${PACED} events at ${PACED_RATE}/s: lag commit -> receipt ${fmt(pacedLag)}`);
   console.log(`rows: ${rows[0].delivered}/${rows[0].deliveries} deliveries delivered, ${rows[0].attempts} attempts; worker peak RSS ${rss.toFixed(0)} MB`);
   receiver.send({ cmd: 'exit' });
