@@ -183,4 +183,30 @@ describe('webhook delivery: restarts, workers, leases', function () {
     assert.ok((await w.deliveries(key, hook.id, '?limit=50')).every((d: { state: string; attempts: unknown[] }) => d.state === 'delivered' && d.attempts.length === 1));
     assert.equal((await db.query(`select count(*)::int as n from webhook_fanouts`)).rows[0].n, 0);
   });
+
+  it('a worker stopping during a first attempt gives its batch back only once that attempt is written: another worker running meanwhile repeats nothing', async () => {
+    // The first request hangs until the timeout (a failed attempt, retried later); the rest answer at once.
+    let n = 0;
+    w.receiver.respond = () => (++n === 1 ? 'hang' : 200);
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    for (let i = 0; i < 6; i++) await w.emit(workspaceId, 'message.sent', { messageId: `msg_hang${i}` });
+    const first = w.dispatcher({ concurrency: 1, queue: 10 });
+    const round = first.runRound();
+    await w.receiver.waitFor(1, 10_000);
+    first.stop();
+    // Another worker looks for work while the first attempt still hangs (the stopping round has
+    // given back what it had not started by then: it looks at least every 100 ms), and again after.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const meanwhile = await w.dispatcher().runRound();
+    const r = await round;
+    const after = await w.dispatcher().runRound();
+    assert.equal(r.fannedOut, 6);
+    assert.equal(r.retrying, 1, 'the hanging attempt was written, as a failure to retry');
+    assert.equal(meanwhile.claimed + after.claimed, 5, 'the batch came back without the attempt in flight');
+    assert.equal(w.receiver.received.length, 6, 'each event sent once');
+    const ds = await w.deliveries(key, hook.id, '?limit=50');
+    assert.deepEqual(ds.map((d: { state: string }) => d.state).sort(), ['delivered', 'delivered', 'delivered', 'delivered', 'delivered', 'pending']);
+    assert.equal((await db.query(`select count(*)::int as n from webhook_fanouts`)).rows[0].n, 0);
+  });
 });

@@ -143,6 +143,8 @@ export class WebhookDispatcher {
   /** Decrypted signing secrets by ciphertext (a rotation makes a new ciphertext). */
   private readonly secrets = new Map<string, string>();
   private readonly attemptCounters = new Map<string, { inc(): void }>();
+  /** Fan-out batches with claims given back by a stopping round, released when it has settled. */
+  private readonly givenBack = new Set<FanOutLease>();
   private stopping = false;
   private perEvent = 1;
   private closed?: Promise<void>;
@@ -212,6 +214,7 @@ export class WebhookDispatcher {
         fanOut: (limit, ahead, probe) => this.fanOut(limit, ahead, probe),
         attempt: (c, result, answered, written) => this.attempt(c, result, answered, written),
         giveBack: (claims) => this.giveBack(claims),
+        settled: () => this.releaseGivenBack(),
       },
       {
         concurrency: conc,
@@ -268,25 +271,35 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Claims a stopping worker will not attempt: due deliveries are released at once (due again);
-   * the fan-out batches of fresh ones are marked unfinished and their leases run out now, so
-   * another worker takes them again and attempts what has no delivery.
+   * Claims a stopping worker will not attempt: due deliveries are released at once (due again).
+   * The fan-out batches of fresh ones are marked unfinished, and their leases end once the
+   * round's last outcome is written (releaseGivenBack): another worker then takes them again
+   * and attempts what has no delivery, never a first attempt this worker was still making.
    */
   private async giveBack(claims: ClaimedDelivery[]): Promise<void> {
-    const batches = new Set<FanOutLease>();
     const due: ClaimedDelivery[] = [];
     for (const c of claims) {
       if (c.fresh) {
         c.fresh.fanOut.broken = true;
-        batches.add(c.fresh.fanOut);
+        this.givenBack.add(c.fresh.fanOut);
       } else due.push(c);
     }
-    const now = this.deps.clock.now();
     try {
-      await releaseClaims(this.db, due, now);
-      await releaseFanOuts(this.db, [...batches], now);
+      await releaseClaims(this.db, due, this.deps.clock.now());
     } catch (err) {
       this.deps.log.warn({ err }, 'could not give back webhook claims; they return when their lease runs out');
+    }
+  }
+
+  /** Ends the leases of the batches given back (DeliveryRound, once its outcomes are written). */
+  private async releaseGivenBack(): Promise<void> {
+    if (!this.givenBack.size) return;
+    const batches = [...this.givenBack];
+    this.givenBack.clear();
+    try {
+      await releaseFanOuts(this.db, batches, this.deps.clock.now());
+    } catch (err) {
+      this.deps.log.warn({ err }, 'could not give back webhook fan-out batches; they return when their lease runs out');
     }
   }
 

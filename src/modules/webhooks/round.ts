@@ -51,6 +51,8 @@ export interface RoundWork {
   attempt(c: ClaimedDelivery, result: WebhookRoundResult, answered: () => void, written: () => void): void;
   /** Gives back claims that will not be attempted (stopping). */
   giveBack(claims: ClaimedDelivery[]): Promise<void>;
+  /** Runs once the round's last outcome is written or given up on. */
+  settled(): Promise<void>;
 }
 
 export interface RoundLimits {
@@ -216,6 +218,7 @@ export class DeliveryRound {
       await this.waker.wait(pollMs);
     }
     while (this.writes) await this.waker.wait(pollMs);
+    await this.work.settled();
     return this.result;
   }
 }
