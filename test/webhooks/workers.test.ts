@@ -12,6 +12,21 @@ describe('webhook delivery: restarts, workers, leases', function () {
   before(() => ({ w, db, dispatcher } = d));
   const { oneHookOneEvent, attemptsOf, staleClaim } = d;
 
+  /**
+   * `events` events for one webhook, fanned out by a worker with one slot and a queue of `queue`,
+   * stopped once its first request reached the receiver; `round` is that worker's round.
+   */
+  async function stopAfterFirstRequest(events: number, queue: number) {
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    for (let i = 0; i < events; i++) await w.emit(workspaceId, 'message.sent', { messageId: `msg_stop${i}` });
+    const first = w.dispatcher({ concurrency: 1, queue });
+    const round = first.runRound();
+    await w.receiver.waitFor(1, 10_000);
+    first.stop();
+    return { key, hook, round };
+  }
+
   it('a restart mid-retry continues the schedule: a new dispatcher takes over the pending retries', async () => {
     w.receiver.respond = () => 500;
     const first = w.dispatcher();
@@ -164,13 +179,7 @@ describe('webhook delivery: restarts, workers, leases', function () {
 
   it('a stopping worker gives back the fresh deliveries it had not started: its batch is taken again at once by the next worker', async () => {
     w.receiver.respond = () => ({ status: 200, delayMs: 50 });
-    const { key, workspaceId } = await w.workspace();
-    const hook = await w.register(key, ['message.sent']);
-    for (let i = 0; i < 12; i++) await w.emit(workspaceId, 'message.sent', { messageId: `msg_stop${i}` });
-    const first = w.dispatcher({ concurrency: 1, queue: 20 });
-    const round = first.runRound();
-    await w.receiver.waitFor(1, 10_000);
-    first.stop();
+    const { key, hook, round } = await stopAfterFirstRequest(12, 20);
     const r = await round;
     assert.equal(r.fannedOut, 12, 'the fan-out leased all of them to the first worker');
     assert.ok(r.delivered >= 1 && r.delivered < 12, String(r.delivered));
@@ -188,13 +197,7 @@ describe('webhook delivery: restarts, workers, leases', function () {
     // The first request hangs until the timeout (a failed attempt, retried later); the rest answer at once.
     let n = 0;
     w.receiver.respond = () => (++n === 1 ? 'hang' : 200);
-    const { key, workspaceId } = await w.workspace();
-    const hook = await w.register(key, ['message.sent']);
-    for (let i = 0; i < 6; i++) await w.emit(workspaceId, 'message.sent', { messageId: `msg_hang${i}` });
-    const first = w.dispatcher({ concurrency: 1, queue: 10 });
-    const round = first.runRound();
-    await w.receiver.waitFor(1, 10_000);
-    first.stop();
+    const { key, hook, round } = await stopAfterFirstRequest(6, 10);
     // Another worker looks for work while the first attempt still hangs (the stopping round has
     // given back what it had not started by then: it looks at least every 100 ms), and again after.
     await new Promise((resolve) => setTimeout(resolve, 150));

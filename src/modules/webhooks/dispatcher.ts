@@ -17,7 +17,7 @@ export interface WebhookDispatchOptions {
   /**
    * Deliveries a round keeps leased beyond its slots, waiting for one (default 6 x
    * concurrency). Fan-out and claims take work in batches of half of it to all of it; a longer
-   * queue means larger batches but longer leases on fresh deliveries (see leaseFor).
+   * queue means larger batches but longer leases on fan-out batches (see leaseFor).
    */
   queue?: number;
   /** How long an attempt's outcome may wait to be written with others (default 20 ms). */
@@ -140,6 +140,8 @@ export class WebhookDispatcher {
   private readonly db: PreparedStatements;
   private readonly writer: DeliveryOutcomeWriter;
   private readonly concurrency: number;
+  /** Deliveries a round holds at once: the slots and the queue beside them. */
+  private readonly capacity: number;
   /** Decrypted signing secrets by ciphertext (a rotation makes a new ciphertext). */
   private readonly secrets = new Map<string, string>();
   private readonly attemptCounters = new Map<string, { inc(): void }>();
@@ -154,6 +156,7 @@ export class WebhookDispatcher {
     private readonly opts: WebhookDispatchOptions = {},
   ) {
     this.concurrency = opts.concurrency ?? 16;
+    this.capacity = this.concurrency + (opts.queue ?? 6 * this.concurrency);
     this.http = new WebhookHttpClient({
       timeoutMs: deps.config.webhookTimeout,
       allowPrivate: deps.config.webhookAllowPrivate,
@@ -206,7 +209,6 @@ export class WebhookDispatcher {
    * `pollMs` instead of at the next Agenda tick.
    */
   async runRound(): Promise<WebhookRoundResult> {
-    const conc = this.concurrency;
     const round = new DeliveryRound(
       {
         stopping: () => this.stopping,
@@ -217,8 +219,8 @@ export class WebhookDispatcher {
         settled: () => this.releaseGivenBack(),
       },
       {
-        concurrency: conc,
-        capacity: conc + (this.opts.queue ?? 6 * conc),
+        concurrency: this.concurrency,
+        capacity: this.capacity,
         pollMs: this.opts.pollMs ?? 100,
         maxRoundMs: this.opts.maxRoundMs ?? 25_000,
         lingerMs: this.opts.lingerMs ?? 20_000,
@@ -257,8 +259,7 @@ export class WebhookDispatcher {
     const now = this.deps.clock.now();
     const owner = this.opts.owner ?? null;
     try {
-      const capacity = this.concurrency + (this.opts.queue ?? 6 * this.concurrency);
-      const retaken = await retakeFanOuts(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + capacity - 1))), owner);
+      const retaken = await retakeFanOuts(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + this.capacity - 1))), owner);
       if (retaken.length >= limit) return retaken;
       // One lease for the batch: that of its last delivery.
       const rest = limit - retaken.length;

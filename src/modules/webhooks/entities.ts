@@ -52,10 +52,12 @@ export interface FanOutLease {
   broken: boolean;
 }
 
-/** What a first attempt's outcome needs to write its delivery (it has no row before). */
+/**
+ * What a first attempt's outcome needs to write its delivery (it has no row before; its
+ * workspace is the webhook's).
+ */
 export interface FreshDelivery {
   fanOut: FanOutLease;
-  workspaceId: string;
   webhookId: string;
   eventId: string;
   /** When the event was fanned out: the delivery's createdAt. */

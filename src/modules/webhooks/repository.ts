@@ -251,6 +251,13 @@ function claimOf(r: DeliveryTargetRow, id: string, attemptCount: number, leaseUn
   };
 }
 
+/** A first attempt of a fan-out batch: its delivery (id made by the worker) has no row yet. */
+function freshClaimOf(r: DeliveryTargetRow, id: string, batch: FanOutLease, fannedOutAt: Date, hook?: Pick<DeliveryTargetRow, 'url' | 'signing_secret_enc'>): ClaimedDelivery {
+  const c = claimOf(r, id, 0, batch.leaseUntil, hook);
+  c.fresh = { fanOut: batch, webhookId: r.webhook_id, eventId: r.event_id, createdAt: fannedOutAt };
+  return c;
+}
+
 /**
  * The outbox to the deliveries, in one statement (one transaction): takes a batch of events not
  * yet fanned out (events_pending_idx, skipping rows another worker holds), pairs each with
@@ -287,7 +294,7 @@ export async function fanOut(
     const ids = orderedIds('dlv', supply);
     const leases = lease ? ids.map((_, i) => lease(i)) : null;
     const fanOutId = lease ? newId('fan') : null;
-    const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; n: string | null; made: boolean | null; workspace_id: string }>(
+    const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; n: string | null; made: boolean | null }>(
       'webhooks.fanout',
       `with arg as (
          select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now, ?::text as owner, ?::text as fan
@@ -326,7 +333,7 @@ export async function fanOut(
               p.n, p.n is not null and ((select fan from arg) is not null or (select arg.ids[p.n] from arg) in (select id from ins)) as made,
               -- A webhook's URL and secret come once, with its first pair (rows come in pair order).
               p.webhook_id, case when p.first then p.url end as url, case when p.first then p.signing_secret_enc end as signing_secret_enc,
-              p.event_id, p.workspace_id, p.type, p.data, ${isoTime('p.created_at')} as created_at
+              p.event_id, p.type, p.data, ${isoTime('p.created_at')} as created_at
          from (select 1) one
          left join pairs p on true
         order by p.n`,
@@ -350,9 +357,7 @@ export async function fanOut(
       if (!r.made) continue;
       made++;
       if (!batch) continue;
-      const c = claimOf(r, ids[Number(r.n) - 1], 0, batch.leaseUntil, hooks.get(r.webhook_id)!);
-      c.fresh = { fanOut: batch, workspaceId: r.workspace_id, webhookId: r.webhook_id, eventId: r.event_id, createdAt: now };
-      claims.push(c);
+      claims.push(freshClaimOf(r, ids[Number(r.n) - 1], batch, now, hooks.get(r.webhook_id)!));
     }
     return { events, deliveries: made, claims };
   }
@@ -366,12 +371,12 @@ export async function fanOut(
  * webhook_fanouts_lease_idx finds it; the table holds only batches in flight.
  */
 export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date, owner: string | null = null): Promise<ClaimedDelivery[]> {
-  const rows = await db.run<DeliveryTargetRow & { fan: string; workspace_id: string }>(
+  const rows = await db.run<DeliveryTargetRow & { fan: string }>(
     'webhooks.retake',
     `with f as (
        select id, event_ids from webhook_fanouts where lease_until <= ? order by lease_until limit 1 for update skip locked
      ), pairs as (
-       select f.id as fan, e.id as event_id, e.workspace_id, e.type, e.data, e.created_at, w.id as webhook_id, w.url, w.signing_secret_enc
+       select f.id as fan, e.id as event_id, e.type, e.data, e.created_at, w.id as webhook_id, w.url, w.signing_secret_enc
          from f cross join lateral unnest(f.event_ids) as x(id)
          join events e on e.id = x.id
          join webhooks w on w.workspace_id = e.workspace_id and e.type = any(w.events) and w.created_at <= e.created_at and w.status = 'active'
@@ -381,18 +386,14 @@ export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date,
      ), done as (
        delete from webhook_fanouts x using f where x.id = f.id and f.id not in (select fan from pairs)
      )
-     select p.fan, p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.workspace_id, p.type, p.data, ${isoTime('p.created_at')} as created_at
+     select p.fan, p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.type, p.data, ${isoTime('p.created_at')} as created_at
        from pairs p order by p.created_at, p.event_id, p.webhook_id`,
     [now, leaseUntil, owner],
   );
   if (!rows.length) return [];
   const ids = orderedIds('dlv', rows.length);
   const batch: FanOutLease = { id: rows[0].fan, leaseUntil, unwritten: rows.length, broken: false };
-  return rows.map((r, i) => {
-    const c = claimOf(r, ids[i], 0, leaseUntil);
-    c.fresh = { fanOut: batch, workspaceId: r.workspace_id, webhookId: r.webhook_id, eventId: r.event_id, createdAt: now };
-    return c;
-  });
+  return rows.map((r, i) => freshClaimOf(r, ids[i], batch, now));
 }
 
 /**
@@ -505,7 +506,7 @@ export function outcomesBatch(outcomes: AttemptOutcome[]): string {
       state: o.state,
       next_attempt_at: o.nextAttemptAt === null ? null : o.nextAttemptAt.toISOString(),
       attempt: { at: o.attempt.at.toISOString(), statusCode: o.attempt.statusCode, error: o.attempt.error, durationMs: o.attempt.durationMs },
-      ...(o.fresh && { fresh: true, workspace_id: o.fresh.workspaceId, webhook_id: o.fresh.webhookId, event_id: o.fresh.eventId, created_at: o.fresh.createdAt.toISOString() }),
+      ...(o.fresh && { fresh: true, webhook_id: o.fresh.webhookId, event_id: o.fresh.eventId, created_at: o.fresh.createdAt.toISOString() }),
     })),
   );
 }
@@ -538,7 +539,7 @@ export const OUTCOMES_SQL = `with arg as (
      ), input as materialized (
        -- The batch parsed once; \`fresh\` marks first attempts.
        select i.* from arg, json_to_recordset(arg.batch) as i(n int, id text, lease_until timestamptz, attempt_count int, state text, next_attempt_at timestamptz,
-                                                             attempt jsonb, fresh boolean, workspace_id text, webhook_id text, event_id text, created_at timestamptz)
+                                                             attempt jsonb, fresh boolean, webhook_id text, event_id text, created_at timestamptz)
      ), o as (
        -- Each outcome carries every attempt of its delivery in this batch (in the order made).
        select o.n, o.id, o.lease_until, o.attempt_count, o.state, o.next_attempt_at, 'pending'::text as was,
@@ -565,16 +566,16 @@ export const OUTCOMES_SQL = `with arg as (
          from (select distinct on (o.id) o.id, o.logged from o order by o.id) l
         where d.id = l.id and l.id not in (select id from moved)
      ), fresh as (
-       select distinct on (f.event_id, f.webhook_id) f.n, f.id, f.workspace_id, f.webhook_id, f.event_id, f.state, f.next_attempt_at, f.created_at,
+       select distinct on (f.event_id, f.webhook_id) f.n, f.id, f.webhook_id, f.event_id, f.state, f.next_attempt_at, f.created_at,
               jsonb_agg(f.attempt) over (partition by f.event_id, f.webhook_id order by f.attempt->>'at' rows between unbounded preceding and unbounded following) as logged
          from input f
         where f.fresh
         order by f.event_id, f.webhook_id, f.n
      ), hooks as (
-       select w.id, w.status from webhooks w where w.id in (select webhook_id from fresh) for key share of w
+       select w.id, w.workspace_id, w.status from webhooks w where w.id in (select webhook_id from fresh) for key share of w
      ), written as (
        insert into webhook_deliveries as d (id, workspace_id, webhook_id, event_id, state, attempt_count, attempts, next_attempt_at, created_at, updated_at)
-       select f.id, f.workspace_id, f.webhook_id, f.event_id, f.state, 1, f.logged,
+       select f.id, h.workspace_id, f.webhook_id, f.event_id, f.state, 1, f.logged,
               case when f.state = 'pending' and h.status = 'active' then f.next_attempt_at end, f.created_at, arg.now
          from fresh f join hooks h on h.id = f.webhook_id, arg
        on conflict (webhook_id, event_id) do update set attempts = d.attempts || excluded.attempts
