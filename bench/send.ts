@@ -205,6 +205,18 @@ const s = env.services();
 const sender = await s.senders.add({ workspaceId: env.workspaceId, email: 'sender@bench.example', name: 'Bench Sender', smtpUrl: `smtp://u:p@127.0.0.1:${port}` });
 const pool = await s.senders.createPool(env.workspaceId, 'bench', 10_000_000, [sender.id]);
 const { id } = await env.api('POST', '/v1/campaigns', { name: 'send bench', senderPoolId: pool.id, sequenceSteps: steps });
+// BENCH_PRIOR_SENT=N: the pool has already sent N messages in the last 23 hours (an earlier
+// campaign of the day, vacuumed), to see what the day's volume costs the claim's rolling count.
+const PRIOR_SENT = Number(process.env.BENCH_PRIOR_SENT ?? 0);
+if (PRIOR_SENT > 0) {
+  await env.pool.query(
+    `insert into outbound_messages (id, workspace_id, campaign_id, step_index, kind, state, due_at, pool_id, sender_account_id, to_email, sent_at, created_at, updated_at)
+     select 'msg_prior_' || g, $1, 'cmp_prior', 0, 'campaign', 'sent', x.t, $2, $3, 'prior' || g || '@bench.example', x.t, x.t, x.t
+       from generate_series(1, $4::int) g, lateral (select now() - (g::float8 / $4::int) * interval '23 hours' as t) x`,
+    [env.workspaceId, pool.id, sender.id, PRIOR_SENT],
+  );
+  await env.pool.query('vacuum analyze outbound_messages');
+}
 for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${id}/leads/bulk`, { leads: leads.slice(i, i + 10_000) });
 const warmId = WARM ? (await env.api('POST', '/v1/campaigns', { name: 'warm-up', senderPoolId: pool.id, sequenceSteps: steps })).id : null;
 if (warmId) for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${warmId}/leads/bulk`, { leads: leads.slice(i, i + 10_000).map((l) => ({ ...l, email: `warm.${l.email}` })) });
@@ -251,6 +263,7 @@ const bareRate = COUNT / (bareMs / 1000);
 const rateOf = (ms: number) => (COUNT / (ms / 1000)).toFixed(0);
 const mgRate = COUNT / (mailgateMs / 1000);
 console.log(`bare nodemailer pool (${CONNECTIONS} connections): ${COUNT} messages in ${(bareMs / 1000).toFixed(2)} s = ${bareRate.toFixed(0)} msg/s (mean of the runs before and after mailgate: ${rateOf(bareBefore.ms)} and ${rateOf(bareAfter.ms)} msg/s)`);
+if (PRIOR_SENT > 0) console.log(`the pool had sent ${PRIOR_SENT} messages in the 23 hours before (BENCH_PRIOR_SENT)`);
 console.log(`mailgate worker (${CONNECTIONS} connections):       ${COUNT} messages in ${(mailgateMs / 1000).toFixed(2)} s = ${mgRate.toFixed(0)} msg/s (stats: sent ${stats.sent}, queued ${stats.queued})`);
 const rawRate = COUNT / ((rawBefore.ms + rawAfter.ms) / 2 / 1000);
 const boundRate = COUNT / ((boundBefore.ms + boundAfter.ms) / 2 / 1000);
