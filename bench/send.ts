@@ -16,6 +16,8 @@ import pg from 'pg';
 import { benchEnvironment, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
 import { renderHtml, renderSubject, htmlToText, withOpenPixel } from '../src/modules/sending/render.ts';
 import { Semaphore } from '../src/modules/sending/in-flight.ts';
+import { backfillTalliesSql } from '../src/modules/messages/tallies.ts';
+import { nativePlaceholders } from '../src/db/sql.ts';
 
 const COUNT = Number(process.env.BENCH_COUNT ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 3);
@@ -215,7 +217,10 @@ if (PRIOR_SENT > 0) {
        from generate_series(1, $4::int) g, lateral (select now() - (g::float8 / $4::int) * interval '23 hours' as t) x`,
     [env.workspaceId, pool.id, sender.id, PRIOR_SENT],
   );
+  // Written directly, so tallied as the migration tallies what was sent before it (tallies.ts).
+  await env.pool.query(nativePlaceholders(backfillTalliesSql()), [new Date(Date.now() - 48 * 3_600_000)]);
   await env.pool.query('vacuum analyze outbound_messages');
+  await env.pool.query('vacuum analyze sent_tallies');
 }
 for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${id}/leads/bulk`, { leads: leads.slice(i, i + 10_000) });
 const warmId = WARM ? (await env.api('POST', '/v1/campaigns', { name: 'warm-up', senderPoolId: pool.id, sequenceSteps: steps })).id : null;

@@ -2,6 +2,7 @@ import type { RecurringJob } from './agenda.ts';
 import type { SendDispatcher } from '../modules/sending/dispatcher.ts';
 import { webhookDispatchJob, type WebhookDispatcher } from '../modules/webhooks/dispatcher.ts';
 import { pruneWebhookLog } from '../modules/maintenance/retention.ts';
+import { pruneTallies } from '../modules/messages/tallies.ts';
 import { createServices } from '../services.ts';
 import type { Deps } from '../deps.ts';
 
@@ -72,6 +73,16 @@ export function recurringJobs(workers: Workers): RecurringJob[] {
         const r = await pruneWebhookLog(workers.deps.orm.em.fork(), cutoff, () => job.touch());
         if (r.events || r.deliveries) workers.deps.log.info({ ...r, cutoff }, 'pruned the webhook log');
         return r.events + r.deliveries;
+      },
+    },
+    {
+      // The pools' and accounts' sent tallies (messages/tallies.ts) of buckets no claim's
+      // 24-hour window reaches any more: a day's rows per owner and writer is all there is.
+      name: 'tallies.prune',
+      every: '1 hour',
+      async run() {
+        const before = new Date(workers.deps.clock.now().getTime() - 86_400_000);
+        return pruneTallies(workers.deps.orm.em.fork(), before);
       },
     },
   ];

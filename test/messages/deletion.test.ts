@@ -1,6 +1,6 @@
 // outbound_messages has no foreign keys (migration 0017): its owner deletes a workspace's
-// messages when the workspace goes, in every state and of every kind, and leaves other
-// workspaces' messages alone.
+// messages (and its sent tallies) when the workspace goes, in every state and of every kind, and
+// leaves other workspaces' alone.
 import assert from 'node:assert/strict';
 import { sendingWorld, HOUR } from '../sending/world.ts';
 import { recordForward } from '../../src/modules/messages/desk.ts';
@@ -37,6 +37,11 @@ describe('messages: deleting a workspace', function () {
       { state: 'sent', kind: 'campaign', n: 2 },
       { state: 'sent', kind: 'forward', n: 1 },
     ]);
+    const tallies = async (workspaceId: string) => (await w.db.query(`select coalesce(sum(n), 0)::int as n from sent_tallies where workspace_id = $1`, [workspaceId])).rows[0].n;
+    // Pool and account, per message sent; the forward is the account's alone.
+    assert.equal(await tallies(gone.workspaceId), 2 * 2 + 1);
+    const keptTallies = await tallies(kept.workspaceId);
+    assert.equal(keptTallies, 2);
     const keptBefore = await countOf(kept.workspaceId);
     assert.deepEqual(keptBefore, [
       { state: 'scheduled', kind: 'campaign', n: 1 },
@@ -46,6 +51,8 @@ describe('messages: deleting a workspace', function () {
     await w.app.services().workspaces.delete(gone.workspaceId);
     assert.deepEqual(await countOf(gone.workspaceId), []);
     assert.deepEqual(await countOf(kept.workspaceId), keptBefore);
+    assert.equal(await tallies(gone.workspaceId), 0, "the workspace's sent tallies go with its messages");
+    assert.equal(await tallies(kept.workspaceId), keptTallies);
     // The other campaign still sends its follow-up when it is due.
     w.clock.advance(25 * HOUR);
     await w.dispatcher.runRound();

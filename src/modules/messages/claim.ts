@@ -1,11 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
+import { tallyWindow, usedSql } from './tallies.ts';
 
 // Claiming due messages for a pool (sending/capacity.ts decides, under the pool's row lock).
 // The statements lock the pool's and its accounts' rows (FOR NO KEY UPDATE) to serialize
 // capacity decisions; they write only outbound_messages.
-
-const DAY_MS = 86_400_000;
 
 export interface PoolCapacity {
   dailyCapacity: number;
@@ -41,12 +40,14 @@ export async function claimPlans(em: EntityManager): Promise<void> {
 export async function lockPool(em: EntityManager, poolId: string, now: Date): Promise<PoolCapacity | null> {
   const [pool] = await sql<{ daily_capacity: number }>(em, `select daily_capacity from sender_pools where id = ? for no key update`, [poolId], { name: 'claim.pool' });
   if (!pool) return null;
-  // outbound_pool_sent_idx and outbound_sending_pool_idx
+  // the pool's sent tallies (tallies.ts) with outbound_pool_sent_idx for the bucket the window
+  // cuts; outbound_sending_pool_idx
+  const w = tallyWindow(now);
   const [usage] = await sql<{ used: string; in_flight: string }>(
     em,
-    `select (select count(*) from outbound_messages where pool_id = ? and sent_at is not null and sent_at > ?) as used,
+    `select ${usedSql('?::text', 'pool_id')} as used,
             (select count(*) from outbound_messages where pool_id = ? and state = 'sending') as in_flight`,
-    [poolId, new Date(now.getTime() - DAY_MS), poolId],
+    [poolId, w.edgeEnd, poolId, w.since, w.edgeEnd, poolId],
     { name: 'claim.pool_usage' },
   );
   return { dailyCapacity: pool.daily_capacity, used: Number(usage.used), inFlight: Number(usage.in_flight) };
@@ -68,19 +69,21 @@ export interface AccountSlot {
  * only for an account with a daily limit: without one nothing reads it).
  */
 export async function lockAccounts(em: EntityManager, poolId: string, now: Date): Promise<AccountSlot[]> {
-  // pool_members primary key; outbound_sender_sent_idx and outbound_sending_sender_idx
+  // pool_members primary key; the account's sent tallies with outbound_sender_sent_idx (as the
+  // pool's: tallies.ts); outbound_sending_sender_idx
+  const w = tallyWindow(now);
   return sql<AccountSlot>(
     em,
     `select a.id, a.daily_limit, a.min_interval_ms, a.last_sent_at,
             case when a.daily_limit is null then 0
-                 else (select count(*) from outbound_messages m where m.sender_account_id = a.id and m.sent_at is not null and m.sent_at > ?) end as used,
+                 else ${usedSql('a.id', 'sender_account_id')} end as used,
             (select count(*) from outbound_messages m where m.sender_account_id = a.id and m.state = 'sending') as in_flight
        from pool_members pm join sender_accounts a on a.id = pm.sender_account_id
       where pm.pool_id = ? and a.status = 'active' and a.health <> 'auth_failed'
         and (a.health_retry_at is null or a.health_retry_at <= ?)
       order by a.id
       for no key update of a`,
-    [new Date(now.getTime() - DAY_MS), poolId, now],
+    [w.edgeEnd, w.since, w.edgeEnd, poolId, now],
     { name: 'claim.accounts' },
   );
 }

@@ -1,20 +1,28 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
+import { tallyInsert } from './tallies.ts';
 
 // The SDR desk's mail in the sent log: a reply forwarded to an SDR (`forward`) and an SDR's own
 // send in a campaign thread (`sdr_reply`) are outbound_messages rows too (their Message-IDs
-// thread later answers), never claimed or counted.
+// thread later answers), never claimed nor in the campaign's counters. A forward goes out
+// through the reply's sender account, so it counts toward that account's daily limit.
 
 export async function recordForward(
   em: EntityManager,
   m: { id: string; workspaceId: string; campaignId: string; leadId: string; senderAccountId: string; to: string; subject: string; messageIdHeader: string; response: string },
   now: Date,
 ): Promise<void> {
+  // Sent from the account, so it counts toward the account's daily limit: tallied in the same
+  // statement (tallies.ts), under its own writer (the message), so forwards never wait for a worker.
   await sql(
     em,
-    `insert into outbound_messages (id, workspace_id, campaign_id, lead_id, step_index, kind, state, due_at, sender_account_id, to_email,
-                                    subject, message_id_header, smtp_response, sent_at, created_at, updated_at)
-     values (?, ?, ?, ?, 0, 'forward', 'sent', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `with f as (
+       insert into outbound_messages (id, workspace_id, campaign_id, lead_id, step_index, kind, state, due_at, sender_account_id, to_email,
+                                      subject, message_id_header, smtp_response, sent_at, created_at, updated_at)
+       values (?, ?, ?, ?, 0, 'forward', 'sent', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       returning id, sent_at, workspace_id, pool_id, sender_account_id
+     )
+     ${tallyInsert('select sent_at, id as writer, workspace_id, pool_id, sender_account_id from f')}`,
     [m.id, m.workspaceId, m.campaignId, m.leadId, now, m.senderAccountId, m.to, m.subject, m.messageIdHeader, m.response, now, now, now],
   );
 }

@@ -5,6 +5,7 @@ import { messageSentJsonb } from '../events/catalogue.ts';
 import { bumpCounters } from './counters.ts';
 import { endEnrollments } from './enrollments.ts';
 import { GUARD_PASSES } from './send.ts';
+import { tallyInsert } from './tallies.ts';
 
 // The transitions of a message after its claim, each one statement or one short sequence in
 // the caller's transaction, counters and enrollments moved with it: requeue (and its variants),
@@ -126,7 +127,10 @@ export const ACCEPTED_SQL = `with t as (
        from t join mine on mine.id = t.id
       where o.id = t.id
       returning o.id, o.workspace_id, o.campaign_id, o.enrollment_id, o.lead_id, o.step_index, o.to_email, o.message_id_header,
-                o.sender_account_id, t.sent, t.next_id, t.event_id
+                o.sender_account_id, o.pool_id, o.claimed_by, t.sent, t.next_id, t.event_id
+   ), tally as (
+     ${tallyInsert('select sent::timestamptz as sent_at, claimed_by as writer, workspace_id, pool_id, sender_account_id from m')}
+     returning 1
    ), nxt as (
      select m.*, s.step_index as next_step, s.delay_hours
        from m join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index + 1
@@ -176,7 +180,8 @@ export const ACCEPTED_SQL = `with t as (
  * Accepted outcomes as one statement (its own transaction): each message is sent with the
  * server's reply and its rendered headers, its account becomes the enrollment's (sticky: the
  * lead's follow-ups go through it), the next step is scheduled (or the enrollment completes),
- * counters move once per campaign, and message.sent goes to the outbox for each (when a webhook
+ * counters move once per campaign, the pool's and account's sent tallies once per bucket
+ * (tallies.ts: the writer's rows are the worker's), and message.sent goes to the outbox for each (when a webhook
  * of the workspace subscribes to it: events/outbox.ts recordEvent says why).
  * Data-modifying CTEs all see one snapshot and commit together. Returns the ids recorded
  * (a message no longer ours is not).
@@ -252,12 +257,20 @@ export async function bounce(
   workerId: string,
   now: Date,
 ): Promise<boolean> {
+  // Counted as sent, so tallied as sent (tallies.ts), in the same statement; its own writer rows
+  // per worker, apart from the outcome statements'.
   const done = await sql(
     em,
-    `update outbound_messages set state = 'bounced', sent_at = ?, bounce_type = ?, bounce_reason = ?, bounced_at = ?, smtp_response = ?,
-            lease_until = null, updated_at = ?, message_id_header = ?, subject = ?, in_reply_to = ?, references_header = ?
-      where id = ? and state = 'sending' and claimed_by is not distinct from ? returning id`,
-    [now, type, reason, now, reason, now, m.messageIdHeader, m.subject, m.inReplyTo, m.references, m.id, workerId],
+    `with b as (
+       update outbound_messages set state = 'bounced', sent_at = ?, bounce_type = ?, bounce_reason = ?, bounced_at = ?, smtp_response = ?,
+              lease_until = null, updated_at = ?, message_id_header = ?, subject = ?, in_reply_to = ?, references_header = ?
+        where id = ? and state = 'sending' and claimed_by is not distinct from ?
+        returning id, sent_at, workspace_id, pool_id, sender_account_id
+     ), tally as (
+       ${tallyInsert(`select sent_at, 'bounce:' || ?::text as writer, workspace_id, pool_id, sender_account_id from b`)}
+     )
+     select id from b`,
+    [now, type, reason, now, reason, now, m.messageIdHeader, m.subject, m.inReplyTo, m.references, m.id, workerId, workerId],
   );
   if (!done.length) return false;
   await bumpCounters(em, m.campaignId, { queued: -1, sent: 1, bounced: 1 });

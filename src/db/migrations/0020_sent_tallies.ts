@@ -1,0 +1,30 @@
+import { Migration } from '@mikro-orm/migrations';
+import { backfillTalliesSql } from '../../modules/messages/tallies.ts';
+
+/**
+ * The pools' and accounts' sent tallies (modules/messages/tallies.ts): a claim's rolling 24-hour
+ * count reads them instead of one index entry per message sent in the window, which took 12 ms
+ * per claim with 100,000 messages in it (docs/benchmarks.md, issue 20, session 18). One row per
+ * owner (a pool's or an account's id), five-minute bucket and writer; no foreign keys (the rows
+ * are written in the sending hot path, and they go with their workspace: messages/deletion.ts).
+ *
+ * The messages sent in the last two days are tallied here, in the migration's transaction:
+ * migrations run at start under their advisory lock, before this version's workers send, and a
+ * worker of an older version still running would write sent_at without a tally (the upgrade
+ * notes in docs/operating.md say to stop them first).
+ */
+export class Migration0020SentTallies extends Migration {
+  override async up(): Promise<void> {
+    this.addSql(`create table sent_tallies (
+      owner_id text not null,
+      bucket timestamptz not null,
+      writer text not null,
+      workspace_id text not null,
+      n integer not null,
+      primary key (owner_id, bucket, writer)
+    )`);
+    this.addSql(`create index sent_tallies_bucket_idx on sent_tallies (bucket)`);
+    this.addSql(`create index sent_tallies_workspace_idx on sent_tallies (workspace_id)`);
+    this.addSql(backfillTalliesSql(`now() - interval '48 hours'`));
+  }
+}
