@@ -208,12 +208,13 @@ const sender = await s.senders.add({ workspaceId: env.workspaceId, email: 'sende
 const pool = await s.senders.createPool(env.workspaceId, 'bench', 10_000_000, [sender.id]);
 const { id } = await env.api('POST', '/v1/campaigns', { name: 'send bench', senderPoolId: pool.id, sequenceSteps: steps });
 // BENCH_PRIOR_SENT=N: the pool has already sent N messages in the last 23 hours (an earlier
-// campaign of the day, vacuumed), to see what the day's volume costs the claim's rolling count.
+// campaign of the day, vacuumed, each with its Message-ID as sent mail has), to see what the
+// day's volume costs the claim's rolling count.
 const PRIOR_SENT = Number(process.env.BENCH_PRIOR_SENT ?? 0);
 if (PRIOR_SENT > 0) {
   await env.pool.query(
-    `insert into outbound_messages (id, workspace_id, campaign_id, step_index, kind, state, due_at, pool_id, sender_account_id, to_email, sent_at, created_at, updated_at)
-     select 'msg_prior_' || g, $1, 'cmp_prior', 0, 'campaign', 'sent', x.t, $2, $3, 'prior' || g || '@bench.example', x.t, x.t, x.t
+    `insert into outbound_messages (id, workspace_id, campaign_id, step_index, kind, state, due_at, pool_id, sender_account_id, to_email, message_id_header, sent_at, created_at, updated_at)
+     select 'msg_prior_' || g, $1, 'cmp_prior', 0, 'campaign', 'sent', x.t, $2, $3, 'prior' || g || '@bench.example', '<prior.' || g || '@bench.example>', x.t, x.t, x.t
        from generate_series(1, $4::int) g, lateral (select now() - (g::float8 / $4::int) * interval '23 hours' as t) x`,
     [env.workspaceId, pool.id, sender.id, PRIOR_SENT],
   );

@@ -41,26 +41,35 @@ export interface SendingRow extends OutboundRef, LeadColumns {
 /**
  * Everything needed to render and send the claimed messages, in one statement (primary-key
  * lookups: `stmts` plans with index paths only, see PreparedStatements).
+ *
+ * A message's earlier steps (for In-Reply-To and References) are looked up by enrollment and
+ * step (outbound_enrollment_step_key) and only then tested for a Message-ID and a sent_at
+ * (`offset 0` keeps those tests out of the lookup). With the tests inside it, the generic plan
+ * could read instead a whole partial index whose predicate they imply (outbound_message_id_key,
+ * every message ever sent, or an index `where sent_at is not null`) whenever statistics taken
+ * while few messages had been sent made it look small: in bench:send with a day's earlier volume
+ * that was 80 ms per claim of 50, 1.6 of PostgreSQL's 2.0 ms per message (docs/benchmarks.md,
+ * issue 20, session 19). test/sending/plans.test.ts checks the plan.
  */
+export const LOAD_SQL = `select m.id, m.workspace_id, m.campaign_id, m.enrollment_id, m.lead_id, m.step_index, m.to_email, m.sender_account_id,
+          c.track_opens, s.subject as step_subject, s.body_html as step_body,
+          l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom,
+          a.email as from_email, a.name as from_name, a.smtp_url_enc,
+          coalesce((select json_agg(json_build_object('mid', p.message_id_header, 'subject', p.subject) order by p.step_index)
+                      from (select * from outbound_messages p
+                             where p.enrollment_id = m.enrollment_id and p.kind = 'campaign' and p.step_index < m.step_index
+                            offset 0) p
+                     where p.message_id_header is not null and p.sent_at is not null), '[]'::json) as previous
+     from outbound_messages m
+     join campaigns c on c.id = m.campaign_id
+     join leads l on l.id = m.lead_id
+     join sender_accounts a on a.id = m.sender_account_id
+     left join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index
+    where m.id = any(?::text[])`;
+
+/** LOAD_SQL for the claimed messages' ids. */
 export async function loadForSending(stmts: PreparedStatements, ids: string[]): Promise<SendingRow[]> {
-  return stmts.run<SendingRow>(
-    'sending.load',
-    `select m.id, m.workspace_id, m.campaign_id, m.enrollment_id, m.lead_id, m.step_index, m.to_email, m.sender_account_id,
-            c.track_opens, s.subject as step_subject, s.body_html as step_body,
-            l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom,
-            a.email as from_email, a.name as from_name, a.smtp_url_enc,
-            coalesce((select json_agg(json_build_object('mid', p.message_id_header, 'subject', p.subject) order by p.step_index)
-                        from outbound_messages p
-                       where p.enrollment_id = m.enrollment_id and p.kind = 'campaign' and p.step_index < m.step_index
-                         and p.message_id_header is not null and p.sent_at is not null), '[]'::json) as previous
-       from outbound_messages m
-       join campaigns c on c.id = m.campaign_id
-       join leads l on l.id = m.lead_id
-       join sender_accounts a on a.id = m.sender_account_id
-       left join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index
-      where m.id = any(?::text[])`,
-    [ids],
-  );
+  return stmts.run<SendingRow>('sending.load', LOAD_SQL, [ids]);
 }
 
 /**
