@@ -5,6 +5,8 @@
 import type { Command } from 'commander';
 import { ApiError } from '../shared/errors.ts';
 import { toIso, isoOrNull } from '../shared/time.ts';
+import { nativePlaceholders } from '../db/sql.ts';
+import { tallyWindow, usedSql } from '../modules/messages/tallies.ts';
 import { EXIT_ERROR, jsonOption, type CliContext, type Query } from './context.ts';
 
 type Row = Record<string, unknown>;
@@ -70,17 +72,18 @@ const LISTS: ListSpec[] = [
     what: 'sender accounts with their SMTP health and the state of their IMAP watch',
     columns: ['id', 'workspaceId', 'email', 'name', 'status', 'health', 'imapHealth', 'dailyLimit', 'sentLast24h', 'healthError', 'healthRetryAt'],
     async rows(query, workspace) {
-      const f = await workspaceFilter(query, workspace, 's.workspace_id');
+      // The window's three parameters come first ($1-$3), the workspace's after them.
+      const w = tallyWindow(new Date());
+      const f = await workspaceFilter(query, workspace, 's.workspace_id', 4);
       const rows = await query<Row>(
         `select s.id, s.workspace_id, s.email, s.name, s.status, s.health, s.health_error, s.health_retry_at, s.daily_limit,
                 (select w.status from mailbox_watches w where w.sender_account_id = s.id limit 1) as imap_health,
                 -- The dashboard's sender usage (messages/activity.ts sentLast24hByAccount, senders/repository.ts poolsOfAccounts), on a bare connection.
-                (select count(*) from outbound_messages m
-                  where m.sender_account_id = s.id and m.sent_at is not null and m.sent_at > now() - interval '24 hours') as sent,
+                ${nativePlaceholders(usedSql('s.id', 'sender_account_id'))} as sent,
                 coalesce((select array_agg(pm.pool_id order by pm.added_at, pm.pool_id) from pool_members pm where pm.sender_account_id = s.id), '{}') as pools
            from sender_accounts s ${f.where}
           order by s.created_at, s.id`,
-        f.params,
+        [w.edgeEnd, w.since, w.edgeEnd, ...f.params],
       );
       return rows.map((r) => ({
         id: r.id,
@@ -103,17 +106,17 @@ const LISTS: ListSpec[] = [
     what: 'sender pools with their members and what they may still send in the rolling 24 hours',
     columns: ['id', 'workspaceId', 'name', 'dailyCapacity', 'remainingToday', 'senderCount', 'senderAccountIds'],
     async rows(query, workspace) {
-      const f = await workspaceFilter(query, workspace, 'p.workspace_id');
+      const w = tallyWindow(new Date());
+      const f = await workspaceFilter(query, workspace, 'p.workspace_id', 4);
       // The statement of senders/repository.ts listPoolsWithUsage, on a bare connection.
       const rows = await query<Row>(
         `select p.id, p.workspace_id, p.name, p.daily_capacity,
-                (select count(*) from outbound_messages m
-                  where m.pool_id = p.id and m.sent_at is not null and m.sent_at > now() - interval '24 hours') as sent,
+                ${nativePlaceholders(usedSql('p.id', 'pool_id'))} as sent,
                 coalesce((select array_agg(pm.sender_account_id order by pm.added_at, pm.sender_account_id)
                             from pool_members pm where pm.pool_id = p.id), '{}') as members
            from sender_pools p ${f.where}
           order by p.created_at, p.id`,
-        f.params,
+        [w.edgeEnd, w.since, w.edgeEnd, ...f.params],
       );
       return rows.map((r) => {
         const remaining = Math.max(0, (r.daily_capacity as number) - Number(r.sent));

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { seedWorkspace, type TestApp } from '../support/harness.ts';
 import { signIn } from '../support/dashboard.ts';
+import { tallyInsert } from '../../src/modules/messages/tallies.ts';
 import { dashboardWorld } from './world.ts';
 
 describe('dashboard /v1 senders and pools', function () {
@@ -141,6 +142,8 @@ describe('dashboard /v1 senders and pools', function () {
          values ($1, $2, $3, $4, $5, $6, 'sent', now(), 'lead@x.example', $7, now() - make_interval(hours => $8), now(), now())`,
         [`msg_u${step}_${b.id}`, workspace.id, campaign.id, e.id, e.lead_id, step, b.id, hoursAgo],
       );
+    // Written here, not sent: tallied as the senders' statements tally what they send.
+    await db.query(tallyInsert(`select sent_at, 'test' as writer, workspace_id, pool_id, sender_account_id from outbound_messages where id like 'msg\\_u%'`));
     const list = await app.request('GET', '/v1/sender-accounts', { key: adminKey });
     const byId = new Map(list.body.map((x: any) => [x.id, x]));
     assert.equal((byId.get(b.id) as any).sentLast24h, 2);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
+import { tallyInsert } from '../../src/modules/messages/tallies.ts';
 import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../support/harness.ts';
 
 describe('GET /v1/sender-accounts and /v1/sender-pools', () => {
@@ -63,6 +64,8 @@ describe('GET /v1/sender-accounts and /v1/sender-pools', () => {
         [`msg_t${i}`, workspace.id, i, new Date(t), pool.id, a.id],
       );
     }
+    // Written here, not sent: tallied as the senders' statements tally what they send.
+    await c.query(tallyInsert(`select sent_at, 'test' as writer, workspace_id, pool_id, sender_account_id from outbound_messages where id like 'msg\\_t%'`));
     await c.end();
 
     const res = await app.request('GET', '/v1/sender-pools', { key: adminKey });

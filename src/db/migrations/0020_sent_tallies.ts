@@ -5,13 +5,14 @@ import { backfillTalliesSql } from '../../modules/messages/tallies.ts';
  * The pools' and accounts' sent tallies (modules/messages/tallies.ts): a claim's rolling 24-hour
  * count reads them instead of one index entry per message sent in the window, which took 12 ms
  * per claim with 100,000 messages in it (docs/benchmarks.md, issue 20, session 18). One row per
- * owner (a pool's or an account's id), five-minute bucket and writer; no foreign keys (the rows
- * are written in the sending hot path, and they go with their workspace: messages/deletion.ts).
+ * owner (a pool's or an account's id: `pool_` and `snd_` ids never collide), five-minute bucket
+ * and writer; no foreign keys (the rows are written in the sending hot path, and they go with
+ * their workspace: messages/deletion.ts).
  *
  * The messages sent in the last two days are tallied here, in the migration's transaction:
  * migrations run at start under their advisory lock, before this version's workers send, and a
- * worker of an older version still running would write sent_at without a tally (the upgrade
- * notes in docs/operating.md say to stop them first).
+ * worker of an older version still running would write sent_at without a tally (the README's
+ * upgrade notes say to stop them first).
  */
 export class Migration0020SentTallies extends Migration {
   override async up(): Promise<void> {

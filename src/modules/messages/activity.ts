@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
+import { tallyWindow, usedSql } from './tallies.ts';
 import { toIso } from '../../shared/time.ts';
 
 // Counts over the sent log for the dashboard: a campaign's timeline and each sender account's
@@ -54,16 +55,15 @@ export async function campaignTimeline(em: EntityManager, campaignId: string, bu
   }));
 }
 
-/** Each given sender account's rolling 24-hour sends (outbound_sender_sent_idx), by account id. */
+/** Each given sender account's rolling 24-hour sends, counted as the claim counts them (tallies.ts), by account id. */
 export async function sentLast24hByAccount(em: EntityManager, accountIds: string[], now: Date): Promise<Map<string, number>> {
   if (accountIds.length === 0) return new Map();
+  const w = tallyWindow(now);
   const rows = await sql<{ id: string; sent: string }>(
     em,
-    `select a.id,
-            (select count(*) from outbound_messages m
-              where m.sender_account_id = a.id and m.sent_at is not null and m.sent_at > ?::timestamptz - interval '24 hours') as sent
+    `select a.id, ${usedSql('a.id', 'sender_account_id')} as sent
        from unnest(?::text[]) as a(id)`,
-    [now, accountIds],
+    [w.edgeEnd, w.since, w.edgeEnd, accountIds],
   );
   return new Map(rows.map((r) => [r.id, Number(r.sent)]));
 }

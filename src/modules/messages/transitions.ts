@@ -181,8 +181,8 @@ export const ACCEPTED_SQL = `with t as (
  * server's reply and its rendered headers, its account becomes the enrollment's (sticky: the
  * lead's follow-ups go through it), the next step is scheduled (or the enrollment completes),
  * counters move once per campaign, the pool's and account's sent tallies once per bucket
- * (tallies.ts: the writer's rows are the worker's), and message.sent goes to the outbox for each (when a webhook
- * of the workspace subscribes to it: events/outbox.ts recordEvent says why).
+ * (tallies.ts: the writer's rows are the worker's), and message.sent goes to the outbox for
+ * each (when a webhook of the workspace subscribes to it: events/outbox.ts recordEvent says why).
  * Data-modifying CTEs all see one snapshot and commit together. Returns the ids recorded
  * (a message no longer ours is not).
  *

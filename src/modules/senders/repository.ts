@@ -1,6 +1,7 @@
 import { sql } from '../../db/sql.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { toDate } from '../../shared/time.ts';
+import { tallyWindow, usedSql } from '../messages/tallies.ts';
 import { SenderAccountSchema, SenderPoolSchema, PoolMemberSchema, type PoolMember, type SenderAccount, type SenderPool, type SenderStatus } from './entities.ts';
 import type { PoolMemberRow, SenderAccountRow, SenderPoolRow } from './rows.ts';
 
@@ -83,18 +84,19 @@ export interface PoolRow {
 
 /** Pools with their member ids and rolling 24-hour usage, in one statement. */
 export async function listPoolsWithUsage(em: EntityManager, workspaceId: string, now: Date, poolId?: string): Promise<PoolRow[]> {
-  // sender_pools_workspace_idx for the pools; outbound_pool_sent_idx (pool_id, sent_at) for the
-  // rolling window count; pool_members primary key for the members.
+  // sender_pools_workspace_idx for the pools; the rolling window count as the claim reads it
+  // (messages/tallies.ts: the pool's sent tallies, outbound_pool_sent_idx for the bucket the
+  // window cuts); pool_members primary key for the members.
+  const w = tallyWindow(now);
   const rows = await sql<Pick<SenderPoolRow, 'id' | 'name' | 'daily_capacity' | 'created_at'> & { sent: string; members: PoolMemberRow['sender_account_id'][] }>(em, 
     `select p.id, p.name, p.daily_capacity, p.created_at,
-            (select count(*) from outbound_messages m
-              where m.pool_id = p.id and m.sent_at is not null and m.sent_at > ?::timestamptz - interval '24 hours') as sent,
+            ${usedSql('p.id', 'pool_id')} as sent,
             coalesce((select array_agg(pm.sender_account_id order by pm.added_at, pm.sender_account_id)
                         from pool_members pm where pm.pool_id = p.id), '{}') as members
        from sender_pools p
       where p.workspace_id = ? ${poolId ? 'and p.id = ?' : ''}
       order by p.created_at, p.id`,
-    poolId ? [now, workspaceId, poolId] : [now, workspaceId],
+    [w.edgeEnd, w.since, w.edgeEnd, workspaceId, ...(poolId ? [poolId] : [])],
   );
   return rows.map((r) => ({
     id: r.id,
