@@ -19,8 +19,11 @@ import { sql } from '../../db/sql.ts';
 
 /** The bucket width; bucketOf says the same to PostgreSQL. */
 export const TALLY_BUCKET_MS = 5 * 60_000;
-/** Bucket of a timestamptz expression: epoch-aligned, as tallyWindow computes it in JS. */
-const bucketOf = (expr: string) => `date_bin('5 minutes', ${expr}, timestamptz '1970-01-01 00:00:00+00')`;
+/**
+ * Bucket of a timestamptz expression: epoch-aligned, as tallyWindow computes it in JS. Not
+ * date_bin, which PostgreSQL 13 (the oldest the README supports) lacks.
+ */
+const bucketOf = (expr: string) => `to_timestamp(floor(extract(epoch from ${expr}) / ${TALLY_BUCKET_MS / 1000}) * ${TALLY_BUCKET_MS / 1000})`;
 
 /**
  * An insert into sent_tallies from `source`, a select with the columns sent_at (timestamptz),
