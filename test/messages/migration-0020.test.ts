@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { openOrm, type MikroORM } from '../../src/db/orm.ts';
+import { createTestDatabase } from '../support/harness.ts';
 import { nativePlaceholders } from '../../src/db/sql.ts';
 import { tallyWindow, usedSql } from '../../src/modules/messages/tallies.ts';
 
@@ -9,32 +10,20 @@ import { tallyWindow, usedSql } from '../../src/modules/messages/tallies.ts';
 // from the first claim on.
 describe('migration 0020: the messages already sent are tallied', function () {
   this.timeout(60_000);
-  const name = `mailgate_m20_${process.pid}`;
-  let adminUrl: string;
   let orm: MikroORM;
   let db: pg.Client;
+  let scratch: Awaited<ReturnType<typeof createTestDatabase>>;
 
   before(async () => {
-    // Set by the global set-up (test/support/global.ts), which runs before any hook.
-    adminUrl = process.env.MAILGATE_TEST_ADMIN_URL!;
-    const u = new URL(adminUrl);
-    u.pathname = `/${name}`;
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`drop database if exists ${name}`);
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    orm = await openOrm(u.toString(), 2);
-    db = new pg.Client({ connectionString: u.toString() });
+    scratch = await createTestDatabase({ empty: true });
+    orm = await openOrm(scratch.url, 2);
+    db = new pg.Client({ connectionString: scratch.url });
     await db.connect();
   });
   after(async () => {
     await db.end();
     await orm.close(true);
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`drop database if exists ${name}`);
-    await admin.end();
+    await scratch.drop();
   });
 
   it("tallies every pool's and account's messages of the last two days; the window's count equals the messages' at every moment after", async () => {

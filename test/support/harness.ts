@@ -20,13 +20,16 @@ import { EVENT_TYPES, type EventType } from '../../src/modules/events/catalogue.
 
 let counter = 0;
 
-/** A fresh database cloned from the migrated template. */
-export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+/**
+ * A fresh database cloned from the migrated template, or (`empty`) with no schema at all, for a
+ * test that migrates it itself (a migration's data test).
+ */
+export async function createTestDatabase(opts: { empty?: boolean } = {}): Promise<{ url: string; drop(): Promise<void> }> {
   const adminUrl = process.env.MAILGATE_TEST_ADMIN_URL!;
   const name = `mgt_${process.pid}_${++counter}_${randomBytes(3).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`create database ${name} template ${process.env.MAILGATE_TEST_TEMPLATE}`);
+  await admin.query(opts.empty ? `create database ${name}` : `create database ${name} template ${process.env.MAILGATE_TEST_TEMPLATE}`);
   await admin.end();
   return {
     url: withDatabase(adminUrl, name),

@@ -1,38 +1,26 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { openOrm, type MikroORM } from '../../src/db/orm.ts';
+import { createTestDatabase } from '../support/harness.ts';
 
 // 0008 moves each delivery's attempts from webhook_attempts into the delivery row. A database
 // migrated to 0007 with attempts in the old table keeps every attempt, in order.
 describe('migration 0008: attempts move into their delivery', function () {
   this.timeout(60_000);
-  const name = `mailgate_m8_${process.pid}`;
-  let adminUrl: string;
   let orm: MikroORM;
   let db: pg.Client;
+  let scratch: Awaited<ReturnType<typeof createTestDatabase>>;
 
   before(async () => {
-    // Set by the global set-up (test/support/global.ts), which runs before any hook.
-    adminUrl = process.env.MAILGATE_TEST_ADMIN_URL!;
-    const u = new URL(adminUrl);
-    u.pathname = `/${name}`;
-    const url = u.toString();
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`drop database if exists ${name}`);
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    orm = await openOrm(url, 2);
-    db = new pg.Client({ connectionString: url });
+    scratch = await createTestDatabase({ empty: true });
+    orm = await openOrm(scratch.url, 2);
+    db = new pg.Client({ connectionString: scratch.url });
     await db.connect();
   });
   after(async () => {
     await db.end();
     await orm.close(true);
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`drop database if exists ${name}`);
-    await admin.end();
+    await scratch.drop();
   });
 
   it('copies every attempt in time order, leaves deliveries without attempts empty, drops the old table', async () => {

@@ -50,8 +50,8 @@ export function tallyWindow(now: Date): { since: Date; edgeEnd: Date } {
  * The count of messages sent in a window by the owner `owner` (an SQL expression: a pool's or
  * an account's id), whose messages carry it in `column` (pool_id or sender_account_id). Its
  * parameters, in this order (after `owner`'s own, if it is one, each time): edgeEnd, since,
- * edgeEnd (tallyWindow). The tallies' primary key
- * and outbound_pool_sent_idx / outbound_sender_sent_idx answer it.
+ * edgeEnd (tallyWindow). The tallies' primary key and outbound_pool_sent_idx /
+ * outbound_sender_sent_idx answer it.
  */
 export function usedSql(owner: string, column: 'pool_id' | 'sender_account_id'): string {
   return `(coalesce((select sum(t.n) from sent_tallies t where t.owner_id = ${owner} and t.bucket >= ?), 0)

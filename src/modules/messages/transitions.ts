@@ -130,7 +130,6 @@ export const ACCEPTED_SQL = `with t as (
                 o.sender_account_id, o.pool_id, o.claimed_by, t.sent, t.next_id, t.event_id
    ), tally as (
      ${tallyInsert('select sent::timestamptz as sent_at, claimed_by as writer, workspace_id, pool_id, sender_account_id from m')}
-     returning 1
    ), nxt as (
      select m.*, s.step_index as next_step, s.delay_hours
        from m join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index + 1
