@@ -8,7 +8,7 @@ import { ManualClock, systemClock, type Clock } from '../../src/adapters/clock.t
 import { createLogger, type Logger } from '../../src/adapters/logger.ts';
 import type { MailProbe } from '../../src/adapters/mailprobe.ts';
 import { realMailProbe } from '../../src/adapters/mailprobe.ts';
-import { openOrm } from '../../src/db/orm.ts';
+import { openOrm, type MikroORM } from '../../src/db/orm.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import { buildApp } from '../../src/app.ts';
 import { createServices, type Services } from '../../src/services.ts';
@@ -40,6 +40,28 @@ export async function createTestDatabase(opts: { empty?: boolean } = {}): Promis
       await a.end();
     },
   };
+}
+
+/**
+ * For a migration's data test: registers mocha hooks that make an empty database (no schema)
+ * before the suite's tests, with an ORM to migrate it and a pg client to fill and read it, and
+ * drop it after. Read `orm`/`db` inside the tests (they are set by the before hook).
+ */
+export function emptyDatabaseForMigration(): { orm: MikroORM; db: pg.Client } {
+  const held = {} as { orm: MikroORM; db: pg.Client };
+  let scratch: Awaited<ReturnType<typeof createTestDatabase>>;
+  before(async () => {
+    scratch = await createTestDatabase({ empty: true });
+    held.orm = await openOrm(scratch.url, 2);
+    held.db = new pg.Client({ connectionString: scratch.url });
+    await held.db.connect();
+  });
+  after(async () => {
+    await held.db.end();
+    await held.orm.close(true);
+    await scratch.drop();
+  });
+  return held;
 }
 
 /** Collects log lines (tests assert secrets never reach them). */
