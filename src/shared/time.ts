@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * Timestamps from hand-written SQL arrive as PostgreSQL text (MikroORM sets the driver to
  * return dates as strings); from the ORM as Date. Both become ISO 8601 UTC with milliseconds.
@@ -30,4 +32,25 @@ export function toIso(value: Date | string): string {
 
 export function isoOrNull(value: Date | string | null | undefined): string | null {
   return value == null ? null : toIso(value);
+}
+
+/** The first and last instants an API date-time may name (UTC): years 0001 to 9999. */
+export const EARLIEST_INSTANT_MS = Date.parse('0001-01-01T00:00:00.000Z');
+export const LATEST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * An ISO 8601 date-time with a time zone, as the API takes one, within years 0001 to 9999 once
+ * in UTC. PostgreSQL keeps later and earlier instants (`10000-01-01 ...`, `... BC`), but they
+ * have no ISO 8601 text of the contract's form, so they are refused at the door: a snooze until
+ * 9999-12-31T23:00:00-14:00 (10000-01-01 in UTC) is 400, not a stored value every later read
+ * of the thread would fail on.
+ */
+export function isoDateTimeInput() {
+  return z.iso.datetime({ offset: true }).refine(
+    (s) => {
+      const t = Date.parse(s);
+      return t >= EARLIEST_INSTANT_MS && t <= LATEST_INSTANT_MS;
+    },
+    { error: 'must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z once in UTC' },
+  );
 }

@@ -177,4 +177,38 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     assert.match(huge, /^HTTP\/1\.1 431 /);
     assert.deepEqual(envelope(huge), { error: { code: 'headers_too_large', message: 'the request headers exceed the 16 KB limit' } });
   });
+  it('a date-time outside years 0001-9999 once in UTC is 400 naming it and writes nothing; the timeline stops at year 0001', async () => {
+    const ws = await seedWorkspace(app);
+    const { sdr, sdrKey: rep } = await seedSdr(app, ws.workspace.id);
+    await db.query(
+      `insert into prospect_threads (id, workspace_id, sdr_id, contact_email, status, category, last_message_at, created_at, updated_at)
+       values ('thr_datesedge', $1, $2, 'p@example.com', 'new', 'B', now(), now(), now())`,
+      [ws.workspace.id, sdr.id],
+    );
+    // 9999-12-31T23:00:00-14:00 is 10000-01-01T13:00:00Z: PostgreSQL would store it, and every
+    // later read of the thread (and of the SDR's inbox) would fail on it.
+    for (const until of ['9999-12-31T23:00:00-14:00', '10000-01-01T00:00:00Z'])
+      assert400(await app.request('POST', '/v1/sdr/threads/thr_datesedge/snooze', { key: rep, body: { until } }), 'until', /^body until: must/);
+    assert.equal((await db.query(`select snoozed_until from prospect_threads where id = 'thr_datesedge'`)).rows[0].snoozed_until, null);
+    const inbox = await app.request('GET', '/v1/sdr/inbox', { key: rep });
+    assert.equal(inbox.status, 200, inbox.text);
+    assert.deepEqual(inbox.body.data.threads.map((t: { id: string }) => t.id), ['thr_datesedge']);
+
+    const cmp = await app.request('POST', '/v1/campaigns', { key: ws.adminKey, body: { name: 'dates' } });
+    const timeline = (q: string) => app.request('GET', `/v1/campaigns/${cmp.body.id}/timeline?${q}`, { key: ws.adminKey });
+    assert400(await timeline('from=0000-01-01T00:00:00Z&to=0000-01-02T00:00:00Z'), 'from', /^query from: must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z/);
+    assert400(await timeline('from=9999-12-31T20:00:00Z&to=9999-12-31T23:00:00-14:00'), 'to', /^query to: must lie between/);
+    // The default `from` (47 hours or 29 days before `to`) would fall in 1 BC: it stops at the first instant.
+    for (const bucket of ['hour', 'day']) {
+      const first = await timeline(`bucket=${bucket}&to=0001-01-01T05:00:00Z`);
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.body.from, '0001-01-01T00:00:00.000Z');
+      assert.equal(first.body.data.length, bucket === 'hour' ? 6 : 1);
+    }
+    const last = await timeline('bucket=day&from=9999-12-30T00:00:00Z&to=9999-12-31T23:59:59.999Z');
+    assert.equal(last.status, 200, last.text);
+    assert.equal(last.body.to, '9999-12-31T00:00:00.000Z');
+    assert400(await app.request('GET', '/v1/replies?since=0000-12-31T23:59:59Z', { key: ws.adminKey }), 'since', /must lie between/);
+  });
+
 });

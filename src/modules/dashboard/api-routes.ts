@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../../http/route.ts';
 import { emailText, isoTime } from '../../http/doc-schemas.ts';
+import { isoDateTimeInput } from '../../shared/time.ts';
 import { pageQuery, campaignParams } from '../campaigns/schemas.ts';
 import { senderApiRoutes } from './v1-senders.ts';
 import { sdrProfileRoutes } from './v1-sdr-profiles.ts';
@@ -82,8 +83,8 @@ export const dashboardApiRoutes: AnyRoute[] = [
     params: campaignParams,
     query: z.strictObject({
       bucket: z.enum(['hour', 'day']).default('hour'),
-      from: z.iso.datetime({ offset: true }).optional().describe('ISO 8601'),
-      to: z.iso.datetime({ offset: true }).optional().describe('ISO 8601; default now'),
+      from: isoDateTimeInput().optional().describe('ISO 8601'),
+      to: isoDateTimeInput().optional().describe('ISO 8601; default now'),
     }),
     response: z.object({ bucket: z.enum(['hour', 'day']), from: isoTime, to: isoTime, data: z.array(timelinePoint) }),
     errors: { 404: 'campaign_not_found' },

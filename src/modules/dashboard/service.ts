@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
 import type { Deps } from '../../deps.ts';
 import { sdrView } from '../sdrs/service.ts';
-import { isoOrNull } from '../../shared/time.ts';
+import { EARLIEST_INSTANT_MS, isoOrNull } from '../../shared/time.ts';
 import type { Role } from '../workspaces/entities.ts';
 import { getKey, listKeys } from '../workspaces/api-keys-repository.ts';
 import { listSuppressions } from '../suppression/repository.ts';
@@ -60,7 +60,8 @@ export class DashboardService {
     const size = BUCKET_MS[opts.bucket];
     const floor = (d: Date) => new Date(Math.floor(d.getTime() / size) * size);
     const to = floor(opts.to ? new Date(opts.to) : this.deps.clock.now());
-    const from = floor(opts.from ? new Date(opts.from) : new Date(to.getTime() - (opts.bucket === 'hour' ? 47 : 29) * size));
+    // The default range stops at the first instant the API can name (year 0001, shared/time.ts).
+    const from = floor(opts.from ? new Date(opts.from) : new Date(Math.max(EARLIEST_INSTANT_MS, to.getTime() - (opts.bucket === 'hour' ? 47 : 29) * size)));
     if (from > to) throw ApiError.invalid('query from: must not be after to', { errors: [{ field: 'from', message: 'must not be after to' }] });
     const buckets = (to.getTime() - from.getTime()) / size + 1;
     if (buckets > MAX_BUCKETS)

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
 import { emailText, isoTime } from '../../http/doc-schemas.ts';
-import { isoOrNull } from '../../shared/time.ts';
+import { isoDateTimeInput, isoOrNull } from '../../shared/time.ts';
 
 export const CLASSIFICATIONS = ['interested', 'not_interested', 'out_of_office', 'bounce', 'unsubscribe'] as const;
 
@@ -23,7 +23,7 @@ const query = z.strictObject({
     .transform((v) => (Array.isArray(v) ? v : [v]))
     .optional()
     .describe('repeatable'),
-  since: z.iso.datetime({ offset: true }).optional().describe('ISO 8601: only replies received at or after it'),
+  since: isoDateTimeInput().optional().describe('ISO 8601: only replies received at or after it'),
   page: z.coerce.number().int().min(1).default(1),
   pageSize: z.coerce.number().int().min(1).max(500).default(50),
 });

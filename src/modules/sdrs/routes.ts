@@ -4,6 +4,7 @@ import type { AuthContext } from '../../http/auth.ts';
 import { THREAD_STATUSES } from './threads-state.ts';
 import type { ThreadScope } from './threads.ts';
 import { emailText, isoTime } from '../../http/doc-schemas.ts';
+import { isoDateTimeInput } from '../../shared/time.ts';
 import { CLASSIFICATIONS } from '../inbound/routes.ts';
 
 const sdrProfile = z
@@ -233,7 +234,7 @@ export const sdrRoutes = [
     operationId: 'snoozeThread',
     summary: 'Snooze the thread until a future time',
     params: threadParams,
-    body: z.strictObject({ until: z.iso.datetime({ offset: true }).describe('ISO 8601, in the future') }),
+    body: z.strictObject({ until: isoDateTimeInput().describe('ISO 8601, in the future') }),
     response: z.object({ data: thread }),
     errors: threadErrors,
     async handler({ auth, services, params, body }) {
