@@ -14,8 +14,12 @@ import type { Logger } from '../adapters/logger.ts';
 /** dist/dashboard/ of the installation: the same from src/http (tsx) and dist/http (compiled). */
 export const DEFAULT_DASHBOARD_DIR = fileURLToPath(new URL('../../dist/dashboard/', import.meta.url));
 
-/** Paths the dashboard never answers: the API, tracking links, probes. */
-const NOT_DASHBOARD = [/^\/v1(\/|$)/, /^\/dashboard\/api(\/|$)/, /^\/[tu]\//, /^\/(healthz|readyz|metrics)$/];
+/**
+ * Paths the dashboard never answers: the API, in any version and any case (the router matches
+ * `/V1/...` as `/v1/...`, and `/v2/...` gets its 404 in the envelope, not the dashboard's page),
+ * tracking links, probes.
+ */
+const NOT_DASHBOARD = [/^\/v\d+(\/|$)/i, /^\/dashboard\/api(\/|$)/, /^\/[tu]\//, /^\/(healthz|readyz|metrics)$/];
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",

@@ -108,10 +108,12 @@ describe('dashboard static files', function () {
   });
 
   it('leaves the API, the probes and the tracking links alone', async () => {
-    const unknownApi = await rawGet(app.url + '/v1/no-such-thing');
-    assert.equal(unknownApi.status, 404);
-    assert.equal(JSON.parse(unknownApi.body.toString()).error.code, 'not_found');
-    assert.equal(unknownApi.headers['content-security-policy'], undefined);
+    for (const p of ['/v1/no-such-thing', '/v2/campaigns', '/V1/no-such-thing', '/v10']) {
+      const unknownApi = await rawGet(app.url + p);
+      assert.equal(unknownApi.status, 404, p);
+      assert.equal(JSON.parse(unknownApi.body.toString()).error.code, 'not_found', p);
+      assert.equal(unknownApi.headers['content-security-policy'], undefined, p);
+    }
     assert.equal((await rawGet(app.url + '/healthz')).headers['content-type'], 'application/json; charset=utf-8');
     const unknownDashboardApi = await rawGet(app.url + '/dashboard/api/nothing');
     assert.equal(unknownDashboardApi.status, 404);
