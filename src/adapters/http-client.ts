@@ -50,6 +50,8 @@ export function parseWebhookUrl(raw: string): URL {
   if (url.protocol !== 'https:') throw new Error('must use the https scheme');
   if (url.username || url.password) throw new Error('must not carry credentials (user:password@); receivers verify the signature instead');
   if (!url.hostname) throw new Error('has no host');
+  // The URL parser takes port 0, which no receiver listens on (an HTTP client would quietly use 443).
+  if (url.port === '0') throw new Error('has port 0; give a port from 1 to 65535, or none for 443');
   return url;
 }
 

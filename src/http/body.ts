@@ -13,7 +13,8 @@ declare module 'koa' {
   }
 }
 
-const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+// DELETE too: a DELETE that carries a body gets it checked like any other (the routes take none).
+const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const ENCODINGS = 'identity, gzip, deflate or br';
 
 class BodyTooLarge extends Error {}
@@ -72,8 +73,9 @@ function collect(req: IncomingMessage, decoder: Transform | null, limit: number)
  * Reads JSON request bodies (the API takes nothing else): the one place where a body's bytes
  * become a value. Content-Encoding identity, gzip, deflate or br (others 415), the size limit
  * after decompression (413), strict UTF-8, a JSON object or array, and the text rule of
- * shared/text.ts (NUL, lone surrogates, nesting deeper than MAX_JSON_DEPTH) are checked here,
- * before any route or validator sees the body; each refusal is a 4xx naming what is wrong.
+ * shared/text.ts (NUL, lone surrogates, numbers past a double's range, nesting deeper than
+ * MAX_JSON_DEPTH) are checked here, before any route or validator sees the body; each refusal
+ * is a 4xx naming what is wrong.
  */
 export function jsonBody(opts: { limitBytes: number }) {
   const limitText = `${Math.round(opts.limitBytes / (1024 * 1024))} MB`;

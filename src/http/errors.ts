@@ -66,6 +66,14 @@ export function errorMiddleware(log: Logger) {
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
       if (ctx.status === 405 && ctx.body === undefined)
         throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+      // A method no route uses anywhere (TRACE, PROPFIND, ...): the router answers 501 with the
+      // path's methods in Allow. It is the caller's request that is wrong, so it is answered as
+      // any other method the path does not take (405 with Allow), or 404 where no route matches.
+      if (ctx.status === 501 && ctx.body === undefined) {
+        if (ctx.response.get('allow')) throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+        ctx.remove('allow');
+        throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
+      }
     } catch (err) {
       render(ctx, toApiError(err, log, ctx));
     }

@@ -132,7 +132,7 @@ export function mount(router: Router, route: AnyRoute, authorize: (ctx: Context,
     const p = params.safeParse(ctx.params);
     if (!p.success) throw fromZod(p.error, 'params');
     let body: unknown = undefined;
-    if (route.method !== 'get' && route.method !== 'delete') {
+    if (route.method !== 'get') {
       const hasBody = ctx.request.rawBody !== undefined && ctx.request.rawBody.trim() !== '';
       if (ctx.request.length && !ctx.request.is('application/json', '+json'))
         throw ApiError.invalid('request body must be JSON (Content-Type: application/json)');
@@ -140,7 +140,7 @@ export function mount(router: Router, route: AnyRoute, authorize: (ctx: Context,
         const b = route.body.safeParse(hasBody ? ctx.request.body : undefined);
         if (!b.success) throw fromZod(b.error, 'body');
         body = b.data;
-      } else if (hasBody && !(typeof ctx.request.body === 'object' && ctx.request.body && Object.keys(ctx.request.body).length === 0)) {
+      } else if (hasBody && !(typeof ctx.request.body === 'object' && ctx.request.body && !Array.isArray(ctx.request.body) && Object.keys(ctx.request.body).length === 0)) {
         throw ApiError.invalid('this endpoint takes no request body');
       }
     }

@@ -54,8 +54,8 @@ export interface TextViolation {
 }
 
 /**
- * The first string (value or object key) of a JSON value that breaks the text rule, or the
- * first place it nests deeper than `maxDepth`. Walks with an explicit stack, so a body nested
+ * The first string (value or object key) of a JSON value that breaks the text rule, the first
+ * number too large to hold, or the first place it nests deeper than `maxDepth`. Walks with an explicit stack, so a body nested
  * 10,000 levels costs a loop, not the call stack.
  */
 export function findTextViolation(root: unknown, prefix: PropertyKey[] = [], maxDepth = MAX_JSON_DEPTH): TextViolation | null {
@@ -67,6 +67,9 @@ export function findTextViolation(root: unknown, prefix: PropertyKey[] = [], max
       if (problem) return { field: fieldPath(path), message: problem };
       continue;
     }
+    // JSON.parse turns a number past double's range (1e400) into Infinity, which jsonb would
+    // store as null: refused, as a string with NUL is, instead of quietly changed.
+    if (typeof value === 'number' && !Number.isFinite(value)) return { field: fieldPath(path), message: 'is a number beyond what a double holds (about ±1.8e308)' };
     if (value === null || typeof value !== 'object') continue;
     if (depth >= maxDepth) return { field: fieldPath(path), message: `nests deeper than ${maxDepth} levels of objects and arrays` };
     // Pushed in reverse so the first offending field in document order is the one reported.

@@ -177,6 +177,7 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     assert.match(huge, /^HTTP\/1\.1 431 /);
     assert.deepEqual(envelope(huge), { error: { code: 'headers_too_large', message: 'the request headers exceed the 16 KB limit' } });
   });
+
   it('a date-time outside years 0001-9999 once in UTC is 400 naming it and writes nothing; the timeline stops at year 0001', async () => {
     const ws = await seedWorkspace(app);
     const { sdr, sdrKey: rep } = await seedSdr(app, ws.workspace.id);
@@ -211,4 +212,63 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     assert400(await app.request('GET', '/v1/replies?since=0000-12-31T23:59:59Z', { key: ws.adminKey }), 'since', /must lie between/);
   });
 
+  it('a method no route takes (TRACE, PROPFIND) is 405 with Allow on a path that has routes, 404 elsewhere, in the envelope', async () => {
+    const { port } = new URL(app.url);
+    const call = (method: string, path: string) =>
+      new Promise<{ status: number; allow: string | undefined; type: string | undefined; body: any }>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port: Number(port), method, path, headers: { authorization: `Bearer ${key}` } }, (res) => {
+          let text = '';
+          res.on('data', (d) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode!, allow: res.headers.allow, type: res.headers['content-type'], body: JSON.parse(text) }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    for (const method of ['TRACE', 'PROPFIND', 'SEARCH']) {
+      const known = await call(method, '/v1/campaigns');
+      assert.equal(known.status, 405, method);
+      assert.equal(known.type, 'application/json; charset=utf-8');
+      assert.equal(known.body.error.code, 'method_not_allowed');
+      assert.match(known.allow ?? '', /GET/);
+      assert.match(known.allow ?? '', /POST/);
+      const unknown = await call(method, '/v1/no-such-thing');
+      assert.equal(unknown.status, 404, method);
+      assert.equal(unknown.body.error.code, 'not_found');
+      assert.equal(unknown.allow, undefined);
+    }
+  });
+
+  it('a DELETE with a body (malformed, an object with fields, not JSON) or a no-body POST with [] is 400 and changes nothing', async () => {
+    const made = await app.request('POST', '/v1/webhooks', { key, body: { url: 'https://1.1.1.1/hook', events: ['message.sent'] } });
+    assert.equal(made.status, 201, made.text);
+    const path = `/v1/webhooks/${made.body.id}`;
+    assert400(await app.request('DELETE', path, { key, raw: 'garbage{', headers: json }), undefined, /^malformed JSON body/);
+    assert400(await app.request('DELETE', path, { key, body: { x: 1 } }), undefined, /^this endpoint takes no request body$/);
+    assert400(await app.request('DELETE', path, { key, raw: 'hello', headers: { 'content-type': 'text/plain' } }), undefined, /must be JSON/);
+    assert.equal((await db.query('select count(*) from webhooks where id = $1', [made.body.id])).rows[0].count, '1');
+    assert.equal((await app.request('DELETE', path, { key, body: {} })).status, 204);
+    const cmp = await app.request('POST', '/v1/campaigns', { key, body: { name: 'array body' } });
+    assert400(await app.request('POST', `/v1/campaigns/${cmp.body.id}/start`, { key, raw: '[]', headers: json }), undefined, /^this endpoint takes no request body$/);
+    assert.equal((await db.query('select status from campaigns where id = $1', [cmp.body.id])).rows[0].status, 'draft');
+  });
+
+  it('a webhook URL with port 0 is 400 naming url, on create and on update', async () => {
+    const before = (await db.query('select count(*) from webhooks')).rows[0].count;
+    assert400(await app.request('POST', '/v1/webhooks', { key, body: { url: 'https://1.1.1.1:0/h', events: ['message.sent'] } }), 'url', /port 0/);
+    assert.equal((await db.query('select count(*) from webhooks')).rows[0].count, before);
+    const made = await app.request('POST', '/v1/webhooks', { key, body: { url: 'https://1.1.1.1:8443/h', events: ['message.sent'] } });
+    assert.equal(made.status, 201, made.text);
+    assert400(await app.request('PATCH', `/v1/webhooks/${made.body.id}`, { key, body: { url: 'https://1.1.1.1:0/h' } }), 'url', /port 0/);
+    assert.equal((await db.query('select url from webhooks where id = $1', [made.body.id])).rows[0].url, 'https://1.1.1.1:8443/h');
+  });
+
+  it('a number past what a double holds (1e400), in a custom field or anywhere in a body, is 400 naming it, not stored as null', async () => {
+    const cmp = await app.request('POST', '/v1/campaigns', { key, body: { name: 'big numbers' } });
+    const bulk = (raw: string) => app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, raw, headers: json });
+    assert400(await bulk('{"leads": [{"email": "inf@example.com", "score": 1e400}]}'), 'leads[0].score', /^body leads\[0\]\.score: is a number beyond what a double holds/);
+    assert400(await bulk('{"leads": [{"email": "inf@example.com", "plan": {"seats": [-1e999]}}]}'), 'leads[0].plan.seats[0]', /beyond what a double holds/);
+    assert.equal((await db.query('select count(*) from enrollments where campaign_id = $1', [cmp.body.id])).rows[0].count, '0');
+    const fine = await bulk('{"leads": [{"email": "big@example.com", "score": 1e308}]}');
+    assert.equal(fine.status, 200, fine.text);
+  });
 });
