@@ -1,8 +1,9 @@
 import { isIP, isIPv4, isIPv6 } from 'node:net';
 
 // The SSRF guard's address rules (contract §7): every address that is not globally routable is
-// refused. IPv6 forms that embed an IPv4 address (mapped, compatible, NAT64, 6to4) are judged by
-// the IPv4 address inside, so `::ffff:127.0.0.1` is loopback however it is spelled.
+// refused. IPv6 forms that embed an IPv4 address (mapped, translated, NAT64, 6to4) are judged by
+// the IPv4 address inside, so `::ffff:127.0.0.1` is loopback however it is spelled; outside
+// global unicast (2000::/3) every IPv6 address is refused.
 
 type Range = [prefix: number[], bits: number, kind: string];
 
@@ -27,6 +28,7 @@ const V4: Range[] = [
 // Ranges whose last 32 bits are an IPv4 address (checked before the V6 table).
 const EMBEDDING: Array<[prefix: number[], bits: number, v4Offset: number]> = [
   [[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff], 96, 12], // IPv4-mapped ::ffff:a.b.c.d
+  [[0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0], 96, 12], // IPv4-translated ::ffff:0:a.b.c.d (SIIT)
   [[0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0], 96, 12], // NAT64 64:ff9b::a.b.c.d
   [[0x20, 0x02], 16, 2], // 6to4 2002:aabb:ccdd::
 ];
@@ -39,6 +41,7 @@ const V6: Range[] = [
   [[1, 0, 0, 0, 0, 0, 0, 0], 64, 'reserved'], // discard-only
   [[0x20, 0x01, 0, 0], 23, 'reserved'], // IETF protocol assignments, Teredo, ORCHID
   [[0x20, 0x01, 0x0d, 0xb8], 32, 'documentation'],
+  [[0x3f, 0xff, 0], 20, 'documentation'], // 3fff::/20 (RFC 9637)
   [[0xfc, 0], 7, 'private'], // unique local, includes fd00:ec2::254 (metadata)
   [[0xfe, 0x80], 10, 'link-local'],
   [[0xfe, 0xc0], 10, 'reserved'], // site-local (deprecated)
@@ -97,6 +100,8 @@ export function nonPublicReason(address: string): string | null {
     }
   }
   for (const [prefix, bits, kind] of V6) if (inRange(bytes, prefix, bits)) return kind;
+  // Global unicast is 2000::/3; everything else is reserved or unassigned.
+  if (!inRange(bytes, [0x20], 3)) return 'reserved';
   return null;
 }
 

@@ -167,6 +167,8 @@ describe('webhook registration API', function () {
       'https://255.255.255.255/hook',
       'https://[64:ff9b::127.0.0.1]/hook',
       'https://[2002:7f00:1::]/hook',
+      'https://[::ffff:0:127.0.0.1]/hook',
+      'https://[4000::1]/hook',
     ];
     for (const url of refused)
       it(`refuses ${url}`, async () => {

@@ -53,6 +53,18 @@ describe('webhook units: address rules, URL checks, payload, settings', () => {
       assert.equal(nonPublicReason('::127.0.0.1'), 'reserved');
       assert.equal(nonPublicReason('::ffff:8.8.8.8'), null);
       assert.equal(nonPublicReason('64:ff9b::8.8.8.8'), null);
+      // IPv4-translated (SIIT), as WHATWG URL parsing spells [::ffff:0:127.0.0.1].
+      assert.match(nonPublicReason('::ffff:0:127.0.0.1')!, /^loopback \(127\.0\.0\.1 inside/);
+      assert.match(nonPublicReason('::ffff:0:7f00:1')!, /^loopback/);
+      assert.match(nonPublicReason('::ffff:0:a9fe:a9fe')!, /^link-local/);
+    });
+
+    it('IPv6 outside global unicast (2000::/3) is refused: reserved and unassigned ranges', () => {
+      for (const address of ['100::1', '4000::1', '8000::1', 'e000::1', '::2', '0:1::1'])
+        assert.equal(nonPublicReason(address), 'reserved', address);
+      assert.equal(nonPublicReason('2400:cb00::1'), null);
+      assert.equal(nonPublicReason('2c0f:fb50::1'), null);
+      assert.equal(nonPublicReason('3fff:0fff::1'), 'documentation');
     });
 
     it('anything that is not an IP address is refused', () => {
