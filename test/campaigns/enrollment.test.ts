@@ -91,14 +91,17 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
       { email: 'ok@example.com', firstName: 7 },
       { email: 'ok2@example.com', unsubscribeUrl: 'x' },
       { email: 'ok3@example.com', 'bad key': 1 },
+      // An own "__proto__" key, as JSON.parse makes it: assigning it would set the prototype and lose the field.
+      JSON.parse('{"email": "ok4@example.com", "__proto__": "x"}'),
     ]);
     assert.equal(res.status, 422);
     assert.equal(res.body.error.code, 'validation_failed');
     assert.deepEqual(
       [...new Set(res.body.errors.map((e: { index: number }) => e.index))],
-      [1, 2, 3, 4, 5, 6],
+      [1, 2, 3, 4, 5, 6, 7],
     );
     assert.ok(res.body.errors.find((e: { index: number; field: string }) => e.index === 4 && e.field === 'firstName'));
+    assert.ok(res.body.errors.find((e: { index: number; field: string; message: string }) => e.index === 7 && e.field === '__proto__' && e.message === 'reserved name'));
     assert.equal((await db.query('select count(*)::int as n from leads')).rows[0].n, leadsBefore);
     assert.equal((await stats(id)).totalEnrolled, 0);
   });

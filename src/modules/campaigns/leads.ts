@@ -5,8 +5,11 @@ import { LIMITS } from './schemas.ts';
 export const STANDARD_FIELDS = ['firstName', 'lastName', 'company', 'jobTitle'] as const;
 export type StandardField = (typeof STANDARD_FIELDS)[number];
 
-/** Token names reserved by mailgate itself; a custom field cannot take them. */
-const RESERVED = new Set(['email', 'unsubscribeUrl', ...STANDARD_FIELDS]);
+/**
+ * Token names reserved by mailgate itself; a custom field cannot take them. Nor `__proto__`: the
+ * one name an object cannot hold as an ordinary field (assigning it sets the prototype).
+ */
+const RESERVED = new Set(['email', 'unsubscribeUrl', '__proto__', ...STANDARD_FIELDS]);
 const CUSTOM_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const MAX_FIELD_LENGTH = 1000;
 
