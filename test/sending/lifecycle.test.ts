@@ -48,6 +48,36 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     assert.deepEqual([s.sent, s.queued], [6, 0]);
   });
 
+  it('steps removed while paused: a lead waiting for a removed step completes at once (stats, leads, its message cancelled); nothing of it is sent after resume', async () => {
+    const t = await setup({
+      leads: [{ email: 'cut1@lead.example' }, { email: 'cut2@lead.example' }],
+      steps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 1 }, { subject: '', bodyHtml: 'three', delayHours: 1 }],
+    });
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 2);
+    let s = await stats(t);
+    assert.deepEqual([s.sent, s.scheduled, s.queued], [2, 2, 0]);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+    // Two steps stay: the scheduled step 1 is still there, so nothing ends.
+    const keepTwo = await app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { sequenceSteps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 1 }] } });
+    assert.equal(keepTwo.status, 200, keepTwo.text);
+    s = await stats(t);
+    assert.equal(s.scheduled, 2);
+    // One step: step 1 is gone, and the leads waiting for it have finished the sequence.
+    const keepOne = await app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { sequenceSteps: [{ subject: 'one', bodyHtml: 'one' }] } });
+    assert.equal(keepOne.status, 200, keepOne.text);
+    s = await stats(t);
+    assert.deepEqual([s.sent, s.scheduled, s.queued], [2, 0, 0]);
+    const leads = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data;
+    assert.deepEqual(leads.map((l: { status: string; nextSendAt: string | null }) => [l.status, l.nextSendAt]), [['completed', null], ['completed', null]]);
+    const { rows } = await db.query(`select state, cancel_reason from outbound_messages where campaign_id = $1 and step_index = 1`, [t.campaignId]);
+    assert.deepEqual(rows.map((r) => [r.state, r.cancel_reason]), [['cancelled', 'completed'], ['cancelled', 'completed']]);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
+    clock.advance(2 * 3600_000);
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 2, 'nothing more is sent');
+  });
+
   it('pause: a message whose guard is answered after the pause commits is abandoned after its data began (the server discards it) and sent once after resume', async () => {
     const leads = Array.from({ length: 3 }, (_, i) => ({ email: `pw${i}@lead.example` }));
     const t = await setup({ leads });

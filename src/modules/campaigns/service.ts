@@ -28,6 +28,7 @@ import {
 } from './repository.ts';
 import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, type EnrollmentRow } from '../messages/queue.ts';
 import { bumpCounters, createCounters, readCounters } from '../messages/counters.ts';
+import { completeBeyondLastStep } from '../messages/enrollments.ts';
 
 const DEFAULT_DELAY_HOURS = 48;
 
@@ -130,6 +131,8 @@ export class CampaignService {
       if (input.sequenceSteps !== undefined) {
         await deleteSteps(em, id);
         steps = await this.writeSteps(em, id, input.sequenceSteps);
+        // Fewer steps: a lead waiting for a removed one has finished the sequence.
+        await completeBeyondLastStep(em, id, steps.length, this.deps.clock.now());
       } else {
         steps = await this.steps(em, id);
       }

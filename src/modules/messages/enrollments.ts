@@ -50,6 +50,28 @@ export async function endEnrollments(em: EntityManager, enrollmentIds: string[],
   return ended;
 }
 
+/**
+ * A campaign's sequence now has `stepCount` steps (changed while not running): the enrollments
+ * whose next message (queued or scheduled) is of a step that no longer exists end as
+ * completed, their message cancelled and the counters with it, in the caller's transaction.
+ * (The dispatcher ends one the same way when it meets such a message; doing it here keeps the
+ * campaign's stats and its leads' next send true from the moment the steps change.) Returns
+ * how many ended.
+ */
+export async function completeBeyondLastStep(em: EntityManager, campaignId: string, stepCount: number, now: Date): Promise<number> {
+  // outbound_enrollment_step_key is per enrollment; the campaign's pending messages are few
+  // next to its sent ones, and the rows are locked in enrollment order (endEnrollments' order).
+  const rows = await sql<{ enrollment_id: string }>(
+    em,
+    `select enrollment_id from outbound_messages
+      where campaign_id = ? and kind = 'campaign' and state in ('queued', 'scheduled') and step_index >= ?
+      order by enrollment_id for update`,
+    [campaignId, stepCount],
+  );
+  const ended = await endEnrollments(em, [...new Set(rows.map((r) => r.enrollment_id))], 'completed', 'completed', now);
+  return ended.length;
+}
+
 /** Every enrollment of a lead, locked in id order (ending them all: unsubscribe, complaint). */
 export async function enrollmentsOfLead(em: EntityManager, leadId: string): Promise<string[]> {
   // enrollments_lead_idx
