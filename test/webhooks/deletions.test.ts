@@ -100,6 +100,9 @@ describe('webhook delivery: deleted and disabled webhooks and workspaces', funct
     const retry = await w.app.request('POST', `/v1/webhooks/${hook.id}/deliveries/${d.id}/retry`, { key });
     assert.equal(retry.status, 409);
     assert.equal(retry.body.error.code, 'webhook_disabled');
+    const unknown = await w.app.request('POST', `/v1/webhooks/${hook.id}/deliveries/whd_nope/retry`, { key });
+    assert.equal(unknown.status, 404, 'an unknown delivery is 404 even on a disabled webhook');
+    assert.equal(unknown.body.error.code, 'delivery_not_found');
 
     w.receiver.respond = () => 200;
     assert.equal((await w.app.request('PATCH', `/v1/webhooks/${hook.id}`, { key, body: { status: 'active' } })).status, 200);

@@ -169,7 +169,11 @@ export class WebhookService {
   async retry(workspaceId: string, id: string, deliveryId: string) {
     return this.em.transactional(async (em) => {
       const webhook = await this.require(em, workspaceId, id, true);
-      if (webhook.status !== 'active') throw new ApiError(409, 'webhook_disabled', 'the webhook is disabled: enable it before retrying its deliveries');
+      // An unknown delivery is 404 whatever the webhook's state; a known one of a disabled webhook 409.
+      if (webhook.status !== 'active') {
+        if (!(await findDelivery(em, workspaceId, id, deliveryId))) throw ApiError.notFound('delivery', `delivery ${deliveryId} not found`);
+        throw new ApiError(409, 'webhook_disabled', 'the webhook is disabled: enable it before retrying its deliveries');
+      }
       if (!(await scheduleRetry(em, workspaceId, id, deliveryId, this.deps.clock.now()))) throw ApiError.notFound('delivery', `delivery ${deliveryId} not found`);
       return deliveryView((await findDelivery(em, workspaceId, id, deliveryId))!);
     });
