@@ -86,6 +86,10 @@ export function jsonBody(opts: { limitBytes: number }) {
       ctx.request.body = {};
       return next();
     }
+    // JSON is UTF-8 (RFC 8259); a body declared in another charset would be misread, not converted.
+    const charset = ctx.request.charset.toLowerCase();
+    if (charset && charset !== 'utf-8' && charset !== 'utf8')
+      throw new ApiError(415, 'unsupported_media_type', `unsupported charset "${charset.slice(0, 40)}"; send the JSON body as UTF-8`);
     const encoding = (ctx.get('content-encoding') || '').trim().toLowerCase();
     const decoder = decoderFor(encoding);
     if (!decoder && ctx.request.length !== undefined && ctx.request.length > opts.limitBytes) throw tooLarge(limitText);

@@ -82,7 +82,7 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     assert.equal(Number((await db.query('select count(*) from suppressions')).rows[0].count), 0);
   });
 
-  it('Content-Encoding: broken gzip, deflate or br data is 400; an unsupported encoding 415; a good gzip body works', async () => {
+  it('Content-Encoding: broken gzip, deflate or br data is 400; an unsupported encoding or charset 415; a good gzip body works', async () => {
     const post = (encoding: string, body: Uint8Array): Promise<Response> =>
       fetch(`${app.url}/v1/campaigns`, { method: 'POST', headers: { ...json, authorization: `Bearer ${key}`, 'content-encoding': encoding }, body: body as BodyInit });
     const before = await campaigns();
@@ -103,6 +103,15 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
       assert.match(body.error.message, /unsupported Content-Encoding/);
     }
     assert.equal(await campaigns(), before);
+    for (const charset of ['utf-16', 'ISO-8859-1']) {
+      const res = await app.request('POST', '/v1/campaigns', { key, raw: '{"name": "latin"}', headers: { 'content-type': `application/json; charset=${charset}` } });
+      assert.equal(res.status, 415, charset);
+      assert.equal(res.body.error.code, 'unsupported_media_type');
+      assert.match(res.body.error.message, /send the JSON body as UTF-8/);
+    }
+    assert.equal(await campaigns(), before);
+    const utf8 = await app.request('POST', '/v1/campaigns', { key, raw: '{"name": "declared utf-8"}', headers: { 'content-type': 'application/json; charset=UTF-8' } });
+    assert.equal(utf8.status, 201, utf8.text);
     const good = await post('gzip', zlib.gzipSync('{"name": "compressed"}'));
     assert.equal(good.status, 201);
     const bomb = await post('gzip', zlib.gzipSync(Buffer.alloc(11 * 1024 * 1024, 0x20)));
