@@ -89,6 +89,8 @@ describe('campaigns: create, list, get, patch', () => {
       [{ name: 'n', schedule: { timezone: 'UTC', days: ['mon'], start: '9am', end: '17:00' } }, /schedule\.start/],
       [{ name: 'n', schedule: { timezone: 'UTC', days: ['mon'], start: '09:00', end: '09:00' } }, /schedule\.end/],
       [{ name: 'n', senderPoolId: 'pool_nope' }, /senderPoolId/],
+      // An empty id names no pool (PATCH says the same); it used to fall back to the default pool.
+      [{ name: 'n', senderPoolId: '' }, /senderPoolId/],
       [{ name: 'n', trackOpens: 'yes' }, /trackOpens/],
       [{ name: 'n', color: 'red' }, /color/],
     ];

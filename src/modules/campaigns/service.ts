@@ -81,7 +81,7 @@ export class CampaignService {
   async create(workspaceId: string, input: z.output<typeof createCampaignBody>) {
     const now = this.deps.clock.now();
     return this.em.transactional(async (em) => {
-      const poolId = input.senderPoolId ? (await this.requirePool(em, workspaceId, input.senderPoolId)).id : await this.defaultPoolId(em, workspaceId);
+      const poolId = input.senderPoolId !== undefined ? (await this.requirePool(em, workspaceId, input.senderPoolId)).id : await this.defaultPoolId(em, workspaceId);
       const campaign: Campaign = {
         id: newId('cmp'),
         workspaceId,
