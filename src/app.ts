@@ -4,7 +4,6 @@ import Router from '@koa/router';
 import type { Deps } from './deps.ts';
 import { createServices } from './services.ts';
 import { errorMiddleware, installEnvelopeOnError } from './http/errors.ts';
-import { jsonBody } from './http/body.ts';
 import { authorizer } from './http/auth.ts';
 import { mount, type AnyRoute } from './http/route.ts';
 import { buildOpenApi } from './http/openapi.ts';
@@ -88,7 +87,6 @@ export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
   // Outside the error middleware: the access log and metrics see the status as answered.
   app.use(observeRequests(deps.log, deps.metrics));
   app.use(errorMiddleware(deps.log));
-  app.use(jsonBody({ limitBytes: 10 * 1024 * 1024 }));
   // One EntityManager (identity map) per request.
   app.use(async (ctx, next) => {
     const em = deps.orm.em.fork();

@@ -1,7 +1,7 @@
 import zlib from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
 import type { Transform } from 'node:stream';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { ApiError } from '../shared/errors.ts';
 import { findTextViolation, MAX_JSON_DEPTH } from '../shared/text.ts';
 
@@ -69,66 +69,68 @@ function collect(req: IncomingMessage, decoder: Transform | null, limit: number)
   });
 }
 
+/** The largest request body the API reads, after decompression (413 beyond). */
+export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
+
 /**
- * Reads JSON request bodies (the API takes nothing else): the one place where a body's bytes
+ * Reads a JSON request body (the API takes nothing else): the one place where a body's bytes
  * become a value. Content-Encoding identity, gzip, deflate or br (others 415), the size limit
  * after decompression (413), strict UTF-8, a JSON object or array, and the text rule of
  * shared/text.ts (NUL, lone surrogates, numbers past a double's range, nesting deeper than
- * MAX_JSON_DEPTH) are checked here, before any route or validator sees the body; each refusal
- * is a 4xx naming what is wrong.
+ * MAX_JSON_DEPTH) are checked here, before any validator sees the body; each refusal is a 4xx
+ * naming what is wrong. A route calls it once the caller is authenticated (http/route.ts), so
+ * an unauthenticated request is 401 without its body being read and decompressed, and a request
+ * for no route is 404; Node discards an unread body.
  */
-export function jsonBody(opts: { limitBytes: number }) {
-  const limitText = `${Math.round(opts.limitBytes / (1024 * 1024))} MB`;
-  return async (ctx: Context, next: Next) => {
-    if (!PARSED_METHODS.has(ctx.method)) return next();
-    if (!ctx.request.is('application/json', '+json')) {
-      // The route answers 400 "must be JSON" when such a request has a body it needs.
-      ctx.request.body = {};
-      return next();
-    }
-    // JSON is UTF-8 (RFC 8259); a body declared in another charset would be misread, not converted.
-    const charset = ctx.request.charset.toLowerCase();
-    if (charset && charset !== 'utf-8' && charset !== 'utf8')
-      throw new ApiError(415, 'unsupported_media_type', `unsupported charset "${charset.slice(0, 40)}"; send the JSON body as UTF-8`);
-    const encoding = (ctx.get('content-encoding') || '').trim().toLowerCase();
-    const decoder = decoderFor(encoding);
-    if (!decoder && ctx.request.length !== undefined && ctx.request.length > opts.limitBytes) throw tooLarge(limitText);
-    let bytes: Buffer;
-    try {
-      bytes = await collect(ctx.req, decoder, opts.limitBytes);
-    } catch (err) {
-      if (err instanceof BodyTooLarge) throw tooLarge(limitText);
-      if (err instanceof BodyUnreadable)
-        throw ApiError.invalid(`request body is not valid ${encoding} data (Content-Encoding: ${encoding}): ${err.message}`);
-      throw ApiError.invalid('the request body was not received completely');
-    }
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-    } catch {
-      throw ApiError.invalid('request body is not valid UTF-8');
-    }
-    ctx.request.rawBody = text;
-    const trimmed = text.trim();
-    if (trimmed === '') {
-      ctx.request.body = {};
-      return next();
-    }
-    if (trimmed[0] !== '{' && trimmed[0] !== '[') throw ApiError.invalid('malformed JSON body: expected a JSON object');
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (err) {
-      throw ApiError.invalid(`malformed JSON body: ${(err as Error).message}`);
-    }
-    const violation = findTextViolation(value, [], MAX_JSON_DEPTH);
-    if (violation) {
-      const where = violation.field ? `body ${violation.field}` : 'body';
-      throw ApiError.invalid(`${where}: ${violation.message}`, { errors: [{ ...(violation.field ? { field: violation.field } : {}), message: violation.message }] });
-    }
-    ctx.request.body = value;
-    return next();
-  };
+export async function readJsonBody(ctx: Context, limitBytes = BODY_LIMIT_BYTES): Promise<void> {
+  const limitText = `${Math.round(limitBytes / (1024 * 1024))} MB`;
+  if (!PARSED_METHODS.has(ctx.method)) return;
+  if (!ctx.request.is('application/json', '+json')) {
+    // The route answers 400 "must be JSON" when such a request has a body it needs.
+    ctx.request.body = {};
+    return;
+  }
+  // JSON is UTF-8 (RFC 8259); a body declared in another charset would be misread, not converted.
+  const charset = ctx.request.charset.toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8')
+    throw new ApiError(415, 'unsupported_media_type', `unsupported charset "${charset.slice(0, 40)}"; send the JSON body as UTF-8`);
+  const encoding = (ctx.get('content-encoding') || '').trim().toLowerCase();
+  const decoder = decoderFor(encoding);
+  if (!decoder && ctx.request.length !== undefined && ctx.request.length > limitBytes) throw tooLarge(limitText);
+  let bytes: Buffer;
+  try {
+    bytes = await collect(ctx.req, decoder, limitBytes);
+  } catch (err) {
+    if (err instanceof BodyTooLarge) throw tooLarge(limitText);
+    if (err instanceof BodyUnreadable)
+      throw ApiError.invalid(`request body is not valid ${encoding} data (Content-Encoding: ${encoding}): ${err.message}`);
+    throw ApiError.invalid('the request body was not received completely');
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw ApiError.invalid('request body is not valid UTF-8');
+  }
+  ctx.request.rawBody = text;
+  const trimmed = text.trim();
+  if (trimmed === '') {
+    ctx.request.body = {};
+    return;
+  }
+  if (trimmed[0] !== '{' && trimmed[0] !== '[') throw ApiError.invalid('malformed JSON body: expected a JSON object');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw ApiError.invalid(`malformed JSON body: ${(err as Error).message}`);
+  }
+  const violation = findTextViolation(value, [], MAX_JSON_DEPTH);
+  if (violation) {
+    const where = violation.field ? `body ${violation.field}` : 'body';
+    throw ApiError.invalid(`${where}: ${violation.message}`, { errors: [{ ...(violation.field ? { field: violation.field } : {}), message: violation.message }] });
+  }
+  ctx.request.body = value;
 }
 
 function tooLarge(limitText: string): ApiError {

@@ -125,7 +125,7 @@ function commonErrors(r: AnyRoute): Record<number, string[]> {
   if (r.dashboard) {
     if (r.dashboard !== 'sign-in') Object.assign(codes, { 401: ['authentication_failed'], 403: forbidden });
   } else if (r.access !== 'none') Object.assign(codes, { 401: ['authentication_failed'], 403: forbidden, 404: ['workspace_not_found'] });
-  // The JSON body reader runs before routing on every POST/PATCH/DELETE.
+  // The JSON body reader runs on every POST/PATCH/DELETE route once the caller is authorized.
   if (r.method !== 'get') Object.assign(codes, { 413: ['payload_too_large'], 415: ['unsupported_media_type'] });
   codes[500] = ['internal_error'];
   return codes;

@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { ApiError } from '../shared/errors.ts';
 import { fromZod } from './errors.ts';
+import { readJsonBody } from './body.ts';
 import { textProblem } from '../shared/text.ts';
 import type { Access, AuthContext } from './auth.ts';
 import type { Services } from '../services.ts';
@@ -118,14 +119,16 @@ function strictDecode(raw: string, plusIsSpace = false): string | null {
 }
 
 /**
- * Mounts a route: authorize, validate (unknown query parameters and body fields are 400),
- * call the handler, shape the response.
+ * Mounts a route: authorize, read the body (http/body.ts), validate (unknown query parameters
+ * and body fields are 400), call the handler, shape the response.
  */
 export function mount(router: Router, route: AnyRoute, authorize: (ctx: Context, access: Access) => Promise<AuthContext>) {
   const query = route.query ?? z.strictObject({});
   const params = route.params ?? z.object({});
   router[route.method](route.path, async (ctx: Context) => {
     const auth = await authorize(ctx, route.access);
+    // The body only once the caller is known: 401 before 400, 413 or 415.
+    if (route.method !== 'get') await readJsonBody(ctx);
     checkUrlText(ctx, route.path);
     const q = query.safeParse(queryObject(ctx));
     if (!q.success) throw fromZod(q.error, 'query');

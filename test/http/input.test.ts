@@ -261,6 +261,27 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     assert.equal((await db.query('select status from campaigns where id = $1', [cmp.body.id])).rows[0].status, 'draft');
   });
 
+  it('the body is read only once the caller is known: without a key, a malformed, oversized or wrongly encoded body is 401; for no route 404', async () => {
+    const before = await campaigns();
+    const cases: Array<[string, Record<string, string>, string | Uint8Array]> = [
+      ['malformed', json, '{bad'],
+      ['oversized', json, Buffer.alloc(11 * 1024 * 1024, 0x20)],
+      ['unknown encoding', { ...json, 'content-encoding': 'bogus' }, '{}'],
+      ['gzip bomb', { ...json, 'content-encoding': 'gzip' }, zlib.gzipSync(Buffer.alloc(11 * 1024 * 1024, 0x20))],
+    ];
+    for (const [what, headers, body] of cases) {
+      const res = await fetch(`${app.url}/v1/campaigns`, { method: 'POST', headers, body: body as BodyInit });
+      assert.equal(res.status, 401, what);
+      assert.equal((await res.json()).error.code, 'authentication_failed', what);
+      const nowhere = await fetch(`${app.url}/v1/no-such-thing`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${key}` }, body: body as BodyInit });
+      assert.equal(nowhere.status, 404, what);
+      assert.equal((await nowhere.json()).error.code, 'not_found', what);
+    }
+    assert.equal(await campaigns(), before);
+    // With the key, the same bodies get their own answers.
+    assert.equal((await app.request('POST', '/v1/campaigns', { key, raw: '{bad', headers: json })).status, 400);
+  });
+
   it('a webhook URL with port 0 is 400 naming url, on create and on update', async () => {
     const before = (await db.query('select count(*) from webhooks')).rows[0].count;
     assert400(await app.request('POST', '/v1/webhooks', { key, body: { url: 'https://1.1.1.1:0/h', events: ['message.sent'] } }), 'url', /port 0/);
