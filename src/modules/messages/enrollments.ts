@@ -59,14 +59,16 @@ export async function endEnrollments(em: EntityManager, enrollmentIds: string[],
  * how many ended.
  */
 export async function completeBeyondLastStep(em: EntityManager, campaignId: string, stepCount: number, now: Date): Promise<number> {
-  // outbound_enrollment_step_key is per enrollment; the campaign's pending messages are few
-  // next to its sent ones, and the rows are locked in enrollment order (endEnrollments' order).
+  // enrollments_active_campaign_idx for the campaign's active enrollments, then
+  // outbound_enrollment_step_key per enrollment: the cost follows the campaign, not the table.
+  // The messages are locked in enrollment order (endEnrollments' order).
   const rows = await sql<{ enrollment_id: string }>(
     em,
-    `select enrollment_id from outbound_messages
-      where campaign_id = ? and kind = 'campaign' and state in ('queued', 'scheduled') and step_index >= ?
-      order by enrollment_id for update`,
-    [campaignId, stepCount],
+    `select m.enrollment_id from enrollments e
+       join outbound_messages m on m.enrollment_id = e.id and m.kind = 'campaign' and m.step_index >= ?
+      where e.campaign_id = ? and e.status = 'active' and m.state in ('queued', 'scheduled')
+      order by m.enrollment_id for update of m`,
+    [stepCount, campaignId],
   );
   const ended = await endEnrollments(em, [...new Set(rows.map((r) => r.enrollment_id))], 'completed', 'completed', now);
   return ended.length;
