@@ -121,6 +121,22 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     assert.equal(missing.body.error.code, 'campaign_not_found');
   });
 
+  it('the same leads enrolled by parallel requests in opposite orders, new and existing: every request answers, nothing is doubled', async () => {
+    const id = await campaign();
+    for (let round = 0; round < 3; round++) {
+      const leads = Array.from({ length: 200 }, (_, i) => ({ email: `par${round}-${i}@example.com`, firstName: `P${i}` }));
+      const reversed = [...leads].reverse();
+      // First all new (the inserts), then all existing (the updates), each from both ends at once.
+      for (let pass = 0; pass < 2; pass++) {
+        const answers = await Promise.all(Array.from({ length: 8 }, (_, k) => enroll(id, k % 2 ? reversed : leads)));
+        for (const a of answers) assert.equal(a.status, 200, a.text);
+        assert.equal(answers.reduce((n, a) => n + a.body.enrolled, 0), pass === 0 ? 200 : 0);
+      }
+    }
+    assert.equal((await db.query('select count(*)::int as n from enrollments where campaign_id = $1', [id])).rows[0].n, 600);
+    assert.equal((await stats(id)).totalEnrolled, 600);
+  });
+
   it('10,000 leads in one request', async () => {
     const id = await campaign();
     const leads = Array.from({ length: 10_000 }, (_, i) => ({ email: `bulk${i}@example.org`, firstName: `F${i}`, idx: i }));

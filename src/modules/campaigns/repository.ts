@@ -75,13 +75,16 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
   const keys = leads.map((l) => l.emailKey);
   const customs = leads.map((l) => JSON.stringify(l.custom));
 
-  // leads_workspace_email_key: the conflict target.
+  // leads_workspace_email_key: the conflict target. Rows go in by email key (and are patched in
+  // the same order below), so requests enrolling the same leads in any order wait for each
+  // other instead of deadlocking; each row keeps the id of its place in the request.
   const inserted = await sql<{ id: string; email_key: string }>(
     em,
     `insert into leads (id, workspace_id, email, email_key, first_name, last_name, company, job_title, custom, created_at, updated_at)
      select t.id, ?, t.email, t.email_key, t.first_name, t.last_name, t.company, t.job_title, t.custom::jsonb, ?, ?
        from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
          as t(id, email, email_key, first_name, last_name, company, job_title, custom)
+      order by t.email_key
      on conflict (workspace_id, email_key) do nothing
      returning id, email_key`,
     [
@@ -115,6 +118,12 @@ async function patchLeads(em: EntityManager, workspaceId: string, leads: LeadInp
   const sets = (Object.keys(COLUMNS) as StandardField[])
     .map((f) => `${COLUMNS[f]} = case when p.has_${COLUMNS[f]} then p.${COLUMNS[f]} else l.${COLUMNS[f]} end`)
     .join(',\n         ');
+  // The rows locked in email key order first (the insert's order): the update's own order
+  // follows its join plan, which two requests need not share.
+  await sql(em, `select 1 from leads where workspace_id = ? and email_key = any(?::text[]) order by email_key for update`, [
+    workspaceId,
+    leads.map((l) => l.emailKey),
+  ]);
   // leads_workspace_email_key for the join.
   return sql<{ id: string; email_key: string }>(
     em,
