@@ -119,6 +119,13 @@ describe('dashboard /v1 senders and pools', function () {
     assert.equal(grown.body.senderCount, 2);
     const twice = await app.request('POST', `/v1/sender-pools/${created.body.id}/members`, { key: adminKey, body: { senderAccountId: b.id } });
     assert.deepEqual(twice.body.senderAccountIds, [a.id, b.id]);
+    // The same member added by many requests at once: each is a no-op but the first, none a 500.
+    const c = await s.senders.add({ workspaceId: workspace.id, email: 'c@acme.example', name: 'C', smtpUrl: smtp.url() });
+    const together = await Promise.all(
+      Array.from({ length: 12 }, () => app.request('POST', `/v1/sender-pools/${created.body.id}/members`, { key: adminKey, body: { senderAccountId: c.id } })),
+    );
+    for (const t of together) assert.equal(t.status, 200, t.text);
+    assert.equal((await db.query('select count(*)::int as n from pool_members where pool_id = $1', [created.body.id])).rows[0].n, 3);
     const pools = async () => Number((await db.query('select count(*)::int as n from sender_pools where workspace_id = $1', [workspace.id])).rows[0].n);
     const before = await pools();
     const otherSender = await s.senders.add({ workspaceId: other.workspace.id, email: 'x@other.example', name: 'X', smtpUrl: smtp.url() });

@@ -69,8 +69,13 @@ export async function isPoolMember(em: EntityManager, poolId: string, senderAcco
   return (await em.findOne(PoolMemberSchema, { poolId, senderAccountId })) !== null;
 }
 
+/** Adds a member; one that is already there stays as it was (two requests adding it at once included). */
 export async function addPoolMember(em: EntityManager, member: PoolMember): Promise<void> {
-  await em.insert(PoolMemberSchema, member);
+  await sql(em, `insert into pool_members (pool_id, sender_account_id, added_at) values (?, ?, ?) on conflict (pool_id, sender_account_id) do nothing`, [
+    member.poolId,
+    member.senderAccountId,
+    member.addedAt,
+  ]);
 }
 
 export interface PoolRow {
