@@ -53,9 +53,11 @@ export function jsonOption(cmd: Command): Command {
   return cmd.addOption(new Option('--json', 'print exactly one JSON object on stdout'));
 }
 
-export function intArg(name: string, min = 0) {
+/** A whole-number option within [min, max] (max defaults to what a PostgreSQL integer holds). */
+export function intArg(name: string, min = 0, max = 2_147_483_647) {
   return (value: string): number => {
-    if (!/^\d+$/.test(value) || Number(value) < min) throw usageError(`${name} must be a whole number >= ${min}`);
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max)
+      throw usageError(`${name} must be a whole number from ${min.toLocaleString('en-US')} to ${max.toLocaleString('en-US')}`);
     return Number(value);
   };
 }

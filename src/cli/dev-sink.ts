@@ -13,8 +13,8 @@ export function registerDevSinkCommands(program: Command, ctx: CliContext, keepR
   program
     .command('dev-sink')
     .description('local SMTP server (any login) and HTTPS webhook receiver that record what they get; for trying mailgate, never for production')
-    .addOption(new Option('--smtp-port <n>', 'SMTP port').argParser(intArg('--smtp-port')).env('MAILGATE_DEV_SINK_SMTP_PORT').default(DEV_SINK_DEFAULTS.smtpPort))
-    .addOption(new Option('--https-port <n>', 'HTTPS webhook receiver port').argParser(intArg('--https-port')).env('MAILGATE_DEV_SINK_HTTPS_PORT').default(DEV_SINK_DEFAULTS.httpsPort))
+    .addOption(new Option('--smtp-port <n>', 'SMTP port').argParser(intArg('--smtp-port', 0, 65_535)).env('MAILGATE_DEV_SINK_SMTP_PORT').default(DEV_SINK_DEFAULTS.smtpPort))
+    .addOption(new Option('--https-port <n>', 'HTTPS webhook receiver port').argParser(intArg('--https-port', 0, 65_535)).env('MAILGATE_DEV_SINK_HTTPS_PORT').default(DEV_SINK_DEFAULTS.httpsPort))
     .addOption(new Option('--dir <dir>', 'where messages, events and the certificates go (default: MAILGATE_DATA_DIR/dev-sink)'))
     .action(async (opts: { smtpPort: number; httpsPort: number; dir?: string }) => {
       const dir = path.resolve(opts.dir ?? path.join(ctx.config().dataDir, 'dev-sink'));

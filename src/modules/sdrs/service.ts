@@ -227,7 +227,7 @@ export class SdrService {
     if (!name) throw ApiError.invalid('name: must not be empty');
     if (!Number.isSafeInteger(input.afterMs) || input.afterMs <= 0) throw ApiError.invalid('after: must be a duration greater than zero');
     const maxAttempts = input.maxAttempts ?? 1;
-    if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) throw ApiError.invalid('maxAttempts: must be a whole number >= 1');
+    if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 100) throw ApiError.invalid('maxAttempts: must be a whole number from 1 to 100');
     let categories: string[] | null = null;
     if (input.categories && input.categories.length) {
       categories = [];
