@@ -152,7 +152,7 @@ export const settings = {
   },
   dashboardSessionIdle: {
     env: 'MAILGATE_DASHBOARD_SESSION_IDLE',
-    schema: duration.refine((ms) => ms >= 60_000, 'must be at least 1m'),
+    schema: duration.refine((ms) => ms >= 60_000, 'must be at least 1m').refine((ms) => ms <= 366 * 86_400_000, 'must be at most 366d'),
     default: '12h',
     doc: 'a dashboard session unused for this long is signed out (docs/dashboard.md)',
   },

@@ -37,6 +37,9 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ MAILGATE_SECRET_KEY: 'abc' }, {}), /invalid setting MAILGATE_SECRET_KEY/);
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://h/db' }, {}), /invalid setting DATABASE_URL.*postgres/);
     assert.throws(() => loadConfig({ MAILGATE_SHUTDOWN_TIMEOUT: 'soon' }, {}), /invalid setting MAILGATE_SHUTDOWN_TIMEOUT.*duration/);
+    // A session's end past what a timestamp holds made every sign-in fail; a year is the most.
+    assert.throws(() => loadConfig({ MAILGATE_DASHBOARD_SESSION_IDLE: '99999999d' }, {}), /invalid setting MAILGATE_DASHBOARD_SESSION_IDLE.*at most 366d/);
+    assert.equal(loadConfig({ MAILGATE_DASHBOARD_SESSION_IDLE: '366d' }, {}).dashboardSessionIdle, 366 * 86_400_000);
   });
 
   it('a worker is dead after at least two of its heartbeats', () => {
