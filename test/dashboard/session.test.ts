@@ -138,6 +138,23 @@ describe('dashboard sessions', function () {
     assert.equal((await forged.request('GET', '/dashboard/api/session')).status, 401);
   });
 
+  it('with the shortest idle time (1m) a session in use lives on: its use is recorded often enough', async () => {
+    const shortClock = new ManualClock('2026-03-02T10:00:00.000Z');
+    const short = await startTestApp({ clock: shortClock, config: { dashboardSessionIdle: '1m' } });
+    try {
+      const { adminKey } = await seedWorkspace(short);
+      const s = await signIn(short, adminKey);
+      for (let i = 0; i < 4; i++) {
+        shortClock.advance(40_000);
+        assert.equal((await s.request('GET', '/v1/campaigns')).status, 200, `use ${i + 1}, ${(i + 1) * 40} s after sign-in`);
+      }
+      shortClock.advance(61_000);
+      assert.equal((await s.request('GET', '/v1/campaigns')).status, 401);
+    } finally {
+      await short.close();
+    }
+  });
+
   it('a session ends after the idle time, when its key is revoked, and when its workspace is deleted', async () => {
     const { workspace, adminKey, adminKeyId } = await seedWorkspace(app);
     const a = await signIn(app, adminKey);
