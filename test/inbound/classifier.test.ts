@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { HybridClassifier, RuleClassifier, headerValue, type ClassifierInput } from '../../src/modules/inbound/classifier.ts';
 import { analyzeMessage } from '../../src/modules/inbound/analyze.ts';
-import type { ReplyModel } from '../../src/modules/inbound/model.ts';
+import { FEATURE_TEXT_CHARS, featuresOf, type ReplyModel } from '../../src/modules/inbound/model.ts';
 import replyModel from '../../src/modules/inbound/reply-model.json' with { type: 'json' };
 import { extractReturnDate } from '../../src/modules/inbound/classifier-dates.ts';
 import { snippetOf, stripReply } from '../../src/modules/inbound/strip.ts';
@@ -219,5 +219,23 @@ describe('reply classifier: rules, then the shipped model (issue 19)', () => {
   it('with no word the model knows, the old default stands: interested at 0.5, for a person to read', async () => {
     const a = await analyzeMessage(mail('Zxqv.'));
     assert.deepEqual([a.classification, a.decidedBy, a.confidence], ['interested', 'default:human-reply', 0.5]);
+  });
+});
+
+describe('reply model features: long texts', () => {
+  it('an address is one "email" feature, told by position as the pattern \\S+@\\S+\\.\\S+ tells it', () => {
+    const has = (text: string) => featuresOf({ subject: '', text }).includes('w:email');
+    for (const t of ['write to a@b.co', 'x a@b.c. y', '@a@b.co', 'mail:ann.lee+x@acme.example.com!']) assert.ok(has(t), t);
+    for (const t of ['@b.co', 'a@.c', 'a@bc', 'a@b.', 'no address here']) assert.ok(!has(t), t);
+  });
+
+  it('a reply of megabytes without a space (1 MB, and an address at its end) has the features of its start only', () => {
+    const long = 'x'.repeat(1024 * 1024) + '@example.com';
+    const features = featuresOf({ subject: 'Re: hi', text: `thanks, interested ${long}` });
+    assert.ok(features.includes('w:interested'));
+    assert.ok(!features.includes('w:email'), 'the address lies past the part that is read');
+    // 3- to 5-character pieces of the first FEATURE_TEXT_CHARS characters at most, not of the megabyte.
+    assert.ok(features.length < 3 * FEATURE_TEXT_CHARS, String(features.length));
+    assert.deepEqual(featuresOf({ subject: '', text: 'x'.repeat(FEATURE_TEXT_CHARS) }), featuresOf({ subject: '', text: 'x'.repeat(FEATURE_TEXT_CHARS * 3) }));
   });
 });

@@ -15,16 +15,34 @@ export interface ReplyModel {
 
 const REPLY_PREFIX = /^\s*((re|aw|antw|sv|vs|r|res|resp|rif|fw|fwd|wg|tr|enc)\s*(\[\d+\])?\s*:\s*)+/i;
 
+/**
+ * A whitespace-free token that the pattern `\S+@\S+\.\S+` would match whole: something, `@`,
+ * something, `.`, something. Checked by position, not by that pattern, whose backtracking takes
+ * time quadratic in a token's length (a 64 KB run without spaces took 3 s, 1 MB minutes).
+ */
+function looksLikeEmail(token: string): boolean {
+  const at = token.indexOf('@', 1);
+  if (at < 0) return false;
+  const dot = token.indexOf('.', at + 2);
+  return dot >= 0 && dot <= token.length - 2;
+}
+
+/** How much of a reply's text its features come from (featuresOf). */
+export const FEATURE_TEXT_CHARS = 20_000;
+
 /** The features of one reply: each counted once (binary), which suits short texts best. */
 export function featuresOf(input: Pick<ClassifierInput, 'subject' | 'text'>): string[] {
   // The subject only when it is the lead's own: "Re: <our subject>" says nothing about the lead.
   const subject = REPLY_PREFIX.test(input.subject) ? '' : input.subject;
-  const text = `${subject}\n${input.text}`
+  // The model reads the start of a reply: past FEATURE_TEXT_CHARS a reply adds nothing a
+  // classifier of short texts can use, and its features (3- to 5-character pieces of every word)
+  // would grow with it (a 16 MB reply: tens of millions of strings).
+  const text = `${subject}\n${input.text.slice(0, FEATURE_TEXT_CHARS)}`
     .normalize('NFC')
     .toLowerCase()
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/https?:\/\/\S+/g, ' url ')
-    .replace(/\S+@\S+\.\S+/g, ' email ')
+    .replace(/\S+/g, (token) => (looksLikeEmail(token) ? ' email ' : token))
     .replace(/\d/g, '0');
   const words = text.match(/[\p{L}0']+/gu) ?? [];
   const out = new Set<string>();
