@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../shared/duration.ts';
 import { intArg, jsonOption, usageError, type CliContext } from './context.ts';
+import { MAX_FOLLOWUP_ATTEMPTS } from '../modules/sdrs/limits.ts';
 
 function afterArg(value: string): number {
   let ms: number;
@@ -24,7 +25,7 @@ export function registerFollowupCommands(program: Command, ctx: CliContext) {
       .requiredOption('--after <duration>', 'time after the last send, e.g. 3d or 48h')
       .option('--business-days', 'count the time in business days (Monday to Friday)')
       .option('--category <list>', 'comma list of thread categories A,B,C (default: all)')
-      .option('--max-attempts <n>', 'follow-ups per thread (default 1)', intArg('--max-attempts', 1, 100)),
+      .option('--max-attempts <n>', 'follow-ups per thread (default 1)', intArg('--max-attempts', 1, MAX_FOLLOWUP_ATTEMPTS)),
   ).action(async (opts: { workspace: string; name: string; after: string; businessDays?: boolean; category?: string; maxAttempts?: number; json?: boolean }) => {
     const afterMs = afterArg(opts.after);
     const categories = opts.category === undefined ? null : opts.category.split(',').map((c) => c.trim()).filter((c) => c !== '');

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../shared/duration.ts';
 import { intArg, jsonOption, usageError, type CliContext } from './context.ts';
+import { SENDER_LIMITS } from '../modules/senders/limits.ts';
 
 function durationArg(value: string): number {
   let ms: number;
@@ -9,8 +10,7 @@ function durationArg(value: string): number {
   } catch (err) {
     throw usageError(`--min-interval: ${(err as Error).message}`);
   }
-  // The API's limit (minIntervalSeconds at most 86,400).
-  if (ms > 86_400_000) throw usageError('--min-interval: must be at most 24h');
+  if (ms > SENDER_LIMITS.minIntervalSeconds * 1000) throw usageError('--min-interval: must be at most 24h');
   return ms;
 }
 
@@ -26,7 +26,7 @@ export function registerSenderCommands(program: Command, ctx: CliContext) {
       .requiredOption('--smtp <url>', 'smtp://user:pass@host:port or smtps://...')
       .option('--imap <url>', 'imap://user:pass@host:port or imaps://...')
       .option('--pool <poolId>', 'add the account to this pool')
-      .option('--daily-limit <n>', 'most messages in any 24 hours', intArg('--daily-limit', 0, 1_000_000))
+      .option('--daily-limit <n>', 'most messages in any 24 hours', intArg('--daily-limit', 0, SENDER_LIMITS.dailyLimit))
       .option('--min-interval <duration>', 'least time between two sends, e.g. 30s', durationArg),
   ).action(
     async (opts: { workspace: string; email: string; name: string; smtp: string; imap?: string; pool?: string; dailyLimit?: number; minInterval?: number; json?: boolean }) => {
@@ -62,7 +62,7 @@ export function registerSenderCommands(program: Command, ctx: CliContext) {
       .description('create a sender pool')
       .requiredOption('--workspace <workspace>', 'workspace id or name')
       .requiredOption('--name <name>', 'pool name')
-      .requiredOption('--daily-capacity <n>', 'most messages in any rolling 24 hours', intArg('--daily-capacity', 0, 10_000_000))
+      .requiredOption('--daily-capacity <n>', 'most messages in any rolling 24 hours', intArg('--daily-capacity', 0, SENDER_LIMITS.dailyCapacity))
       .option('--sender <id>', 'a member sender account (repeatable)', (v: string, prev: string[] = []) => [...prev, v]),
   ).action(async (opts: { workspace: string; name: string; dailyCapacity: number; sender?: string[]; json?: boolean }) => {
     const p = await ctx.withServices(async (services) => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../../http/route.ts';
 import { senderAccount, senderPool } from '../senders/routes.ts';
+import { SENDER_LIMITS } from '../senders/limits.ts';
 import { mailServerSchema, probeView } from './mail-servers.ts';
 import { probeFailedFields } from '../mailboxes/probe-failure.ts';
 
@@ -17,8 +18,8 @@ const addSenderBody = z.strictObject({
   smtp: mailServerSchema,
   imap: mailServerSchema.optional().describe('the mailbox watched for replies and bounces'),
   poolId: z.string().min(1).max(200).optional().describe('add the account to this pool'),
-  dailyLimit: z.number().int().min(1).max(1_000_000).optional().describe('most messages in any 24 hours'),
-  minIntervalSeconds: z.number().min(0).max(86_400).optional().describe('least time between two sends of the account'),
+  dailyLimit: z.number().int().min(1).max(SENDER_LIMITS.dailyLimit).optional().describe('most messages in any 24 hours'),
+  minIntervalSeconds: z.number().min(0).max(SENDER_LIMITS.minIntervalSeconds).optional().describe('least time between two sends of the account'),
 });
 
 const statusRoute = (action: 'pause' | 'resume') =>
@@ -76,7 +77,7 @@ export const senderApiRoutes: AnyRoute[] = [
     summary: 'Create a sender pool with its rolling 24-hour capacity and members',
     body: z.strictObject({
       name: z.string().trim().min(1, 'must not be empty').max(200, 'at most 200 characters'),
-      dailyCapacity: z.number().int().min(0).max(10_000_000).describe('most messages through the pool in any rolling 24 hours'),
+      dailyCapacity: z.number().int().min(0).max(SENDER_LIMITS.dailyCapacity).describe('most messages through the pool in any rolling 24 hours'),
       senderAccountIds: z.array(z.string().min(1).max(200)).max(1000).optional(),
     }),
     response: senderPool,

@@ -25,6 +25,7 @@ import { addSdrWatch } from '../mailboxes/repository.ts';
 import { isoOrNull, toIso } from '../../shared/time.ts';
 import type { IcpCriteria } from './icp.ts';
 import { probeFailed } from '../mailboxes/probe-failure.ts';
+import { MAX_FOLLOWUP_ATTEMPTS } from './limits.ts';
 
 export interface ProfileInput {
   tone?: string;
@@ -227,7 +228,8 @@ export class SdrService {
     if (!name) throw ApiError.invalid('name: must not be empty');
     if (!Number.isSafeInteger(input.afterMs) || input.afterMs <= 0) throw ApiError.invalid('after: must be a duration greater than zero');
     const maxAttempts = input.maxAttempts ?? 1;
-    if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 100) throw ApiError.invalid('maxAttempts: must be a whole number from 1 to 100');
+    if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > MAX_FOLLOWUP_ATTEMPTS)
+      throw ApiError.invalid(`maxAttempts: must be a whole number from 1 to ${MAX_FOLLOWUP_ATTEMPTS}`);
     let categories: string[] | null = null;
     if (input.categories && input.categories.length) {
       categories = [];
