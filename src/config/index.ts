@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import '../shared/zod-messages.ts';
 import { parseDuration, parseDurationList } from '../shared/duration.ts';
+import { INBOUND_MAX_BYTES_DEFAULT } from '../modules/inbound/limits.ts';
 
 const durationList = z.string().transform((v, ctx) => {
   try {
@@ -24,6 +25,16 @@ const duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
     ctx.addIssue({ code: 'custom', message: (err as Error).message });
     return z.NEVER;
   }
+});
+
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2 };
+const byteSize = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  const m = /^\s*(\d{1,12})\s*(B|KB|MB)?\s*$/i.exec(String(v));
+  if (!m) {
+    ctx.addIssue({ code: 'custom', message: 'must be a size: a number of bytes, or one with KB or MB (e.g. 2MB, 512KB)' });
+    return z.NEVER;
+  }
+  return Number(m[1]) * SIZE_UNITS[(m[2] ?? 'b').toLowerCase()];
 });
 
 const PORT_RULE = 'must be a whole number from 0 to 65535 (0 picks a free port)';
@@ -89,6 +100,12 @@ export const settings = {
     schema: duration,
     default: '60s',
     doc: 'fallback poll of a mailbox whose server has no IDLE (and the IDLE safety-net re-check)',
+  },
+  inboundMaxBytes: {
+    env: 'MAILGATE_INBOUND_MAX_BYTES',
+    schema: byteSize.refine((n) => n >= 64 * 1024, 'must be at least 64KB').refine((n) => n <= 256 * 1024 ** 2, 'must be at most 256MB'),
+    default: INBOUND_MAX_BYTES_DEFAULT,
+    doc: 'the most bytes of one inbound message that are downloaded, stored and classified; a larger one is read up to this (its headers and text come first; the attachments after it are not downloaded)',
   },
   sendLease: {
     env: 'MAILGATE_SEND_LEASE',

@@ -51,6 +51,17 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ MAILGATE_WORKER_DEAD_AFTER: '500ms' }), /invalid setting MAILGATE_WORKER_DEAD_AFTER.*at least 1s/);
   });
 
+  it('the inbound size limit: bytes, KB or MB, from 64KB to 256MB', () => {
+    assert.equal(loadConfig({}).inboundMaxBytes, 2 * 1024 * 1024);
+    assert.equal(loadConfig({ MAILGATE_INBOUND_MAX_BYTES: '512KB' }).inboundMaxBytes, 512 * 1024);
+    assert.equal(loadConfig({ MAILGATE_INBOUND_MAX_BYTES: '10mb' }).inboundMaxBytes, 10 * 1024 * 1024);
+    assert.equal(loadConfig({ MAILGATE_INBOUND_MAX_BYTES: '100000' }).inboundMaxBytes, 100_000);
+    assert.equal(loadConfig({}, { inboundMaxBytes: 65_536 }).inboundMaxBytes, 65_536);
+    assert.throws(() => loadConfig({ MAILGATE_INBOUND_MAX_BYTES: '2 gigabytes' }), /invalid setting MAILGATE_INBOUND_MAX_BYTES.*a number of bytes, or one with KB or MB/);
+    assert.throws(() => loadConfig({ MAILGATE_INBOUND_MAX_BYTES: '1KB' }), /invalid setting MAILGATE_INBOUND_MAX_BYTES.*at least 64KB/);
+    assert.throws(() => loadConfig({ MAILGATE_INBOUND_MAX_BYTES: '257MB' }), /invalid setting MAILGATE_INBOUND_MAX_BYTES.*at most 256MB/);
+  });
+
   it('unknown keys and broken JSON in config/ stop start-up', () => {
     assert.throws(() => loadConfig({}, {}, dir({ 'default.json': { prot: 1 } })), /unknown setting in config\/: prot/);
     assert.throws(() => loadConfig({}, {}, dir({ 'default.json': '{"port": ' })), /not valid JSON/);

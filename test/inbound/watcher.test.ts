@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { waitFor } from '../support/wait.ts';
 import pg from 'pg';
+import { randomBytes } from 'node:crypto';
 import { startTestApp, seedWorkspace, subscribeEvents, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
-import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
+import { MailboxWatcher, fetchBatches } from '../../src/modules/inbound/watcher.ts';
 
 
 function mail(h: { from: string; to: string; subject: string; messageId: string; inReplyTo?: string; extra?: string }, body: string): string {
@@ -254,6 +255,58 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     assert.equal(rows[0].n, rows[0].d, 'no message ingested twice by two workers');
   });
 
+  it('a reply larger than MAILGATE_INBOUND_MAX_BYTES is read up to it: classified by its text, its attachment never downloaded', async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    const limit = 64 * 1024;
+    const attachment = randomBytes(3 * 1024 * 1024).toString('base64').replace(/.{76}/g, '$&\r\n');
+    const big = [
+      'From: old@lead.example',
+      `To: ${SENDER}`,
+      'Subject: Re: Quick question',
+      `Date: ${new Date().toUTCString()}`,
+      'Message-ID: <big@lead.example>',
+      `In-Reply-To: ${sent.get('old@lead.example')}`,
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="mix"',
+      '',
+      '--mix',
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      "Yes, I'm interested. Our deck is attached; can we talk on Thursday?",
+      '--mix',
+      'Content-Type: application/pdf; name="deck.pdf"',
+      'Content-Transfer-Encoding: base64',
+      'Content-Disposition: attachment; filename="deck.pdf"',
+      '',
+      attachment,
+      '--mix--',
+      '',
+    ].join('\r\n');
+    await imap.append(SENDER, PW, big);
+    // And a small one after it: the cursor moves past the large one.
+    await imap.append(SENDER, PW, mail({ from: 'stranger2@else.example', to: SENDER, subject: 'Hi', messageId: '<small-after-big@else.example>' }, 'Hello'));
+    const newest = await imap.lastUid(SENDER, PW);
+    const sessionsBefore = imap.sessionBytesOut().length;
+    const w = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300, leaseMs: 3_000, maxMessageBytes: limit });
+    watchers.push(w);
+    await w.start();
+    const r = await waitFor('the large reply', async () => (await replies()).find((x) => x.email === 'old@lead.example'));
+    assert.equal(r.classification, 'interested');
+    assert.match(r.threadSnippet, /^Yes, I'm interested/);
+    const stored = await db.query(`select length(raw) as n from inbound_messages where message_id_header = '<big@lead.example>'`);
+    const n = Number(stored.rows[0].n);
+    assert.ok(n > 1000 && n <= limit, `stored ${n} bytes, at most the limit ${limit}`);
+    await waitFor('the cursor past the small mail after it', async () => Number((await db.query(`select last_uid from mailbox_watches`)).rows[0].last_uid) === newest);
+    await watchers.splice(0)[0].stop();
+    // The watcher's IMAP session sent less than the limit and the small mail, where the whole
+    // message is 4 MB of base64 (Dovecot logs each session's bytes when it logs out).
+    const out = await waitFor('the watcher session logged out', async () => {
+      const all = imap.sessionBytesOut();
+      return all.length > sessionsBefore && all.slice(sessionsBefore);
+    });
+    assert.ok(Math.max(...out) < limit + 64 * 1024, `the IMAP server sent ${Math.max(...out)} bytes`);
+  });
+
   it('GET /v1/replies: filters, paging, X-Total-Count, and its errors', async () => {
     const all = await app.request('GET', '/v1/replies', { key });
     assert.equal(all.status, 200);
@@ -281,5 +334,17 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     const other = await seedWorkspace(app);
     assert.deepEqual((await app.request('GET', '/v1/replies', { key: other.adminKey })).body, []);
     assert.equal((await app.request('GET', `/v1/replies?campaignId=${campaignId}`, { key: other.adminKey })).status, 404);
+  });
+});
+
+describe('inbound: FETCH batches of bounded bytes', () => {
+  it('each message counts up to the size limit; a batch holds at most 8 MB of them, and at least one', () => {
+    const MB = 1024 * 1024;
+    assert.deepEqual(fetchBatches([], 2 * MB), []);
+    assert.deepEqual(fetchBatches([{ uid: 1, size: 100 }, { uid: 2, size: 200 }, { uid: 3, size: 300 }], 2 * MB), [[1, 2, 3]]);
+    // Four of 2 MB (a 30 MB one counts as its first 2 MB) fill a batch; the fifth starts the next.
+    assert.deepEqual(fetchBatches([1, 2, 3, 4, 5].map((uid) => ({ uid, size: uid === 2 ? 30 * MB : 2 * MB })), 2 * MB), [[1, 2, 3, 4], [5]]);
+    // A limit above the batch size: one message per batch.
+    assert.deepEqual(fetchBatches([{ uid: 7, size: 20 * MB }, { uid: 9, size: 20 * MB }], 16 * MB), [[7], [9]]);
   });
 });

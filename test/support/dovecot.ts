@@ -2,7 +2,7 @@
 // (as root, through apt-get: apt.ts) and started from a config written into a temp dir. Users live in
 // a passwd-file; mail in Maildirs; no TLS.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync, mkdirSync, chmodSync, chownSync, rmSync, appendFileSync, utimesSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync, mkdirSync, chmodSync, chownSync, rmSync, appendFileSync, utimesSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
@@ -125,6 +125,27 @@ service stats {
     } finally {
       await client.logout();
     }
+  }
+
+  /** The UID of the newest message in the user's INBOX (0 when it is empty). */
+  async lastUid(user: string, password: string): Promise<number> {
+    const client = new ImapFlow({ host: '127.0.0.1', port: this.port, secure: false, auth: { user, pass: password }, logger: false });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      const status = await client.status('INBOX', { uidNext: true });
+      if (!status) throw new Error('STATUS INBOX failed');
+      return Number(status.uidNext) - 1;
+    } finally {
+      await client.logout();
+    }
+  }
+
+  /** Bytes the server sent in each finished IMAP session so far (its "Logged out ... out=N" log lines), oldest first. */
+  sessionBytesOut(): number[] {
+    const file = path.join(this.dir, 'dovecot.log');
+    if (!existsSync(file)) return [];
+    return [...readFileSync(file, 'utf8').matchAll(/Logged out in=\d+ out=(\d+)/g)].map((m) => Number(m[1]));
   }
 
   addUser(user: string, password: string): void {

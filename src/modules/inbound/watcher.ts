@@ -5,6 +5,7 @@ import type { Deps } from '../../deps.ts';
 import { imapClient } from '../../adapters/imap.ts';
 import { toDate } from '../../shared/time.ts';
 import type { InboundService } from './service.ts';
+import { INBOUND_MAX_BYTES_DEFAULT } from './limits.ts';
 import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, type WatchRow, type WatchStatus } from '../mailboxes/repository.ts';
 
 export interface WatcherOptions {
@@ -17,6 +18,12 @@ export interface WatcherOptions {
   /** How often leases are renewed and new mailboxes picked up (CLI changes show up within it). */
   tickMs?: number;
   maxMailboxes?: number;
+  /**
+   * The most bytes of one message fetched and read (MAILGATE_INBOUND_MAX_BYTES): a larger one
+   * is fetched up to this many bytes, which hold its headers and text; the rest (attachments)
+   * is never downloaded, stored or parsed.
+   */
+  maxMessageBytes?: number;
   /** The registered worker's id (WorkerRegistry): the owner named by this watcher's leases. */
   owner?: string;
 }
@@ -36,6 +43,31 @@ export function imapFailure(err: unknown): Exclude<WatchStatus, 'ok'> {
   return 'unreachable';
 }
 const FETCH_CHUNK = 25;
+/** Messages whose fetched bytes add up to at most this are fetched by one FETCH (at least one). */
+const FETCH_BATCH_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Splits a chunk's messages (uid and RFC822.SIZE, in uid order) into FETCH batches whose bytes,
+ * each message counted up to `maxBytes`, add up to at most FETCH_BATCH_BYTES: a session holds
+ * one batch of sources at a time, whatever the mailbox holds.
+ */
+export function fetchBatches(messages: Array<{ uid: number; size: number }>, maxBytes: number): number[][] {
+  const batches: number[][] = [];
+  let batch: number[] = [];
+  let bytes = 0;
+  for (const m of messages) {
+    const n = Math.min(m.size, maxBytes);
+    if (batch.length && bytes + n > FETCH_BATCH_BYTES) {
+      batches.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(m.uid);
+    bytes += n;
+  }
+  if (batch.length) batches.push(batch);
+  return batches;
+}
 
 /** One watched mailbox: a connection that syncs, then waits (IDLE or poll), reconnecting. */
 class MailboxSession {
@@ -189,35 +221,52 @@ class MailboxSession {
     const uids = (await client.search(last > 0 ? { uid: `${last + 1}:*` } : { since: new Date(since.getTime() - 86_400_000) }, { uid: true })) || [];
     const todo = uids.filter((u) => u > last).sort((a, b) => a - b);
     const inbound = this.inbound();
+    const maxBytes = this.opts.maxMessageBytes;
     for (let i = 0; i < todo.length && !this.stopped; i += FETCH_CHUNK) {
-      const chunk = todo.slice(i, i + FETCH_CHUNK);
-      const messages = await client.fetchAll(chunk.join(','), { uid: true, source: true, internalDate: true }, { uid: true });
-      messages.sort((a, b) => a.uid - b.uid);
-      for (const msg of messages) {
-        const receivedAt = msg.internalDate ? new Date(msg.internalDate) : this.deps.clock.now();
-        let result: string;
-        if (last === 0 && receivedAt < since) {
-          // Older than the watch: skipped, but the cursor moves past it.
-          result = await inbound.skip(this.watch.id, this.owner, uidValidity, msg.uid);
-        } else {
-          result = await inbound.ingest({
-            watchId: this.watch.id,
-            workspaceId: this.watch.workspace_id,
-            senderAccountId: this.watch.sender_account_id,
-            sdrId: this.watch.sdr_id,
-            owner: this.owner,
-            uidValidity,
-            uid: msg.uid,
-            raw: msg.source!,
-            receivedAt,
-          });
+      // Date and size first; then the sources in batches of bounded bytes, each only up to
+      // maxBytes (BODY.PEEK[]<0.maxBytes>), so a mailbox of large attachments costs neither
+      // their download nor the memory. Mail older than the watch is never downloaded.
+      const heads = await client.fetchAll(todo.slice(i, i + FETCH_CHUNK).join(','), { uid: true, size: true, internalDate: true }, { uid: true });
+      heads.sort((a, b) => a.uid - b.uid);
+      const byUid = new Map(heads.map((m) => {
+        const receivedAt = m.internalDate ? new Date(m.internalDate) : this.deps.clock.now();
+        return [m.uid, { receivedAt, size: m.size ?? 0, old: last === 0 && receivedAt < since }] as const;
+      }));
+      for (const batch of fetchBatches(heads.map((m) => ({ uid: m.uid, size: byUid.get(m.uid)!.old ? 0 : byUid.get(m.uid)!.size })), maxBytes)) {
+        if (this.stopped) return;
+        const wanted = batch.filter((uid) => !byUid.get(uid)!.old);
+        const fetched = wanted.length ? await client.fetchAll(wanted.join(','), { uid: true, source: { start: 0, maxLength: maxBytes } }, { uid: true }) : [];
+        const sources = new Map(fetched.map((m) => [m.uid, m.source]));
+        for (const uid of batch) {
+          const head = byUid.get(uid)!;
+          let result: string;
+          if (head.old) {
+            // Older than the watch: skipped, but the cursor moves past it.
+            result = await inbound.skip(this.watch.id, this.owner, uidValidity, uid);
+          } else {
+            const raw = sources.get(uid);
+            // Expunged between the two fetches: gone, like mail deleted before any fetch.
+            if (!raw) continue;
+            if (head.size > raw.length) this.log().info({ uid, size: head.size, read: raw.length }, 'inbound message larger than MAILGATE_INBOUND_MAX_BYTES: its first bytes were read');
+            result = await inbound.ingest({
+              watchId: this.watch.id,
+              workspaceId: this.watch.workspace_id,
+              senderAccountId: this.watch.sender_account_id,
+              sdrId: this.watch.sdr_id,
+              owner: this.owner,
+              uidValidity,
+              uid,
+              raw,
+              receivedAt: head.receivedAt,
+            });
+          }
+          if (result === 'lost_lease') {
+            this.stopped = true;
+            return;
+          }
+          this.watch.last_uid = String(uid);
+          this.log().debug({ uid, result }, 'inbound message');
         }
-        if (result === 'lost_lease') {
-          this.stopped = true;
-          return;
-        }
-        this.watch.last_uid = String(msg.uid);
-        this.log().debug({ uid: msg.uid, result }, 'inbound message');
       }
     }
   }
@@ -245,7 +294,7 @@ export class MailboxWatcher {
     { owner, ...opts }: WatcherOptions,
   ) {
     this.owner = owner ?? `${os.hostname()}.${process.pid}.${randomBytes(3).toString('hex')}`;
-    this.opts = { useIdle: true, leaseMs: 30_000, tickMs: 5_000, maxMailboxes: 500, ...opts };
+    this.opts = { useIdle: true, leaseMs: 30_000, tickMs: 5_000, maxMailboxes: 500, maxMessageBytes: INBOUND_MAX_BYTES_DEFAULT, ...opts };
   }
 
   async start(): Promise<void> {
