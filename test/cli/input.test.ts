@@ -54,6 +54,26 @@ describe('mailgate CLI: text the database cannot hold is refused with one line',
     assert.deepEqual([await count('sender_pools'), await count('sender_accounts'), await count('followup_rules')], before);
   });
 
+  it('a name past 200 characters is refused naming it, as the API refuses it', async () => {
+    const long = 'n'.repeat(201);
+    const before = [await count('workspaces'), await count('api_keys'), await count('sender_pools'), await count('sender_accounts'), await count('sdrs'), await count('followup_rules')];
+    refused(await runCliCaptured(env, ['workspace', 'create', '--name', long]), /^error: name: at most 200 characters\n?$/);
+    await runCliCaptured(env, ['workspace', 'create', '--name', 'names', '--json']);
+    const after = [await count('workspaces'), await count('api_keys')];
+    for (const args of [
+      ['key', 'create', '--workspace', 'names', '--name', long],
+      ['pool', 'create', '--workspace', 'names', '--name', long, '--daily-capacity', '10'],
+      ['sender', 'add', '--workspace', 'names', '--email', 'c@b.example', '--name', long, '--smtp', 'smtp://a:b@127.0.0.1:1'],
+      ['sdr', 'add', '--workspace', 'names', '--name', long, '--email', 's@b.example'],
+      ['followup-rule', 'add', '--workspace', 'names', '--name', long, '--after', '2d'],
+    ]) {
+      refused(await runCliCaptured(env, args), /^error: name: at most 200 characters\n?$/);
+    }
+    assert.deepEqual([await count('workspaces'), await count('api_keys')], after);
+    assert.deepEqual([await count('sender_pools'), await count('sender_accounts'), await count('sdrs'), await count('followup_rules')], before.slice(2));
+    assert.equal((await runCliCaptured(env, ['workspace', 'create', '--name', 'n'.repeat(200), '--json'])).code, 0);
+  });
+
   it('a --file or --signature-file that is not UTF-8 text, or holds a NUL, is refused naming the option', async () => {
     const ws = await runCliCaptured(env, ['workspace', 'create', '--name', 'files', '--json']);
     assert.equal(ws.code, 0, ws.err);

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { checkedByService, isoTime } from '../../http/doc-schemas.ts';
+import { NAME_MAX } from '../../shared/names.ts';
 
 export const LIMITS = {
-  nameLength: 200,
+  nameLength: NAME_MAX,
   steps: 20,
   subjectLength: 998,
   bodyHtmlBytes: 256 * 1024,

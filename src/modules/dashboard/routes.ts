@@ -5,6 +5,7 @@ import { ApiError } from '../../shared/errors.ts';
 import { checkOrigin, clearSessionCookie, readSessionToken, setSessionCookie } from '../../http/session.ts';
 import { mailServerSchema } from './mail-servers.ts';
 import { probeFailedFields } from '../mailboxes/probe-failure.ts';
+import { NAME_MAX, NAME_TOO_LONG } from '../../shared/names.ts';
 
 // The dashboard's own routes (docs/dashboard.md): the session, and the flows the spec keeps out
 // of the API. Mounted with the dashboard authorizer (http/auth.ts dashboardAuthorizer): a
@@ -35,7 +36,7 @@ const sdrParams = z.object({ sdrId: z.string().min(1).max(200).describe('an SDR 
 
 const createKeyBody = z
   .strictObject({
-    name: z.string().trim().min(1, 'must not be empty').max(200, 'at most 200 characters'),
+    name: z.string().trim().min(1, 'must not be empty').max(NAME_MAX, NAME_TOO_LONG),
     role: z.enum(['admin', 'sdr']),
     sdrId: z.string().min(1).max(200).optional().describe('required for role sdr: the SDR the key acts for; refused for admin'),
   })

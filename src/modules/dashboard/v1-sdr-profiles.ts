@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../../http/route.ts';
 import { emailText, isoTime } from '../../http/doc-schemas.ts';
 import { pageQuery } from '../campaigns/schemas.ts';
+import { NAME_MAX, NAME_TOO_LONG } from '../../shared/names.ts';
 
 // SDR management for admins (docs/dashboard.md). Not under /v1/sdrs, which is the SDR keys'
 // (contract §3: sdr keys call /v1/sdrs and /v1/sdr/... only; admin keys everything else).
@@ -55,7 +56,7 @@ export const sdrProfileRoutes: AnyRoute[] = [
     operationId: 'createSdrProfile',
     summary: 'Add an SDR (active), with its profile',
     body: z.strictObject({
-      name: z.string().trim().min(1, 'must not be empty').max(200, 'at most 200 characters'),
+      name: z.string().trim().min(1, 'must not be empty').max(NAME_MAX, NAME_TOO_LONG),
       email: z.string().trim().min(1, 'must not be empty').max(320, 'at most 320 characters'),
       ...profileFields,
     }),
@@ -84,7 +85,7 @@ export const sdrProfileRoutes: AnyRoute[] = [
     summary: "Change an SDR's name, profile or active flag (fields not given stay)",
     params: sdrParams,
     body: z.strictObject({
-      name: z.string().trim().min(1, 'must not be empty').max(200, 'at most 200 characters').optional(),
+      name: z.string().trim().min(1, 'must not be empty').max(NAME_MAX, NAME_TOO_LONG).optional(),
       active: z.boolean().optional(),
       ...profileFields,
     }),

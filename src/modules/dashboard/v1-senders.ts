@@ -4,6 +4,7 @@ import { senderAccount, senderPool } from '../senders/routes.ts';
 import { SENDER_LIMITS } from '../senders/limits.ts';
 import { mailServerSchema, probeView } from './mail-servers.ts';
 import { probeFailedFields } from '../mailboxes/probe-failure.ts';
+import { NAME_MAX, NAME_TOO_LONG } from '../../shared/names.ts';
 
 // Adding, pausing and resuming sender accounts and building pools from the dashboard
 // (docs/dashboard.md): the CLI's operations as API routes; an account is saved only after its
@@ -14,7 +15,7 @@ const poolParams = z.object({ poolId: z.string().min(1).max(200).describe('a sen
 
 const addSenderBody = z.strictObject({
   email: z.string().trim().min(1, 'must not be empty').max(320, 'at most 320 characters').describe('the From address'),
-  name: z.string().trim().min(1, 'must not be empty').max(200, 'at most 200 characters').describe('the display name in the From header'),
+  name: z.string().trim().min(1, 'must not be empty').max(NAME_MAX, NAME_TOO_LONG).describe('the display name in the From header'),
   smtp: mailServerSchema,
   imap: mailServerSchema.optional().describe('the mailbox watched for replies and bounces'),
   poolId: z.string().min(1).max(200).optional().describe('add the account to this pool'),
@@ -76,7 +77,7 @@ export const senderApiRoutes: AnyRoute[] = [
     operationId: 'createSenderPool',
     summary: 'Create a sender pool with its rolling 24-hour capacity and members',
     body: z.strictObject({
-      name: z.string().trim().min(1, 'must not be empty').max(200, 'at most 200 characters'),
+      name: z.string().trim().min(1, 'must not be empty').max(NAME_MAX, NAME_TOO_LONG),
       dailyCapacity: z.number().int().min(0).max(SENDER_LIMITS.dailyCapacity).describe('most messages through the pool in any rolling 24 hours'),
       senderAccountIds: z.array(z.string().min(1).max(200)).max(1000).optional(),
     }),

@@ -26,6 +26,7 @@ import { isoOrNull, toIso } from '../../shared/time.ts';
 import type { IcpCriteria } from './icp.ts';
 import { probeFailed } from '../mailboxes/probe-failure.ts';
 import { MAX_FOLLOWUP_ATTEMPTS } from './limits.ts';
+import { requireName } from '../../shared/names.ts';
 
 export interface ProfileInput {
   tone?: string;
@@ -72,13 +73,13 @@ export class SdrService {
   ) {}
 
   async add(workspaceId: string, name: string, email: string): Promise<Sdr> {
-    if (!name.trim()) throw ApiError.invalid('name: must not be empty');
+    name = requireName(name);
     if (!isEmail(email)) throw ApiError.invalid(`email: "${email}" is not a valid email address`);
     const now = this.deps.clock.now();
     const sdr: Sdr = {
       id: newId('sdr'),
       workspaceId,
-      name: name.trim(),
+      name,
       email: email.trim(),
       active: true,
       tone: null,
@@ -224,8 +225,7 @@ export class SdrService {
   }
 
   async addFollowupRule(workspaceId: string, input: { name: string; afterMs: number; businessDays?: boolean; categories?: string[] | null; maxAttempts?: number }) {
-    const name = input.name.trim();
-    if (!name) throw ApiError.invalid('name: must not be empty');
+    const name = requireName(input.name);
     if (!Number.isSafeInteger(input.afterMs) || input.afterMs <= 0) throw ApiError.invalid('after: must be a duration greater than zero');
     const maxAttempts = input.maxAttempts ?? 1;
     if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > MAX_FOLLOWUP_ATTEMPTS)

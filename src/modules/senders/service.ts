@@ -24,6 +24,7 @@ import {
 } from './repository.ts';
 import { clearSenderHealth, logSenderTransition } from './health.ts';
 import { normalizeEmail, isEmail } from '../../shared/email.ts';
+import { requireName } from '../../shared/names.ts';
 
 export interface AddSenderInput {
   workspaceId: string;
@@ -73,7 +74,7 @@ export class SenderService {
   async add(input: AddSenderInput): Promise<SenderAccount> {
     const email = input.email.trim();
     if (!isEmail(email)) throw ApiError.invalid(`email: "${input.email}" is not a valid email address`);
-    if (!input.name.trim()) throw ApiError.invalid('name: must not be empty');
+    const name = requireName(input.name);
     for (const [field, url, proto] of [['smtp', input.smtpUrl, 'smtp'], ['imap', input.imapUrl, 'imap']] as const) {
       if (url === undefined) continue;
       try {
@@ -87,7 +88,7 @@ export class SenderService {
       id: newId('snd'),
       workspaceId: input.workspaceId,
       email,
-      name: input.name.trim(),
+      name,
       status: 'active',
       smtpUrlEnc: this.deps.crypto.encrypt(input.smtpUrl),
       imapUrlEnc: input.imapUrl ? this.deps.crypto.encrypt(input.imapUrl) : null,
@@ -158,18 +159,18 @@ export class SenderService {
   }
 
   async createPool(workspaceId: string, name: string, dailyCapacity: number, senderIds: string[] = []) {
-    if (!name.trim()) throw ApiError.invalid('name: must not be empty');
+    name = requireName(name);
     if (!Number.isInteger(dailyCapacity) || dailyCapacity < 0) throw ApiError.invalid('dailyCapacity: must be a whole number >= 0');
     const now = this.deps.clock.now();
     const id = newId('pool');
     await this.em.transactional(async (em) => {
-      await insertPool(em, { id, workspaceId, name: name.trim(), dailyCapacity, createdAt: now });
+      await insertPool(em, { id, workspaceId, name, dailyCapacity, createdAt: now });
       for (const sid of new Set(senderIds)) {
         await this.requireSender(em, workspaceId, sid);
         await addPoolMember(em, { poolId: id, senderAccountId: sid, addedAt: now });
       }
     });
-    return { id, name: name.trim(), dailyCapacity };
+    return { id, name, dailyCapacity };
   }
 
   async addToPool(poolId: string, senderId: string) {

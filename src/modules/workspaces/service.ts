@@ -20,6 +20,7 @@ import {
 import { sdrOfWorkspace } from '../sdrs/repository.ts';
 import { deleteDeliveriesOf, lockWorkspaceWebhooks } from '../webhooks/repository.ts';
 import { deleteWorkspaceMessages } from '../messages/deletion.ts';
+import { requireName } from '../../shared/names.ts';
 
 const KEY_CHECK = 'secret_key_check';
 const KEY_CHECK_PLAINTEXT = 'mailgate secret key check';
@@ -53,8 +54,7 @@ export class WorkspaceService {
   }
 
   private async createIn(em: EntityManager, name: string): Promise<Workspace> {
-    const trimmed = name.trim();
-    if (!trimmed) throw ApiError.invalid('name: must not be empty');
+    const trimmed = requireName(name);
     const ws: Workspace = { id: newId('ws'), name: trimmed, createdAt: this.deps.clock.now() };
     try {
       await insertWorkspace(em, ws);
@@ -110,11 +110,12 @@ export class WorkspaceService {
       const sdr = await sdrOfWorkspace(em, ws.id, input.sdrId);
       if (!sdr) throw ApiError.notFound('sdr', `SDR ${input.sdrId} not found in workspace ${ws.id}`);
     }
+    const name = input.name === undefined ? null : requireName(input.name);
     const key = generateApiKey();
     const row: ApiKey = {
       id: newId('key'),
       workspaceId: ws.id,
-      name: input.name ?? null,
+      name,
       role,
       sdrId: input.sdrId ?? null,
       keyHash: hashApiKey(key),
