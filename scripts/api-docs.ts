@@ -12,7 +12,7 @@ export const END = '<!-- end of operations -->';
 
 type Json = Record<string, any>;
 
-const ROLE: Record<string, string> = { admin: 'admin', sdr: 'SDR', none: 'none', 'dashboard-admin': 'dashboard session (admin)', 'dashboard-any': 'dashboard session', 'dashboard-sign-in': 'none (sign-in)' };
+const ROLE: Record<string, string> = { admin: 'admin', sdr: 'SDR', none: 'none', 'dashboard-admin': 'dashboard session (admin)', 'dashboard-any': 'dashboard session', 'dashboard-sign-in': 'none (sign-in)', 'dashboard-sign-out': 'dashboard session (also an inactive SDR\u2019s)' };
 
 /** The table of every operation: method and path, operationId, role, summary, the codes of its own. */
 export function operationTable(doc: Json): string {

@@ -58,12 +58,14 @@ const DASHBOARD_LINE: Record<DashboardAccess, string> = {
   admin: 'Dashboard only: the session cookie of an **admin** key and its `X-CSRF-Token`; an API key (`Authorization` header) is refused with 403 `forbidden`.',
   any: 'Dashboard only: a session cookie (admin or SDR key) and its `X-CSRF-Token`; an API key (`Authorization` header) is refused with 403 `forbidden`.',
   'sign-in': 'Dashboard sign-in: exchanges an API key for a session cookie; no key in the `Authorization` header.',
+  'sign-out': 'Dashboard only: any session cookie and its `X-CSRF-Token`, also one of an inactive SDR\'s key; an API key (`Authorization` header) is refused with 403 `forbidden`.',
 };
 
 const DASHBOARD_SECURITY: Record<DashboardAccess, unknown[]> = {
   admin: [{ session: ['admin'] }],
   any: [{ session: [] }],
   'sign-in': [],
+  'sign-out': [{ session: [] }],
 };
 
 /**

@@ -24,10 +24,11 @@ export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z
   access: Access;
   /**
    * A dashboard-only route (docs/dashboard.md): served to signed-in dashboard sessions (`admin`
-   * sessions, or `any` session), never to an API key; `sign-in` needs no session. Its `access`
-   * is `none` (no API key).
+   * sessions, or `any` session), never to an API key; `sign-in` needs no session; `sign-out`
+   * takes any session, even one of an inactive SDR's key (signing out always works). Its
+   * `access` is `none` (no API key).
    */
-  dashboard?: 'admin' | 'any' | 'sign-in';
+  dashboard?: 'admin' | 'any' | 'sign-in' | 'sign-out';
   /** Stable camelCase name of the operation (generated clients name their methods after it). */
   operationId: string;
   summary: string;

@@ -209,4 +209,24 @@ describe('dashboard sessions', function () {
     assert.equal((await app.request('GET', '/dashboard/api/session')).status, 401);
     assert.equal((await app.request('DELETE', '/dashboard/api/session')).status, 401);
   });
+
+  it('an SDR made inactive while signed in is refused everything but sign-out, which still ends the session', async () => {
+    const { workspace } = await seedWorkspace(app);
+    const { sdr, sdrKey } = await seedSdr(app, workspace.id);
+    const s = await signIn(app, sdrKey);
+    assert.equal((await s.request('GET', '/dashboard/api/session')).status, 200);
+    await app.services().sdrs.setActive(sdr.id, false);
+    const refused = await s.request('GET', '/dashboard/api/session');
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error.code, 'forbidden');
+    assert.equal((await s.request('GET', '/v1/sdr/inbox')).status, 403);
+    // Sign-out still needs the CSRF token, as any write of a session does.
+    assert.equal((await s.request('DELETE', '/dashboard/api/session', { csrf: false })).status, 403);
+    const sessions = await count('dashboard_sessions');
+    const out = await s.request('DELETE', '/dashboard/api/session');
+    assert.equal(out.status, 204, out.text);
+    assert.match(out.headers.getSetCookie().find((c) => c.startsWith('mailgate_session='))!, /^mailgate_session=;/);
+    assert.equal(await count('dashboard_sessions'), sessions - 1);
+    assert.equal((await s.request('GET', '/dashboard/api/session')).status, 401);
+  });
 });

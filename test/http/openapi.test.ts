@@ -118,13 +118,13 @@ describe('OpenAPI document', function () {
       ids.add(op.operationId);
       assert.ok(op.summary?.length > 5, `${at}: summary`);
       const role = op['x-mailgate-role'];
-      assert.ok(['admin', 'sdr', 'none', 'dashboard-admin', 'dashboard-any', 'dashboard-sign-in'].includes(role), `${at}: x-mailgate-role`);
+      assert.ok(['admin', 'sdr', 'none', 'dashboard-admin', 'dashboard-any', 'dashboard-sign-in', 'dashboard-sign-out'].includes(role), `${at}: x-mailgate-role`);
       const dashboard = role.startsWith('dashboard-');
       if (dashboard) {
         // The dashboard's own routes (docs/dashboard.md): a session cookie, never an API key.
         assert.ok(p.startsWith('/dashboard/api/'), `${at}: under /dashboard/api`);
         assert.match(op.description, role === 'dashboard-sign-in' ? /^Dashboard sign-in/ : /^Dashboard only: .*refused with 403/, `${at}: the role line`);
-        assert.deepEqual(op.security, role === 'dashboard-admin' ? [{ session: ['admin'] }] : role === 'dashboard-any' ? [{ session: [] }] : [], `${at}: security`);
+        assert.deepEqual(op.security, role === 'dashboard-admin' ? [{ session: ['admin'] }] : role === 'dashboard-any' || role === 'dashboard-sign-out' ? [{ session: [] }] : [], `${at}: security`);
       } else {
         assert.match(op.description, role === 'none' ? /^Role: none/ : role === 'admin' ? /^Role: \*\*admin\*\*/ : /^Role: \*\*SDR\*\*/, `${at}: the role line`);
         assert.deepEqual(op.security, role === 'none' ? [] : [{ bearer: [role] }, { session: [role] }], `${at}: security`);

@@ -80,7 +80,7 @@ export const dashboardRoutes = [
     method: 'delete',
     path: '/dashboard/api/session',
     access: 'none',
-    dashboard: 'any',
+    dashboard: 'sign-out',
     tag: 'Dashboard',
     operationId: 'signOut',
     summary: 'Sign out: ends the session and clears the cookie',
