@@ -82,7 +82,7 @@ export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
  * an unauthenticated request is 401 without its body being read and decompressed, and a request
  * for no route is 404; Node discards an unread body.
  */
-export async function readJsonBody(ctx: Context, limitBytes = BODY_LIMIT_BYTES): Promise<void> {
+export async function readJsonBody(ctx: Context, opts: { textRule?: boolean } = {}, limitBytes = BODY_LIMIT_BYTES): Promise<void> {
   const limitText = `${Math.round(limitBytes / (1024 * 1024))} MB`;
   if (!PARSED_METHODS.has(ctx.method)) return;
   if (!ctx.request.is('application/json', '+json')) {
@@ -125,7 +125,7 @@ export async function readJsonBody(ctx: Context, limitBytes = BODY_LIMIT_BYTES):
   } catch (err) {
     throw ApiError.invalid(`malformed JSON body: ${(err as Error).message}`);
   }
-  const violation = findTextViolation(value, [], MAX_JSON_DEPTH);
+  const violation = opts.textRule === false ? null : findTextViolation(value, [], MAX_JSON_DEPTH);
   if (violation) {
     const where = violation.field ? `body ${violation.field}` : 'body';
     throw ApiError.invalid(`${where}: ${violation.message}`, { errors: [{ ...(violation.field ? { field: violation.field } : {}), message: violation.message }] });

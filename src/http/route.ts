@@ -49,6 +49,12 @@ export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z
   errors?: Record<number, string>;
   /** Top-level fields the error bodies of one status carry beside `error` (contract §3). */
   errorFields?: Record<number, Record<string, z.ZodType>>;
+  /**
+   * `items`: the route's own validation applies the text rule (shared/text.ts) to everything of
+   * the body it keeps, naming each failing item (bulk enroll: 422 with the lead's index), and its
+   * body schema refuses any other field. Otherwise the rule runs on the whole body first (400).
+   */
+  bodyTextRule?: 'items';
   /** Request headers the route reads. */
   requestHeaders?: Record<string, HeaderDoc>;
   /** Headers of the success response. */
@@ -129,7 +135,7 @@ export function mount(router: Router, route: AnyRoute, authorize: (ctx: Context,
   router[route.method](route.path, async (ctx: Context) => {
     const auth = await authorize(ctx, route.access);
     // The body only once the caller is known: 401 before 400, 413 or 415.
-    if (route.method !== 'get') await readJsonBody(ctx);
+    if (route.method !== 'get') await readJsonBody(ctx, { textRule: route.bodyTextRule !== 'items' });
     checkUrlText(ctx, route.path);
     const q = query.safeParse(queryObject(ctx));
     if (!q.success) throw fromZod(q.error, 'query');

@@ -55,11 +55,12 @@ export interface TextViolation {
 
 /**
  * The first string (value or object key) of a JSON value that breaks the text rule, the first
- * number too large to hold, or the first place it nests deeper than `maxDepth`. Walks with an explicit stack, so a body nested
+ * number too large to hold, or the first place it nests deeper than `maxDepth` (`root` itself
+ * sits at `rootDepth` levels inside the body). Walks with an explicit stack, so a body nested
  * 10,000 levels costs a loop, not the call stack.
  */
-export function findTextViolation(root: unknown, prefix: PropertyKey[] = [], maxDepth = MAX_JSON_DEPTH): TextViolation | null {
-  const stack: Array<{ value: unknown; path: PropertyKey[]; depth: number }> = [{ value: root, path: prefix, depth: 0 }];
+export function findTextViolation(root: unknown, prefix: PropertyKey[] = [], maxDepth = MAX_JSON_DEPTH, rootDepth = 0): TextViolation | null {
+  const stack: Array<{ value: unknown; path: PropertyKey[]; depth: number }> = [{ value: root, path: prefix, depth: rootDepth }];
   while (stack.length) {
     const { value, path, depth } = stack.pop()!;
     if (typeof value === 'string') {

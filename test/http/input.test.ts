@@ -40,7 +40,17 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     if (field !== undefined) assert.ok(res.body.errors.some((e: { field?: string }) => e.field === field), res.text);
   }
 
-  it('a NUL or a lone surrogate in a body field, at any depth, is 400 naming the field', async () => {
+  function assert422(res: { status: number; body: any; text: string }, expected: Array<[number, string | undefined, RegExp]>) {
+    assert.equal(res.status, 422, res.text);
+    assert.equal(res.body.error.code, 'validation_failed');
+    assert.deepEqual(res.body.errors.map((e: { index: number }) => e.index), expected.map(([i]) => i), res.text);
+    expected.forEach(([, field, message], n) => {
+      assert.equal(res.body.errors[n].field, field, res.text);
+      assert.match(res.body.errors[n].message, message);
+    });
+  }
+
+  it('a NUL or a lone surrogate in a body field, at any depth, is 400 naming the field (a lead in a bulk enroll: 422 naming its index)', async () => {
     const before = await campaigns();
     assert400(await app.request('POST', '/v1/campaigns', { key, body: { name: 'a\u0000b' } }), 'name', /^body name: must not contain a NUL character/);
     // JSON.stringify writes a lone surrogate as the escape \ud800, as a client library would.
@@ -52,11 +62,27 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     );
     assert.equal(await campaigns(), before);
     const cmp = await app.request('POST', '/v1/campaigns', { key, body: { name: 'ok' } });
-    const leads = [{ email: 'a@example.com' }, { email: 'b@example.com' }, { email: 'c@example.com' }, { email: 'd@example.com', firstName: 'D\u0000' }];
-    assert400(await app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, body: { leads } }), 'leads[3].firstName', /^body leads\[3\]\.firstName: must not contain a NUL/);
+    // In a bulk enroll, a lead that breaks the rule is that lead's 422 entry, every such lead
+    // named by its index beside the leads failing for other reasons (contract §4).
+    const leads = [{ email: 'a@example.com' }, { email: 'b\u0000@example.com' }, { email: 'not an email' }, { email: 'd@example.com', firstName: 'D\u0000' }, { email: 'e@example.com', plan: { tier: ['\ud800'] } }];
+    const bulk = await app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, body: { leads } });
+    assert422(bulk, [
+      [1, 'email', /must not contain a NUL/],
+      [2, 'email', /not a valid email address/],
+      [3, 'firstName', /must not contain a NUL/],
+      [4, 'plan.tier[0]', /valid Unicode/],
+    ]);
     // A custom field's name lands in jsonb as well.
-    assert400(await app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, body: { leads: [{ email: 'e@example.com', 'plan\u0000': 'x' }] } }), undefined, /field name must not contain a NUL/);
+    assert422(await app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, body: { leads: [{ email: 'e@example.com', 'plan\u0000': 'x' }] } }), [[0, 'plan\\u0000', /field name must not contain a NUL/]]);
+    // The body's depth limit counts from the body: a lead's field nests at most 30 levels more.
+    const nested = (n: number) => `{"leads": [{"email": "deep@example.com", "a": ${'['.repeat(n)}1${']'.repeat(n)}}]}`;
+    assert422(await app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, raw: nested(30), headers: json }), [[0, `a${'[0]'.repeat(29)}`, /nests deeper than 32 levels/]]);
+    // Outside the leads, the bulk route's body is still refused whole (its schema takes only leads).
+    const extra = await app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, body: { leads: [{ email: 'f@example.com' }], 'x\u0000': 1 } });
+    assert.equal(extra.status, 400, extra.text);
     assert.equal(Number((await db.query('select count(*) from leads')).rows[0].count), 0);
+    const deepest = await app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, raw: nested(29), headers: json });
+    assert.equal(deepest.status, 200, deepest.text);
   });
 
   it('a NUL, a lone surrogate or malformed percent-encoding in a path parameter or query value is 400 naming it', async () => {
@@ -292,11 +318,11 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     assert.equal((await db.query('select url from webhooks where id = $1', [made.body.id])).rows[0].url, 'https://1.1.1.1:8443/h');
   });
 
-  it('a number past what a double holds (1e400), in a custom field or anywhere in a body, is 400 naming it, not stored as null', async () => {
+  it('a number past what a double holds (1e400), in a custom field or anywhere in a body, is 400 naming it (in a bulk enroll\'s lead, 422 with its index), not stored as null', async () => {
     const cmp = await app.request('POST', '/v1/campaigns', { key, body: { name: 'big numbers' } });
     const bulk = (raw: string) => app.request('POST', `/v1/campaigns/${cmp.body.id}/leads/bulk`, { key, raw, headers: json });
-    assert400(await bulk('{"leads": [{"email": "inf@example.com", "score": 1e400}]}'), 'leads[0].score', /^body leads\[0\]\.score: is a number beyond what a double holds/);
-    assert400(await bulk('{"leads": [{"email": "inf@example.com", "plan": {"seats": [-1e999]}}]}'), 'leads[0].plan.seats[0]', /beyond what a double holds/);
+    assert422(await bulk('{"leads": [{"email": "inf@example.com", "score": 1e400}]}'), [[0, 'score', /^is a number beyond what a double holds/]]);
+    assert422(await bulk('{"leads": [{"email": "ok@example.com"}, {"email": "inf@example.com", "plan": {"seats": [-1e999]}}]}'), [[1, 'plan.seats[0]', /beyond what a double holds/]]);
     assert.equal((await db.query('select count(*) from enrollments where campaign_id = $1', [cmp.body.id])).rows[0].count, '0');
     const fine = await bulk('{"leads": [{"email": "big@example.com", "score": 1e308}]}');
     assert.equal(fine.status, 200, fine.text);

@@ -1,6 +1,7 @@
 import type { FieldError } from '../../shared/errors.ts';
 import { isEmail, normalizeEmail } from '../../shared/email.ts';
 import { LIMITS } from './schemas.ts';
+import { findTextViolation, MAX_JSON_DEPTH } from '../../shared/text.ts';
 
 export const STANDARD_FIELDS = ['firstName', 'lastName', 'company', 'jobTitle'] as const;
 export type StandardField = (typeof STANDARD_FIELDS)[number];
@@ -31,6 +32,13 @@ export function parseLeads(items: unknown[]): { leads: LeadInput[]; errors: Fiel
   items.forEach((item, index) => {
     if (typeof item !== 'object' || item === null || Array.isArray(item)) {
       errors.push({ index, message: 'a lead must be an object' });
+      return;
+    }
+    // The text rule the body reader applies to other routes (this route leaves it to us): a
+    // NUL, a lone surrogate, a number past a double or deep nesting fails the lead, by index.
+    const violation = findTextViolation(item, [], MAX_JSON_DEPTH, 2);
+    if (violation) {
+      errors.push({ index, ...(violation.field ? { field: violation.field } : {}), message: violation.message });
       return;
     }
     const obj = item as Record<string, unknown>;

@@ -91,6 +91,8 @@ export const campaignRoutes = [
       'Each lead is checked on its own: when any fails, the answer is 422 `validation_failed` with an `errors` entry per failing lead and field (`index`, `field`, `value`, `message`), and nothing is written.',
     params: campaignParams,
     body: bulkEnrollBody,
+    // A NUL or lone surrogate in a lead is that lead's 422 entry, like any invalid field.
+    bodyTextRule: 'items',
     response: z.object({
       enrolled: z.number().int().describe('leads newly created and enrolled'),
       updated: z.number().int().describe('existing leads updated (and enrolled if they were not)'),
