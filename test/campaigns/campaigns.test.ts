@@ -173,4 +173,28 @@ describe('campaigns: create, list, get, patch', () => {
     await app.request('POST', `/v1/campaigns/${id}/pause`, { key });
     assert.equal((await app.request('PATCH', `/v1/campaigns/${id}`, { key, body: { sequenceSteps: [{ subject: 'n', bodyHtml: 'n' }] } })).status, 200);
   });
+
+  it('a campaign made before its workspace had a pool takes the oldest pool when it starts; with none, it starts and waits', async () => {
+    const other = await seedWorkspace(app);
+    const k = other.adminKey;
+    const made = await app.request('POST', '/v1/campaigns', { key: k, body: { name: 'Early', sequenceSteps: [{ subject: 'a', bodyHtml: 'b' }] } });
+    assert.equal(made.body.senderPoolId, null);
+    await app.request('POST', `/v1/campaigns/${made.body.id}/leads/bulk`, { key: k, body: { leads: [{ email: 'early@example.com' }] } });
+    // No pool yet: the start succeeds (contract §4) and the campaign keeps none.
+    assert.equal((await app.request('POST', `/v1/campaigns/${made.body.id}/start`, { key: k })).status, 200);
+    assert.equal((await app.request('GET', `/v1/campaigns/${made.body.id}`, { key: k })).body.senderPoolId, null);
+    await app.request('POST', `/v1/campaigns/${made.body.id}/pause`, { key: k });
+    const oldest = await app.services().senders.createPool(other.workspace.id, 'first', 100);
+    clock.advance(1000);
+    await app.services().senders.createPool(other.workspace.id, 'second', 100);
+    const resumed = await app.request('POST', `/v1/campaigns/${made.body.id}/start`, { key: k });
+    assert.equal(resumed.status, 200, resumed.text);
+    assert.equal((await app.request('GET', `/v1/campaigns/${made.body.id}`, { key: k })).body.senderPoolId, oldest.id);
+    // A pool set by hand is kept.
+    const chosen = await app.request('POST', '/v1/campaigns', { key: k, body: { name: 'Chosen', senderPoolId: oldest.id, sequenceSteps: [{ subject: 'a', bodyHtml: 'b' }] } });
+    await app.request('PATCH', `/v1/campaigns/${chosen.body.id}`, { key: k, body: { senderPoolId: (await app.services().senders.createPool(other.workspace.id, 'third', 100)).id } });
+    await app.request('POST', `/v1/campaigns/${chosen.body.id}/leads/bulk`, { key: k, body: { leads: [{ email: 'chosen@example.com' }] } });
+    await app.request('POST', `/v1/campaigns/${chosen.body.id}/start`, { key: k });
+    assert.notEqual((await app.request('GET', `/v1/campaigns/${chosen.body.id}`, { key: k })).body.senderPoolId, oldest.id);
+  });
 });

@@ -56,7 +56,7 @@ const stepsInput = z
 export const createCampaignBody = z.strictObject({
   name: z.string().trim().min(1, 'must not be empty').max(LIMITS.nameLength, `at most ${LIMITS.nameLength} characters`),
   sequenceSteps: stepsInput.optional(),
-  senderPoolId: z.string().optional(),
+  senderPoolId: z.string().optional().describe("default: the workspace's oldest pool (one without a pool takes it when it starts)"),
   schedule: scheduleSchema.nullable().optional(),
   trackOpens: z.boolean().optional(),
 });

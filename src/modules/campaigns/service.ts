@@ -186,6 +186,10 @@ export class CampaignService {
       const now = this.deps.clock.now();
       const resumed = campaign.status === 'paused';
       const neverStarted = campaign.startedAt == null;
+      // Made before the workspace had a pool: the default (its oldest pool) now, or every
+      // message would wait for a pool nobody set. With none still, the start waits as the
+      // contract says of a pool without senders.
+      campaign.senderPoolId ??= await this.defaultPoolId(em, workspaceId);
       await markRunning(em, campaign, now);
       const startedAt = campaign.startedAt!;
       const queued = await queueFirstSteps(em, id, now, { neverStarted });
