@@ -60,6 +60,26 @@ describe('analyzeMessage', () => {
     assert.equal(android.classification, 'unsubscribe');
   });
 
+  it('HTML that is huge or nested thousands deep is read by its start: classified, not lost to a stack overflow', async () => {
+    const head = ['From: lead@example.com', 'To: alice@northwind.example', 'Subject: Re: Hi', 'Message-ID: <h1@example.com>', 'MIME-Version: 1.0', 'Content-Type: text/html; charset=utf-8'];
+    const deep = await analyzeMessage(mail(head, `<p>Not interested, thanks.</p>${'<div>'.repeat(3000)}x${'</div>'.repeat(3000)}`));
+    assert.equal(deep.kind, 'reply');
+    assert.equal(deep.classification, 'not_interested');
+    const rows = Array.from({ length: 70_000 }, (_, i) => `<tr><td>${i}</td><td>v</td></tr>`).join('');
+    const table = await analyzeMessage(mail(head, `<p>Please remove me from your list.</p><table>${rows}</table>`));
+    assert.equal(table.classification, 'unsubscribe');
+  });
+
+  it('every id of In-Reply-To is a reference; a Message-ID longer than a header line is none', async () => {
+    const long = `<${'a'.repeat(6000)}@x.example>`;
+    const a = await analyzeMessage(
+      mail(['From: lead@example.com', 'To: alice@northwind.example', 'Subject: Re: Hi', `Message-ID: ${long}`, 'In-Reply-To: <theirs@example.com> <msg_ours.1@northwind.example>', `References: ${long}`], 'Yes, call me.'),
+    );
+    assert.equal(a.messageId, null);
+    assert.equal(a.inReplyTo, '<theirs@example.com>');
+    assert.deepEqual(a.references, ['<msg_ours.1@northwind.example>']);
+  });
+
   it('an out-of-office reply carries its return date', async () => {
     const a = await analyzeMessage(await fixture('ooo/de/exchange.eml'));
     assert.equal(a.classification, 'out_of_office');

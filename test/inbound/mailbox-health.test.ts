@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
+import net from 'node:net';
 import { waitFor } from '../support/wait.ts';
 import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
@@ -80,5 +81,48 @@ describe('mailbox health from real IMAP outcomes', function () {
     assert.deepEqual(lines(await watchOf('sdr_id', rep.sdr.id)).map((l) => [l.level, l.msg]), [[40, 'SDR mailbox health active -> needs_reauth']]);
     assert.deepEqual(lines(await watchOf('sdr_id', far.sdr.id)).map((l) => [l.level, l.msg]), [[40, 'SDR mailbox health active -> disconnected']]);
     assert.match(lines(await watchOf('sdr_id', far.sdr.id))[0].response!, /ECONNREFUSED/);
+  });
+
+  it('a failing server is retried with back-off, not in a loop; new credentials are used at once', async () => {
+    await watcher?.stop();
+    const { workspace } = await seedWorkspace(app);
+    const s = app.services();
+    // A server that accepts each connection and closes it at once: every attempt is counted.
+    let connections = 0;
+    const slammer = net.createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => slammer.listen(0, '127.0.0.1', resolve));
+    const port = (slammer.address() as net.AddressInfo).port;
+    try {
+      await s.senders.add({ workspaceId: workspace.id, email: 'slam@acme.example', name: 'Slam', smtpUrl: 'smtp://u:p@127.0.0.1:1', imapUrl: `imap://slam%40acme.example:x@127.0.0.1:${port}` });
+      // An SDR mailbox stored with a wrong password (the CLI keeps a failing connection).
+      imap.addUser('fix@acme.example', 'right');
+      const fix = await seedSdr(app, workspace.id, 'Fix', 'fix@acme.example');
+      assert.equal((await s.sdrs.connectMail(fix.sdr.id, { smtpUrl: smtp.url(), imapUrl: imap.url('fix@acme.example', 'wrong') })).mailbox.healthState, 'needs_reauth');
+
+      watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, tickMs: 300, leaseMs: 3_000 });
+      await watcher.start();
+      await waitFor('the first attempt', async () => connections >= 1);
+      await new Promise((r) => setTimeout(r, 4_000));
+      // Back-off 1 s, 2 s, 5 s: at most four attempts in these four seconds (a loop made hundreds).
+      assert.ok(connections <= 4, `${connections} connections in 4 s`);
+
+      const status = async () => (await app.request('GET', '/v1/sdr/mail/status', { key: fix.sdrKey })).body.data;
+      await waitFor('the refused login seen by the watcher', async () => (await db.query(`select last_error from mailbox_watches where sdr_id = $1`, [fix.sdr.id])).rows[0].last_error !== null);
+      // Reconnected with the right password: the running watcher uses it within a lease round.
+      const reconnected = new Date();
+      assert.equal((await s.sdrs.connectMail(fix.sdr.id, { smtpUrl: smtp.url(), imapUrl: imap.url('fix@acme.example', 'right') })).mailbox.healthState, 'active');
+      await waitFor('a sync with the new password', async () => {
+        const [w] = (await db.query(`select last_synced_at from mailbox_watches where sdr_id = $1`, [fix.sdr.id])).rows;
+        return w.last_synced_at !== null && w.last_synced_at > reconnected;
+      });
+      assert.equal((await status()).healthState, 'active');
+    } finally {
+      await watcher?.stop();
+      watcher = undefined;
+      slammer.close();
+    }
   });
 });

@@ -307,6 +307,77 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     assert.ok(Math.max(...out) < limit + 64 * 1024, `the IMAP server sent ${Math.max(...out)} bytes`);
   });
 
+  it('hostile and odd mail never stops the mailbox, never counts twice and is never our own', async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    const stored = async (id: string) => (await db.query(`select kind, from_email from inbound_messages where message_id_header = $1 order by created_at`, [id])).rows;
+    const repliesOf = async (email: string) => (await replies()).filter((x) => x.email === email).length;
+    const before = { later: await repliesOf('later@lead.example'), poll: await repliesOf('poll@lead.example') };
+    // A Message-ID of 6,000 characters: no btree index takes it; it stopped the cursor there.
+    await imap.append(SENDER, PW, mail({ from: 'later@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: `<${'x'.repeat(6000)}@lead.example>`, inReplyTo: sent.get('later@lead.example') }, 'Actually, tell me more.'));
+    // A copy of our own message in the inbox (a Bcc to self): not the lead's answer.
+    const own = sent.get('poll@lead.example')!;
+    await imap.append(SENDER, PW, mail({ from: SENDER, to: 'poll@lead.example', subject: 'Quick question', messageId: own }, 'Hi, just checking in.'));
+    // Two senders' mail reusing one Message-ID: both are answers.
+    await imap.append(SENDER, PW, mail({ from: 'restart@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<same-id@mail.example>', inReplyTo: sent.get('restart@lead.example') }, 'Yes, send the deck.'));
+    await imap.append(SENDER, PW, mail({ from: 'away@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<same-id@mail.example>', inReplyTo: sent.get('away@lead.example') }, 'Back now. Not interested, thanks.'));
+    // A reply without a Message-ID.
+    await imap.append(SENDER, PW, ['From: later@lead.example', `To: ${SENDER}`, 'Subject: Re: Quick question', `In-Reply-To: ${sent.get('later@lead.example')}`, '', 'One more question: what does it cost?', ''].join('\r\n'));
+    const newest = await imap.lastUid(SENDER, PW);
+    await watcher({ useIdle: false }).start();
+    const cursor = async () => Number((await db.query(`select last_uid from mailbox_watches`)).rows[0].last_uid);
+    await waitFor('the cursor past all of them', async () => (await cursor()) === newest);
+    assert.equal(await repliesOf('later@lead.example'), before.later + 2, 'the long-id reply and the id-less one are both recorded');
+    assert.equal(await repliesOf('poll@lead.example'), before.poll, 'our own message is no reply');
+    assert.equal((await stored(own)).length, 0);
+    assert.deepEqual((await stored('<same-id@mail.example>')).map((r: { from_email: string }) => r.from_email), ['restart@lead.example', 'away@lead.example']);
+    const inbound = Number((await db.query(`select count(*) from inbound_messages`)).rows[0].count);
+
+    // The mailbox is read again from the start, as after a UIDVALIDITY change: nothing twice,
+    // the mail without a Message-ID included (it is told by its sender, arrival and bytes).
+    for (const w of watchers.splice(0)) await w.stop();
+    await db.query(`update mailbox_watches set uid_validity = 1, last_uid = 0`);
+    await watcher({ useIdle: false }).start();
+    await waitFor('the mailbox read again', async () => Number((await db.query(`select uid_validity from mailbox_watches`)).rows[0].uid_validity) !== 1 && (await cursor()) === newest);
+    assert.equal(Number((await db.query(`select count(*) from inbound_messages`)).rows[0].count), inbound, 'nothing stored twice');
+    assert.equal(await repliesOf('later@lead.example'), before.later + 2);
+    for (const w of watchers.splice(0)) await w.stop();
+  });
+
+  it('a truncated message whose text lies past the limit (an attachment first) is no reply: left unclassified', async () => {
+    const limit = 64 * 1024;
+    const attachmentFirst = [
+      'From: poll@lead.example',
+      `To: ${SENDER}`,
+      'Subject: Re: Quick question',
+      'Message-ID: <attachment-first@lead.example>',
+      `In-Reply-To: ${sent.get('poll@lead.example')}`,
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="mix"',
+      '',
+      '--mix',
+      'Content-Type: application/pdf; name="contract.pdf"',
+      'Content-Transfer-Encoding: base64',
+      '',
+      randomBytes(150 * 1024).toString('base64').replace(/.{76}/g, '$&\r\n'),
+      '--mix',
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      'Please unsubscribe me.',
+      '--mix--',
+      '',
+    ].join('\r\n');
+    await imap.append(SENDER, PW, attachmentFirst);
+    const newest = await imap.lastUid(SENDER, PW);
+    const w = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300, leaseMs: 3_000, maxMessageBytes: limit });
+    watchers.push(w);
+    await w.start();
+    await waitFor('the cursor past it', async () => Number((await db.query(`select last_uid from mailbox_watches`)).rows[0].last_uid) === newest);
+    const rows = (await db.query(`select kind from inbound_messages where message_id_header = '<attachment-first@lead.example>'`)).rows;
+    assert.deepEqual(rows, [{ kind: 'unclassified' }]);
+    assert.ok(!(await replies()).some((r) => r.email === 'poll@lead.example' && r.classification === 'interested' && r.threadSnippet === ''));
+    for (const x of watchers.splice(0)) await x.stop();
+  });
+
   it('GET /v1/replies: filters, paging, X-Total-Count, and its errors', async () => {
     const all = await app.request('GET', '/v1/replies', { key });
     assert.equal(all.status, 200);

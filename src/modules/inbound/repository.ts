@@ -45,9 +45,20 @@ export interface ReplyRow {
   created_at: Timestamp;
 }
 
-export async function alreadyIngested(em: EntityManager, watchId: string, messageIdHeader: string | null): Promise<boolean> {
-  if (!messageIdHeader) return false;
-  const rows = await sql(em, `select 1 from inbound_messages where watch_id = ? and message_id_header = ? limit 1`, [watchId, messageIdHeader]);
+/**
+ * This mailbox's message was stored already (read again after a UIDVALIDITY change): the same
+ * Message-ID from the same sender, or, for mail without one, the same sender, arrival time and
+ * bytes. Another sender's mail reusing a Message-ID is not a copy.
+ */
+export async function alreadyIngested(em: EntityManager, watchId: string, m: { messageId: string | null; from: string | null; receivedAt: Date; raw: Buffer }): Promise<boolean> {
+  const rows = m.messageId
+    ? await sql(em, `select 1 from inbound_messages where watch_id = ? and message_id_header = ? and from_email is not distinct from ? limit 1`, [watchId, m.messageId, m.from])
+    : await sql(
+        em,
+        `select 1 from inbound_messages
+          where watch_id = ? and message_id_header is null and received_at = ? and from_email is not distinct from ? and raw = ? limit 1`,
+        [watchId, m.receivedAt, m.from, m.raw],
+      );
   return rows.length > 0;
 }
 

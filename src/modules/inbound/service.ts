@@ -26,6 +26,8 @@ export interface IncomingMail {
   uid: number;
   raw: Buffer;
   receivedAt: Date;
+  /** The message is larger than `raw`: only its first MAILGATE_INBOUND_MAX_BYTES were read. */
+  truncated?: boolean;
 }
 
 export type IngestResult = 'reply' | 'bounce' | 'complaint' | 'unclassified' | 'unmatched' | 'ignored' | 'duplicate' | 'lost_lease';
@@ -63,6 +65,12 @@ export class InboundService {
     let analysis: InboundAnalysis;
     try {
       analysis = await analyzeMessage(mail.raw);
+      // A large message whose words lie past what was read (an attachment first): no text to
+      // classify, so no answer of anyone's; kept unclassified rather than called interested.
+      if (mail.truncated && analysis.kind === 'reply' && analysis.strippedText.trim() === '') {
+        this.deps.log.warn({ watchId: mail.watchId, uid: mail.uid, from: analysis.from }, 'a large inbound message has no text within MAILGATE_INBOUND_MAX_BYTES: left unclassified');
+        analysis = { ...analysis, kind: 'unclassified', decidedBy: 'truncated:no-text' };
+      }
     } catch (err) {
       // Mail we cannot parse is left alone (logged), like unmatched mail: the cursor moves on.
       this.deps.log.warn({ err, watchId: mail.watchId, uid: mail.uid }, 'could not parse an inbound message');
@@ -71,8 +79,11 @@ export class InboundService {
     const result = await this.em.transactional(async (tx): Promise<IngestResult> => {
       if (!(await advanceCursor(tx, mail.watchId, mail.owner, mail.uidValidity, mail.uid))) return 'lost_lease';
       if (analysis.kind === 'ignored') return 'ignored';
-      if (await alreadyIngested(tx, mail.watchId, analysis.messageId)) return 'duplicate';
+      if (await alreadyIngested(tx, mail.watchId, { messageId: analysis.messageId, from: analysis.from, receivedAt: mail.receivedAt, raw: mail.raw })) return 'duplicate';
       if (mail.sdrId) return this.ingestForSdr(tx, mail, analysis);
+      // A copy of a message we sent (a Bcc to the sender itself, a list's reflection, a rule
+      // copying sent mail to the inbox) is never the lead's answer.
+      if (analysis.messageId && (await matchByMessageIds(tx, mail.workspaceId, [analysis.messageId]))) return 'ignored';
       const match = await this.match(tx, mail, analysis);
       if (!match) return 'unmatched';
       if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');

@@ -4,7 +4,7 @@ import type { ImapFlow } from 'imapflow';
 import type { Deps } from '../../deps.ts';
 import { imapClient } from '../../adapters/imap.ts';
 import { toDate } from '../../shared/time.ts';
-import type { InboundService } from './service.ts';
+import type { IncomingMail, InboundService } from './service.ts';
 import { INBOUND_MAX_BYTES_DEFAULT } from './limits.ts';
 import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, type WatchRow, type WatchStatus } from '../mailboxes/repository.ts';
 
@@ -87,6 +87,11 @@ class MailboxSession {
     this.done = this.run();
   }
 
+  /** The credentials this session connects with (encrypted), to notice when they change. */
+  get imapUrlEnc(): string | null {
+    return this.watch.imap_url_enc;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.notify();
@@ -149,11 +154,19 @@ class MailboxSession {
         if (this.stopped) break;
         const e = err as { message?: string; responseText?: string };
         const status = imapFailure(err);
-        const answer = (e.responseText ?? e.message ?? String(err)).slice(0, 500);
         const delay = BACKOFF_MS[Math.min(this.failures++, BACKOFF_MS.length - 1)] * (status === 'auth_failed' ? 5 : 1);
-        await this.record(status, answer);
-        // The change of state was logged once (at warn) by record; each retry is a detail.
-        this.log().debug({ err: e.message, retryInMs: delay }, 'mailbox connection failed');
+        if (isDatabaseError(err)) {
+          // Our side failed, not the mail server: the mailbox's health stays as it is.
+          this.log().error({ err, retryInMs: delay }, 'mailbox sync failed in the database');
+        } else {
+          await this.record(status, (e.responseText ?? e.message ?? String(err)).slice(0, 500));
+          // The change of state was logged once (at warn) by record; each retry is a detail.
+          this.log().debug({ err: e.message, retryInMs: delay }, 'mailbox connection failed');
+        }
+        // The closed connection's 'close' event marked a wake-up: it must not cut the back-off
+        // short (it did, and a refused login was retried in a tight loop).
+        this.pending = false;
+        if (this.stopped) break;
         await this.sleep(delay);
       }
     }
@@ -177,7 +190,6 @@ class MailboxSession {
     try {
       const mailbox = await client.mailboxOpen(this.watch.mailbox);
       await this.record('ok', null);
-      this.failures = 0;
       const idle = this.opts.useIdle && client.capabilities.has('IDLE');
       let uidValidity = mailbox.uidValidity;
       if (this.watch.uid_validity === null || BigInt(this.watch.uid_validity) !== uidValidity) {
@@ -192,6 +204,9 @@ class MailboxSession {
           this.watch.last_uid = '0';
         }
         await this.sync(client, uidValidity);
+        // Back-off starts over once a sync went through, not at login: a failure after the
+        // login (a mailbox that cannot be opened or read) keeps backing off.
+        this.failures = 0;
         if (this.stopped || closed) break;
         await touchWatch(this.deps.orm.em.fork(), this.watch.id, this.deps.clock.now());
         if (idle) {
@@ -210,6 +225,22 @@ class MailboxSession {
       if (!closed) await client.logout().catch(() => client.close());
     }
     if (!this.stopped) throw new Error('IMAP connection closed');
+  }
+
+  /**
+   * Ingests one message. When PostgreSQL refuses the message's own data, the message is
+   * skipped (the cursor moves past it, logged at error with its uid) instead of stopping the
+   * mailbox at it for ever; any other failure (the database unreachable) propagates and the
+   * session retries, losing nothing.
+   */
+  private async ingestOrSkip(inbound: InboundService, uid: number, uidValidity: bigint, mail: IncomingMail): Promise<string> {
+    try {
+      return await inbound.ingest(mail);
+    } catch (err) {
+      if (!refusesTheData(err)) throw err;
+      this.log().error({ err, uid, size: mail.raw.length }, 'inbound message refused by the database: skipped');
+      return inbound.skip(this.watch.id, this.owner, uidValidity, uid);
+    }
   }
 
   /** Fetches and ingests everything after the cursor (since the watch began, on first sync). */
@@ -248,7 +279,7 @@ class MailboxSession {
             // Expunged between the two fetches: gone, like mail deleted before any fetch.
             if (!raw) continue;
             if (head.size > raw.length) this.log().info({ uid, size: head.size, read: raw.length }, 'inbound message larger than MAILGATE_INBOUND_MAX_BYTES: its first bytes were read');
-            result = await inbound.ingest({
+            result = await this.ingestOrSkip(inbound, uid, uidValidity, {
               watchId: this.watch.id,
               workspaceId: this.watch.workspace_id,
               senderAccountId: this.watch.sender_account_id,
@@ -258,6 +289,7 @@ class MailboxSession {
               uid,
               raw,
               receivedAt: head.receivedAt,
+              truncated: head.size > raw.length,
             });
           }
           if (result === 'lost_lease') {
@@ -270,6 +302,26 @@ class MailboxSession {
       }
     }
   }
+}
+
+/**
+ * A failure of the database, not of the mail server: a PostgreSQL error (its five-character
+ * SQLSTATE), as the driver or the ORM reports it.
+ */
+export function isDatabaseError(err: unknown): boolean {
+  const e = err as { code?: unknown; sqlState?: unknown; cause?: { code?: unknown } } | null;
+  const code = e?.sqlState ?? e?.code ?? e?.cause?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}
+
+/**
+ * PostgreSQL refused this message's data itself (SQLSTATE classes 22 data exception, 23
+ * integrity, 54 program limit): storing it again fails again, and would stop its mailbox.
+ */
+function refusesTheData(err: unknown): boolean {
+  if (!isDatabaseError(err)) return false;
+  const e = err as { code?: unknown; sqlState?: unknown; cause?: { code?: unknown } };
+  return /^(22|23|54)/.test(String(e.sqlState ?? e.code ?? e.cause?.code));
 }
 
 /**
@@ -314,7 +366,9 @@ export class MailboxWatcher {
     try {
       const now = this.deps.clock.now();
       const leased = await leaseWatches(this.deps.orm.em.fork(), this.owner, now, new Date(now.getTime() + this.opts.leaseMs), this.opts.maxMailboxes);
-      const keep = new Set(leased.filter((w) => w.imap_url_enc).map((w) => w.id));
+      // A mailbox whose credentials changed (a reconnect through the CLI or the dashboard) gets
+      // a new session with them within a lease round, as any CLI change must (contract §7).
+      const keep = new Set(leased.filter((w) => w.imap_url_enc && w.imap_url_enc === (this.sessions.get(w.id)?.imapUrlEnc ?? w.imap_url_enc)).map((w) => w.id));
       for (const [id, session] of this.sessions) {
         if (!keep.has(id)) {
           this.sessions.delete(id);
