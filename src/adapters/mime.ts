@@ -1,5 +1,5 @@
 import MimeNode from 'nodemailer/lib/mime-node';
-import { foldLines, hasLongerLines, isPlainText } from 'nodemailer/lib/mime-funcs';
+import { encodeWord, foldLines, hasLongerLines, isPlainText } from 'nodemailer/lib/mime-funcs';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
 import { encode as base64Encode, wrap as base64Wrap } from 'nodemailer/lib/base64';
 import { randomBytes } from 'node:crypto';
@@ -60,7 +60,11 @@ function header(key: string, value: Parameters<MimeNode['encodeHeaderValue']>[1]
 const PLAIN_TEXT = /^[\x20\x21\x23-\x7e]*$/;
 const PLAIN_ID = /^<[\x21-\x7e]+>$/;
 function textHeader(key: string, value: string): string {
-  return PLAIN_TEXT.test(value) && !value.includes('=?') && value.trim() ? foldLines(`${key}: ${value}`, 76) + '\r\n' : header(key, value);
+  if (!(PLAIN_TEXT.test(value) && !value.includes('=?') && value.trim())) return header(key, value);
+  const folded = foldLines(`${key}: ${value}`, 76);
+  // A word too long to fold (a lead's field rendered into a subject) would leave a line past
+  // RFC 5322's 998 characters: written as encoded-words instead, which fold anywhere.
+  return (hasLongerLines(folded, 998) ? foldLines(`${key}: ${encodeWord(value, 'Q', 52)}`, 76) : folded) + '\r\n';
 }
 function idHeader(key: string, value: string | string[]): string {
   const ids = Array.isArray(value) ? value : [value];

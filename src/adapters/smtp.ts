@@ -53,16 +53,35 @@ export interface Messenger {
   close(): Promise<void>;
 }
 
-/** Maps a nodemailer error to what the sending engine does with it. */
-export function classifySmtpError(err: unknown): Exclude<SendOutcome, { kind: 'accepted' }> {
-  const e = err as { code?: string; responseCode?: number; response?: string; message?: string };
+/**
+ * The commands whose refusal is the account's server refusing the account, never the recipient:
+ * the greeting (nodemailer's `CONN` with a reply code), EHLO/HELO, STARTTLS and MAIL FROM.
+ */
+const ACCOUNT_COMMANDS = new Set(['CONN', 'EHLO', 'HELO', 'LHLO', 'STARTTLS', 'MAIL FROM']);
+
+/**
+ * Maps a nodemailer error to what the sending engine does with it. `dataEnded`: the message's
+ * data had been handed over to its end when the connection failed, so the server may have it.
+ */
+export function classifySmtpError(err: unknown, dataEnded = false): Exclude<SendOutcome, { kind: 'accepted' }> {
+  const e = err as { code?: string; responseCode?: number; response?: string; message?: string; command?: string };
   // A server's answer is stored in text columns: made storable here, at the one place it enters.
   const response = storableText((e.response ?? e.message ?? String(err)).slice(0, 1000));
   if (e.code === 'EAUTH' || e.code === 'ENOAUTH') return { kind: 'auth_failed', response };
   const code = e.responseCode;
   if (code && throttled(code, response)) return { kind: 'rate_limited', code, response };
+  // "554 no SMTP service here" or "550 sender rejected": the account cannot send, whoever the
+  // lead is; the message goes to another account, and no lead is bounced or suppressed for it.
+  // A size refusal at MAIL FROM (552, or nodemailer's own EMESSAGE) is the message's.
+  if (code && code >= 400 && ACCOUNT_COMMANDS.has(e.command ?? '') && e.code !== 'EMESSAGE' && !(e.command === 'MAIL FROM' && code === 552))
+    return { kind: 'unreachable', response };
   if (code && code >= 500 && code < 600) return { kind: 'rejected', code, response };
-  if (!code && e.code && UNREACHABLE_CODES.has(e.code)) return { kind: 'unreachable', response };
+  if (!code && e.code && UNREACHABLE_CODES.has(e.code)) {
+    // Lost after the whole message went out: the server may have taken it, so this is an
+    // attempt of the message (retried on the delays, then a soft bounce), not the account's
+    // failure, which counts none and repeated the message without end.
+    return dataEnded ? { kind: 'temporary', response } : { kind: 'unreachable', response };
+  }
   return { kind: 'temporary', code, response };
 }
 
@@ -106,12 +125,16 @@ export function connectionOptions(smtpUrl: string, timeoutMs: number) {
  * `send(mail, callback)`, reading `mail.data` and the message's envelope, Message-ID and stream
  * from `mail.message`; the callback's error and info are what sendMail would have given.
  */
-function sendRaw(transport: Transporter, raw: RawMessage, messageId: string, beforeEnd?: () => Promise<void>): Promise<{ response?: string }> {
+function sendRaw(transport: Transporter, raw: RawMessage, messageId: string, beforeEnd?: () => Promise<void>, progress?: { dataEnded: boolean }): Promise<{ response?: string }> {
   const message = {
     getEnvelope: () => raw.envelope,
     messageId: () => messageId,
     getHeader: (key: string) => (key.toLowerCase() === 'message-id' ? messageId : undefined),
-    createReadStream: () => (beforeEnd ? heldEnd(raw.raw, beforeEnd) : new PassThrough().end(raw.raw)),
+    createReadStream: () => {
+      const stream = beforeEnd ? heldEnd(raw.raw, beforeEnd) : new PassThrough().end(raw.raw);
+      if (progress) stream.once('end', () => (progress.dataEnded = true));
+      return stream;
+    },
   };
   const pool = (transport as unknown as { transporter: { send(mail: unknown, cb: (err: Error | null, info: { response?: string }) => void): void } }).transporter;
   return new Promise((resolve, reject) => pool.send({ data: {}, message }, (err, info) => (err ? reject(err) : resolve(info))));
@@ -185,14 +208,15 @@ export class SmtpMessenger implements Messenger {
     const pooled = this.transportFor(account);
     pooled.lastUsed = Date.now();
     pooled.inFlight++;
+    const progress = { dataEnded: false };
     try {
       // The composer's stream is its own: its messages (not campaign mail: attachments, non-ASCII
       // addresses) wait before their whole transaction instead of before its end.
       if (!raw && beforeEnd) await beforeEnd();
-      const info = raw ? await sendRaw(pooled.transport, raw, mail.messageId, beforeEnd) : await pooled.transport.sendMail(messageOptions(mail));
+      const info = raw ? await sendRaw(pooled.transport, raw, mail.messageId, beforeEnd, progress) : await pooled.transport.sendMail(messageOptions(mail));
       return { kind: 'accepted', response: storableText(String(info.response ?? '250 OK')) };
     } catch (err) {
-      return classifySmtpError(err);
+      return classifySmtpError(err, progress.dataEnded);
     } finally {
       pooled.inFlight--;
       pooled.lastUsed = Date.now();

@@ -79,6 +79,16 @@ describe('raw campaign messages (src/adapters/mime.ts)', () => {
     assert.equal(rawMessage({ ...base, to: 'a@xn--kln-sna.example' }), null);
   });
 
+  it('a subject with a word too long to fold keeps every line within 998 characters, and reads back the same', async () => {
+    const subject = `Hi ${'L'.repeat(5000)} there`;
+    const raw = rawMessage({ ...base, subject })!.raw.toString('utf8');
+    assert.ok(Math.max(...raw.split('\r\n').map((l) => l.length)) <= 998);
+    const { simpleParser } = await import('mailparser');
+    assert.equal((await simpleParser(raw)).subject, subject);
+    // An ordinary subject stays plain text.
+    assert.match(rawMessage(base)!.raw.toString('utf8'), /\r\nSubject: Quick question, First1\r\n/);
+  });
+
   it('boundaries differ from message to message', () => {
     const a = rawMessage(base)!.raw.toString();
     const b = rawMessage(base)!.raw.toString();

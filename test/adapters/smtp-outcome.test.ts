@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { classifySmtpError } from '../../src/adapters/smtp.ts';
+import net from 'node:net';
+import { classifySmtpError, SmtpMessenger, type OutgoingMail } from '../../src/adapters/smtp.ts';
 
 // A mail server's answer is stored in text columns (last_error, smtp_response): PostgreSQL
 // refuses NUL in text, so a hostile or broken server must not be able to fail the outcome.
@@ -14,5 +15,69 @@ describe('SMTP outcomes are storable text', () => {
     const outcome = classifySmtpError({ responseCode: 451, response: '451 ' + 'x'.repeat(5000) });
     assert.equal(outcome.kind, 'temporary');
     assert.equal(outcome.response.length, 1000);
+  });
+
+  it("a refusal of the greeting, EHLO or MAIL FROM is the account's; of RCPT or DATA the message's; a connection lost after the data is an attempt", () => {
+    const kind = (e: object, dataEnded = false) => classifySmtpError(e, dataEnded).kind;
+    assert.equal(kind({ code: 'EPROTOCOL', responseCode: 554, command: 'CONN', response: '554 5.7.1 no SMTP service here' }), 'unreachable');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 550, command: 'MAIL FROM', response: '550 sender rejected' }), 'unreachable');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 451, command: 'MAIL FROM', response: '451 try later' }), 'unreachable');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 552, command: 'MAIL FROM', response: '552 message too big' }), 'rejected');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO', response: '550 no such user' }), 'rejected');
+    assert.equal(kind({ code: 'EMESSAGE', responseCode: 554, command: 'DATA', response: '554 spam' }), 'rejected');
+    assert.equal(kind({ code: 'ECONNECTION', command: 'CONN', message: 'Connection closed unexpectedly' }), 'unreachable');
+    assert.equal(kind({ code: 'ECONNECTION', command: 'CONN', message: 'Connection closed unexpectedly' }, true), 'temporary');
+    assert.equal(kind({ code: 'ETIMEDOUT', command: 'CONN', message: 'Timeout' }, true), 'temporary');
+  });
+
+  it('a server that drops the connection after the whole message (before its answer) costs the message an attempt', async () => {
+    // A minimal SMTP server: it reads the message to its final dot, then closes without a word.
+    let messages = 0;
+    const server = net.createServer((socket) => {
+      let data = false;
+      let buffer = '';
+      socket.write('220 drop.example ESMTP\r\n');
+      socket.on('data', (chunk) => {
+        buffer += chunk.toString('latin1');
+        if (data) {
+          if (buffer.includes('\r\n.\r\n')) {
+            messages++;
+            socket.destroy();
+          }
+          return;
+        }
+        let i;
+        while ((i = buffer.indexOf('\r\n')) >= 0) {
+          const line = buffer.slice(0, i);
+          buffer = buffer.slice(i + 2);
+          if (/^EHLO/i.test(line)) socket.write('250-drop.example\r\n250 8BITMIME\r\n');
+          else if (/^DATA/i.test(line)) {
+            data = true;
+            socket.write('354 go ahead\r\n');
+            return;
+          } else if (/^QUIT/i.test(line)) socket.end('221 bye\r\n');
+          else socket.write('250 ok\r\n');
+        }
+      });
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const messenger = new SmtpMessenger({ maxConnections: 1 });
+    try {
+      const mail: OutgoingMail = {
+        from: { name: 'Alice', address: 'alice@acme.example' },
+        to: 'lead@lead.example',
+        subject: 'Hi',
+        html: '<p>Hi</p>',
+        text: 'Hi',
+        messageId: '<msg_drop.1@acme.example>',
+      };
+      const outcome = await messenger.send({ id: 'snd_drop', smtpUrl: `smtp://127.0.0.1:${(server.address() as net.AddressInfo).port}` }, mail);
+      assert.equal(messages, 1, 'the server read the whole message');
+      assert.equal(outcome.kind, 'temporary');
+    } finally {
+      await messenger.close();
+      server.close();
+    }
   });
 });

@@ -95,6 +95,38 @@ describe('sending engine: outcomes (suppression, bounces, retries, account failu
     assert.equal(after.find((a: { email: string }) => a.email === 'broken@acme.example').health, 'unknown');
   });
 
+  it("the account's own server refusing MAIL FROM is the account's failure: no lead bounced or suppressed, another account sends", async () => {
+    sink.mailFromAnswers.set('refused@acme.example', [550, '5.7.1 sender rejected: relaying denied']);
+    try {
+      const leads = Array.from({ length: 4 }, (_, i) => ({ email: `mf${i}@lead.example` }));
+      const t = await setup({ leads, senders: [{ email: 'refused@acme.example' }, { email: 'good@acme.example' }] });
+      await dispatcher.runRound();
+      await dispatcher.runRound();
+      assert.deepEqual(sink.received.map((r) => r.user).filter((u) => u !== 'good@acme.example'), []);
+      assert.equal(sink.received.filter((r) => r.to[0].startsWith('mf')).length, 4);
+      const s = await stats(t);
+      assert.deepEqual([s.sent, s.bounced, s.queued], [4, 0, 0]);
+      const sup = await db.query(`select count(*)::int as n from suppressions where workspace_id = $1`, [t.workspaceId]);
+      assert.equal(sup.rows[0].n, 0);
+      const accounts = (await app.request('GET', '/v1/sender-accounts', { key: t.key })).body;
+      const refused = accounts.find((a: { email: string }) => a.email === 'refused@acme.example');
+      assert.equal(refused.health, 'unreachable');
+      assert.match(refused.healthError, /sender rejected/);
+    } finally {
+      sink.mailFromAnswers.clear();
+    }
+  });
+
+  it("an account's failure is not undone by another message's success in the same batch: its back-off holds", async () => {
+    sink.rcptAnswers.set('throttled@lead.example', [421, '4.7.0 too many connections, try later']);
+    const t = await setup({ leads: [{ email: 'fine1@lead.example' }, { email: 'throttled@lead.example' }], senders: [{ email: 'busy.account@acme.example' }] });
+    await dispatcher.runRound();
+    assert.deepEqual(sink.received.map((r) => r.to[0]), ['fine1@lead.example']);
+    const account = (await app.request('GET', '/v1/sender-accounts', { key: t.key })).body[0];
+    assert.equal(account.health, 'rate_limited');
+    assert.ok(new Date(account.healthRetryAt).getTime() > clock.now().getTime(), 'backing off');
+  });
+
   it('group commit: outcomes that finish together share one statement; each is recorded with its headers, sticky account and event', async () => {
     const leads = Array.from({ length: 12 }, (_, i) => ({ email: `gc${i}@lead.example` }));
     const t = await setup({ leads });

@@ -16,6 +16,8 @@ export class SmtpSink {
   /** Per-recipient answers: an SMTP code and text, e.g. [550, '5.1.1 no such user']. */
   readonly rcptAnswers = new Map<string, [number, string]>();
   users = new Map<string, string>([['user', 'pass']]);
+  /** Answers to MAIL FROM by the logged-in user: the account's own server refusing it. */
+  readonly mailFromAnswers = new Map<string, [number, string]>();
   /** Delay before accepting each message's data (a slow server). */
   delayMs = 0;
   port = 0;
@@ -37,6 +39,15 @@ export class SmtpSink {
         const err = new Error('Invalid username or password') as Error & { responseCode: number };
         err.responseCode = 535;
         cb(err);
+      },
+      onMailFrom: (_address, session, cb) => {
+        const answer = this.mailFromAnswers.get(String(session.user ?? ''));
+        if (answer) {
+          const err = new Error(answer[1]) as Error & { responseCode: number };
+          err.responseCode = answer[0];
+          return cb(err);
+        }
+        cb();
       },
       onRcptTo: (address, _session, cb) => {
         const answer = this.rcptAnswers.get(address.address.toLowerCase());
