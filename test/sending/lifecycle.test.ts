@@ -48,6 +48,37 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     assert.deepEqual([s.sent, s.queued], [6, 0]);
   });
 
+  it("a sender account paused mid-round: its messages not yet past their guard go back to the queue; they go out once it resumes", async () => {
+    const leads = Array.from({ length: 6 }, (_, i) => ({ email: `ap${i}@lead.example` }));
+    const t = await setup({ leads });
+    let paused = false;
+    const pausing: Messenger = {
+      send: (account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) =>
+        messenger.send(account, mail, async () => {
+          await beforeEnd!();
+          if (!paused) {
+            paused = true;
+            await app.services().senders.setStatus(t.senders[0], 'paused');
+          }
+        }),
+      close: async () => {},
+    };
+    const d = new SendDispatcher(app.deps, pausing, { maxConnections: 1, retryDelaysMs: [60_000] });
+    await d.runRound();
+    await d.close();
+    assert.equal(sink.received.length, 1, 'only the message past its guard went out');
+    let s = await stats(t);
+    assert.deepEqual([s.sent, s.queued], [1, 5]);
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 1, 'a paused account sends nothing');
+    await app.services().senders.setStatus(t.senders[0], 'active');
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 6);
+    assert.equal(new Set(sink.received.map((r) => r.to[0])).size, 6, 'no duplicates');
+    s = await stats(t);
+    assert.deepEqual([s.sent, s.queued], [6, 0]);
+  });
+
   it('steps removed while paused: a lead waiting for a removed step completes at once (stats, leads, its message cancelled); nothing of it is sent after resume', async () => {
     const t = await setup({
       leads: [{ email: 'cut1@lead.example' }, { email: 'cut2@lead.example' }],

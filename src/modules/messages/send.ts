@@ -91,6 +91,7 @@ export async function loadForSending(stmts: PreparedStatements, ids: string[]): 
 export const GUARD_PASSES = `m.state = 'sending' and m.claimed_by is not distinct from ?
         and (select c.status from campaigns c where c.id = m.campaign_id) = 'running'
         and (select e.status from enrollments e where e.id = m.enrollment_id) = 'active'
+        and (select a.status from sender_accounts a where a.id = m.sender_account_id) = 'active'
         and not exists (select 1 from suppressions s where s.workspace_id = m.workspace_id and s.email_key = lower(m.to_email))`;
 
 /** Extends the lease of the messages this worker still holds (claimed, not yet recorded). */
