@@ -79,6 +79,32 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     assert.deepEqual([s.sent, s.queued], [6, 0]);
   });
 
+  it('a sending window that closes mid-round: messages claimed but not yet sent go back to the queue, and none is claimed after it', async () => {
+    const leads = Array.from({ length: 6 }, (_, i) => ({ email: `win${i}@lead.example` }));
+    // The world's clock stands on a Monday at 10:00 UTC; the window closes at 10:01.
+    const t = await setup({ leads, campaign: { schedule: { timezone: 'UTC', days: ['mon'], start: '09:00', end: '10:01' } } });
+    let closed = false;
+    const closing: Messenger = {
+      send: async (account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) => {
+        const outcome = await messenger.send(account, mail, beforeEnd);
+        if (!closed) {
+          closed = true;
+          clock.advance(2 * 60_000);
+        }
+        return outcome;
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(app.deps, closing, { maxConnections: 1, retryDelaysMs: [60_000] });
+    await d.runRound();
+    await d.close();
+    assert.equal(sink.received.filter((r) => r.to[0].startsWith('win')).length, 1, 'only the message sent inside the window');
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.queued], [1, 5]);
+    const states = (await db.query(`select state, count(*)::int as n from outbound_messages where campaign_id = $1 group by state order by state`, [t.campaignId])).rows;
+    assert.deepEqual(states, [{ state: 'queued', n: 5 }, { state: 'sent', n: 1 }]);
+  });
+
   it('steps removed while paused: a lead waiting for a removed step completes at once (stats, leads, its message cancelled); nothing of it is sent after resume', async () => {
     const t = await setup({
       leads: [{ email: 'cut1@lead.example' }, { email: 'cut2@lead.example' }],

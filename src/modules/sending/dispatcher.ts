@@ -8,6 +8,7 @@ import { claimForPool } from './capacity.ts';
 import { composeMessage, claimedOf, type ReadyMessage } from './compose.ts';
 import { HeldMessages, PerAccount } from './in-flight.ts';
 import { runningCampaigns } from '../campaigns/repository.ts';
+import type { Schedule } from '../campaigns/entities.ts';
 import { promoteDue } from '../messages/queue.ts';
 import { loadForSending, guardState } from '../messages/send.ts';
 import { requeue, requeueExpired, cancel } from '../messages/transitions.ts';
@@ -135,6 +136,9 @@ export class SendDispatcher {
     await this.outcomeStatements.close();
   }
 
+  /** Running campaigns' schedules, as of the latest round (null: any time). */
+  private readonly schedules = new Map<string, Schedule | null>();
+
   private get leaseMs(): number {
     return this.opts.leaseMs ?? 10 * 60_000;
   }
@@ -157,14 +161,19 @@ export class SendDispatcher {
     result.released = expired.released;
     if (expired.released) this.deps.log.warn(expired, 'requeued messages of an expired claim (a worker stopped mid-batch)');
 
-    const campaigns = (await runningCampaigns(this.em())).filter((c) => c.sender_pool_id && inWindow(c.schedule, now));
+    const running = (await runningCampaigns(this.em())).filter((c) => c.sender_pool_id);
+    for (const c of running) this.schedules.set(c.id, c.schedule);
+    const campaigns = running.filter((c) => inWindow(c.schedule, now));
     const byPool = new Map<string, string[]>();
     for (const c of campaigns) byPool.set(c.sender_pool_id!, [...(byPool.get(c.sender_pool_id!) ?? []), c.id]);
 
     for (const [poolId, campaignIds] of byPool) {
       const inflight: Array<Promise<void>> = [];
       while (!this.stopping && Date.now() - started < (this.opts.maxRoundMs ?? 25_000)) {
-        const batch = await this.claim(poolId, campaignIds);
+        // A window that closed during the round: its campaign's messages are not claimed now.
+        const open = campaignIds.filter((id) => inWindow(this.schedules.get(id) ?? null, this.deps.clock.now()));
+        if (!open.length) break;
+        const batch = await this.claim(poolId, open);
         if (!batch.length) break;
         result.claimed += batch.length;
         inflight.push(this.sendAll(batch, result));
@@ -271,6 +280,12 @@ export class SendDispatcher {
     let abandoned = false;
     try {
       if (this.stopping) {
+        await requeue(this.em(), p.message.id, this.workerId, this.deps.clock.now());
+        return;
+      }
+      // The campaign's sending window closed after the claim (a slow server, a long batch): the
+      // message goes back to the queue as it was, for the next window (contract §4).
+      if (!inWindow(this.schedules.get(p.message.campaignId) ?? null, this.deps.clock.now())) {
         await requeue(this.em(), p.message.id, this.workerId, this.deps.clock.now());
         return;
       }
