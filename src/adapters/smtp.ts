@@ -67,8 +67,11 @@ export function classifySmtpError(err: unknown, dataEnded = false): Exclude<Send
   const e = err as { code?: string; responseCode?: number; response?: string; message?: string; command?: string };
   // A server's answer is stored in text columns: made storable here, at the one place it enters.
   const response = storableText((e.response ?? e.message ?? String(err)).slice(0, 1000));
-  if (e.code === 'EAUTH' || e.code === 'ENOAUTH') return { kind: 'auth_failed', response };
   const code = e.responseCode;
+  // 454 "temporary authentication failure" (RFC 4954): the credentials may be right; backed off
+  // and tried again, not stopped until an operator resumes the account.
+  if (e.code === 'EAUTH' && code && code >= 400 && code < 500) return { kind: 'unreachable', response };
+  if (e.code === 'EAUTH' || e.code === 'ENOAUTH') return { kind: 'auth_failed', response };
   if (code && throttled(code, response)) return { kind: 'rate_limited', code, response };
   // "554 no SMTP service here" or "550 sender rejected": the account cannot send, whoever the
   // lead is; the message goes to another account, and no lead is bounced or suppressed for it.

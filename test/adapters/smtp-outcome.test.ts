@@ -28,6 +28,9 @@ describe('SMTP outcomes are storable text', () => {
     assert.equal(kind({ code: 'ECONNECTION', command: 'CONN', message: 'Connection closed unexpectedly' }), 'unreachable');
     assert.equal(kind({ code: 'ECONNECTION', command: 'CONN', message: 'Connection closed unexpectedly' }, true), 'temporary');
     assert.equal(kind({ code: 'ETIMEDOUT', command: 'CONN', message: 'Timeout' }, true), 'temporary');
+    // A refused login stops the account until it is resumed; a temporary one (454) backs off.
+    assert.equal(kind({ code: 'EAUTH', responseCode: 535, command: 'AUTH PLAIN', response: '535 5.7.8 bad credentials' }), 'auth_failed');
+    assert.equal(kind({ code: 'EAUTH', responseCode: 454, command: 'AUTH PLAIN', response: '454 4.7.0 temporary authentication failure' }), 'unreachable');
   });
 
   it('a server that drops the connection after the whole message (before its answer) costs the message an attempt', async () => {
