@@ -93,13 +93,16 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
       { email: 'ok3@example.com', 'bad key': 1 },
       // An own "__proto__" key, as JSON.parse makes it: assigning it would set the prototype and lose the field.
       JSON.parse('{"email": "ok4@example.com", "__proto__": "x"}'),
+      // A custom value past 10,000 characters (as JSON): a message is no place for megabytes.
+      { email: 'ok5@example.com', icebreaker: 'x'.repeat(10_001) },
     ]);
     assert.equal(res.status, 422);
     assert.equal(res.body.error.code, 'validation_failed');
     assert.deepEqual(
       [...new Set(res.body.errors.map((e: { index: number }) => e.index))],
-      [1, 2, 3, 4, 5, 6, 7],
+      [1, 2, 3, 4, 5, 6, 7, 8],
     );
+    assert.ok(res.body.errors.find((e: { index: number; field: string; message: string }) => e.index === 8 && e.field === 'icebreaker' && /at most 10,000 characters/.test(e.message)));
     assert.ok(res.body.errors.find((e: { index: number; field: string }) => e.index === 4 && e.field === 'firstName'));
     assert.ok(res.body.errors.find((e: { index: number; field: string; message: string }) => e.index === 7 && e.field === '__proto__' && e.message === 'reserved name'));
     assert.equal((await db.query('select count(*)::int as n from leads')).rows[0].n, leadsBefore);

@@ -13,6 +13,12 @@ export type StandardField = (typeof STANDARD_FIELDS)[number];
 const RESERVED = new Set(['email', 'unsubscribeUrl', '__proto__', ...STANDARD_FIELDS]);
 const CUSTOM_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const MAX_FIELD_LENGTH = 1000;
+/**
+ * A custom field's value, written as JSON: at most this many characters. A value is a token's
+ * text in a message; unbounded, a 3 MB field made a 7.9 MB email, which servers refuse (and a
+ * refusal at DATA is a hard bounce).
+ */
+export const MAX_CUSTOM_VALUE_CHARS = 10_000;
 
 export interface LeadInput {
   email: string;
@@ -59,6 +65,10 @@ export function parseLeads(items: unknown[]): { leads: LeadInput[]; errors: Fiel
       }
       if (!CUSTOM_KEY.test(key) || RESERVED.has(key)) {
         rowErrors.push({ index, field: key, message: RESERVED.has(key) ? 'reserved name' : 'custom field names are letters, digits and _ (at most 64), starting with a letter or _' });
+        continue;
+      }
+      if (JSON.stringify(value).length > MAX_CUSTOM_VALUE_CHARS) {
+        rowErrors.push({ index, field: key, message: `at most ${MAX_CUSTOM_VALUE_CHARS.toLocaleString('en-US')} characters (written as JSON)` });
         continue;
       }
       custom[key] = value;
