@@ -7,7 +7,7 @@ import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
-import { MailboxWatcher, fetchBatches } from '../../src/modules/inbound/watcher.ts';
+import { MailboxWatcher, fetchBatches, isDatabaseError } from '../../src/modules/inbound/watcher.ts';
 
 
 function mail(h: { from: string; to: string; subject: string; messageId: string; inReplyTo?: string; extra?: string }, body: string): string {
@@ -417,5 +417,11 @@ describe('inbound: FETCH batches of bounded bytes', () => {
     assert.deepEqual(fetchBatches([1, 2, 3, 4, 5].map((uid) => ({ uid, size: uid === 2 ? 30 * MB : 2 * MB })), 2 * MB), [[1, 2, 3, 4], [5]]);
     // A limit above the batch size: one message per batch.
     assert.deepEqual(fetchBatches([{ uid: 7, size: 20 * MB }, { uid: 9, size: 20 * MB }], 16 * MB), [[7], [9]]);
+  });
+
+  it("a database failure is told from the mail server's by its SQLSTATE", () => {
+    assert.equal(isDatabaseError({ code: '54000', message: 'index row size 6024 exceeds btree version 4 maximum 2704' }), true);
+    assert.equal(isDatabaseError({ code: '57P01' }), true);
+    for (const code of ['EPIPE', 'ECONNRESET', 'ETIMEDOUT', 'NoConnection', undefined]) assert.equal(isDatabaseError({ code }), false, String(code));
   });
 });

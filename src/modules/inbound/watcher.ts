@@ -311,7 +311,8 @@ class MailboxSession {
 export function isDatabaseError(err: unknown): boolean {
   const e = err as { code?: unknown; sqlState?: unknown; cause?: { code?: unknown } } | null;
   const code = e?.sqlState ?? e?.code ?? e?.cause?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+  // Every SQLSTATE has a digit; socket codes of five letters (EPIPE) are the mail server's.
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && /\d/.test(code);
 }
 
 /**
