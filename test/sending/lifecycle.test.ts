@@ -105,6 +105,58 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     assert.deepEqual(states, [{ state: 'queued', n: 5 }, { state: 'sent', n: 1 }]);
   });
 
+  it("an account found unreachable gives back its other claimed messages at once instead of trying each against the same server", async () => {
+    const leads = Array.from({ length: 6 }, (_, i) => ({ email: `dead${i}@lead.example` }));
+    const t = await setup({ leads });
+    let tries = 0;
+    const dead: Messenger = {
+      send: async () => {
+        tries++;
+        return { kind: 'unreachable', response: 'connect ETIMEDOUT 192.0.2.1:25' };
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(app.deps, dead, { maxConnections: 1, retryDelaysMs: [60_000] });
+    await d.runRound();
+    await d.close();
+    // Kept out of the later tests' rounds.
+    await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key });
+    // The first failure, and at most one more from a batch claimed while it was under way (a
+    // claim overlaps the sends); before, each of the six waited its turn at the same server.
+    assert.ok(tries <= 2, `${tries} attempts against the dead server`);
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.bounced, s.queued], [0, 0, 6]);
+    const account = (await app.request('GET', '/v1/sender-accounts', { key: t.key })).body[0];
+    assert.equal(account.health, 'unreachable');
+  });
+
+  it("pools are sent for side by side in a round: one whose server hangs does not hold up another's mail", async () => {
+    const a = await setup({ leads: [{ email: 'hang@lead.example' }] });
+    const b = await setup({ leads: [{ email: 'quick@lead.example' }] });
+    // The pool a round would reach first (campaigns in id order) is the one whose server hangs.
+    const [slow, fast] = a.campaignId < b.campaignId ? [a, b] : [b, a];
+    let quickSent!: () => void;
+    const quick = new Promise<void>((resolve) => (quickSent = resolve));
+    let waitedOut = false;
+    const hanging: Messenger = {
+      send: async (account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) => {
+        if (account.id === slow.senders[0]) {
+          // Hangs until the other pool's message went out (a server that never answers, within reason).
+          await Promise.race([quick, new Promise<void>((r) => setTimeout(() => ((waitedOut = true), r()), 5_000))]);
+        }
+        const outcome = await messenger.send(account, mail, beforeEnd);
+        if (account.id === fast.senders[0]) quickSent();
+        return outcome;
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(app.deps, hanging, { maxConnections: 1, retryDelaysMs: [60_000] });
+    await d.runRound();
+    await d.close();
+    assert.equal(waitedOut, false, "the other pool's message went out while the first pool's server hung");
+    assert.deepEqual(sink.received.map((r) => r.to[0]).filter((to) => to === 'hang@lead.example' || to === 'quick@lead.example').sort(), ['hang@lead.example', 'quick@lead.example']);
+  });
+
   it('steps removed while paused: a lead waiting for a removed step completes at once (stats, leads, its message cancelled); nothing of it is sent after resume', async () => {
     const t = await setup({
       leads: [{ email: 'cut1@lead.example' }, { email: 'cut2@lead.example' }],

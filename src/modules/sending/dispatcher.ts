@@ -15,6 +15,12 @@ import { requeue, requeueExpired, cancel } from '../messages/transitions.ts';
 import { endEnrollments } from '../messages/enrollments.ts';
 import { recordSenderSuccess, logSenderTransition } from '../senders/health.ts';
 
+/** Outcomes that are the account's failure, not the message's (sending/outcomes.ts). */
+const ACCOUNT_FAILURES = new Set(['unreachable', 'rate_limited', 'auth_failed']);
+
+/** How many pools one round sends for at once. */
+const POOLS_AT_ONCE = 4;
+
 /** Thrown before the end of a message's data when its guard refused it: the transaction is abandoned. */
 class NotSendable extends Error {
   constructor() {
@@ -136,6 +142,9 @@ export class SendDispatcher {
     await this.outcomeStatements.close();
   }
 
+  /** When (performance.now()) each account last failed as an account, to release its other claimed messages. */
+  private readonly accountFailedAt = new Map<string, number>();
+
   /** Running campaigns' schedules, as of the latest round (null: any time). */
   private readonly schedules = new Map<string, Schedule | null>();
 
@@ -167,7 +176,7 @@ export class SendDispatcher {
     const byPool = new Map<string, string[]>();
     for (const c of campaigns) byPool.set(c.sender_pool_id!, [...(byPool.get(c.sender_pool_id!) ?? []), c.id]);
 
-    for (const [poolId, campaignIds] of byPool) {
+    const runPool = async (poolId: string, campaignIds: string[]) => {
       const inflight: Array<Promise<void>> = [];
       while (!this.stopping && Date.now() - started < (this.opts.maxRoundMs ?? 25_000)) {
         // A window that closed during the round: its campaign's messages are not claimed now.
@@ -181,7 +190,14 @@ export class SendDispatcher {
         if (inflight.length >= 2) await inflight.shift();
       }
       await Promise.all(inflight);
-    }
+    };
+    // Pools side by side (at most POOLS_AT_ONCE): a pool whose server hangs holds its own lane,
+    // not every other pool's mail until its connections time out.
+    const pools = [...byPool];
+    const lanes = Array.from({ length: Math.min(POOLS_AT_ONCE, pools.length) }, async () => {
+      for (let next = pools.shift(); next; next = pools.shift()) await runPool(next[0], next[1]);
+    });
+    await Promise.all(lanes);
     return result;
   }
 
@@ -283,6 +299,15 @@ export class SendDispatcher {
         await requeue(this.em(), p.message.id, this.workerId, this.deps.clock.now());
         return;
       }
+      // Its account failed (unreachable, throttled, refused) after this message was claimed: it
+      // goes back to the queue at once, for another account at the next claim, instead of
+      // waiting out the same server's timeout message after message.
+      const failedAt = this.accountFailedAt.get(p.message.senderAccountId);
+      if (failedAt !== undefined && p.claimedAt !== undefined && failedAt >= p.claimedAt) {
+        await requeue(this.em(), p.message.id, this.workerId, this.deps.clock.now());
+        result.retried++;
+        return;
+      }
       // The campaign's sending window closed after the claim (a slow server, a long batch): the
       // message goes back to the queue as it was, for the next window (contract §4).
       if (!inWindow(this.schedules.get(p.message.campaignId) ?? null, this.deps.clock.now())) {
@@ -308,6 +333,8 @@ export class SendDispatcher {
       if (p.claimedAt !== undefined) this.deps.metrics.claimToSend.observe((started - p.claimedAt) / 1000);
       outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail, beforeEnd).catch((err: unknown) => ({ kind: 'threw' as const, err }));
       const kind = abandoned ? 'abandoned' : outcome.kind === 'threw' ? 'error' : outcome.kind;
+      // Known before the slot is released, so the account's next message sees it.
+      if (!abandoned && ACCOUNT_FAILURES.has(outcome.kind)) this.accountFailedAt.set(p.message.senderAccountId, performance.now());
       this.deps.metrics.smtpOutcomes.inc({ outcome: kind });
       this.deps.metrics.smtpDuration.observe({ outcome: kind }, (performance.now() - started) / 1000);
     } catch (err) {
