@@ -15,22 +15,29 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
   let app: TestApp, db: pg.Client, messenger: SmtpMessenger, dispatcher: SendDispatcher;
   before(() => ({ app, db, messenger, dispatcher } = w));
 
-  it('pause: a message whose guard passed finishes; nothing else is sent after the pause commits; resume sends the rest once', async () => {
-    const leads = Array.from({ length: 6 }, (_, i) => ({ email: `pz${i}@lead.example` }));
-    const t = await setup({ leads });
-    // The pause commits after the first message's guard passed, before the end of its data.
+  /** The real messenger, running `pause` once: after the first message's guard passed, before the end of its data. */
+  function afterFirstGuard(pause: () => Promise<void>): Messenger {
     let paused = false;
-    const pausing: Messenger = {
+    return {
       send: (account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) =>
         messenger.send(account, mail, async () => {
           await beforeEnd!();
           if (!paused) {
             paused = true;
-            assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+            await pause();
           }
         }),
       close: async () => {},
     };
+  }
+
+  it('pause: a message whose guard passed finishes; nothing else is sent after the pause commits; resume sends the rest once', async () => {
+    const leads = Array.from({ length: 6 }, (_, i) => ({ email: `pz${i}@lead.example` }));
+    const t = await setup({ leads });
+    // The pause commits after the first message's guard passed, before the end of its data.
+    const pausing = afterFirstGuard(async () => {
+      assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+    });
     const d = new SendDispatcher(app.deps, pausing, { maxConnections: 1, retryDelaysMs: [60_000] });
     await d.runRound();
     await d.close();
@@ -51,18 +58,9 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
   it("a sender account paused mid-round: its messages not yet past their guard go back to the queue; they go out once it resumes", async () => {
     const leads = Array.from({ length: 6 }, (_, i) => ({ email: `ap${i}@lead.example` }));
     const t = await setup({ leads });
-    let paused = false;
-    const pausing: Messenger = {
-      send: (account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) =>
-        messenger.send(account, mail, async () => {
-          await beforeEnd!();
-          if (!paused) {
-            paused = true;
-            await app.services().senders.setStatus(t.senders[0], 'paused');
-          }
-        }),
-      close: async () => {},
-    };
+    const pausing = afterFirstGuard(async () => {
+      await app.services().senders.setStatus(t.senders[0], 'paused');
+    });
     const d = new SendDispatcher(app.deps, pausing, { maxConnections: 1, retryDelaysMs: [60_000] });
     await d.runRound();
     await d.close();
