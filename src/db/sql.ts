@@ -75,3 +75,14 @@ function checkedNative(text: string, params: unknown[]): string {
   });
   return native;
 }
+
+/**
+ * The SQLSTATE of a PostgreSQL error, as the driver or the ORM reports it (`code`, or the
+ * wrapped error's); null for anything else. Every SQLSTATE has five characters with a digit,
+ * so socket codes such as EPIPE are not taken for one.
+ */
+export function sqlState(err: unknown): string | null {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  const code = e?.code ?? e?.cause?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && /\d/.test(code) ? code : null;
+}

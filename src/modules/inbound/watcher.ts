@@ -4,6 +4,7 @@ import type { ImapFlow } from 'imapflow';
 import type { Deps } from '../../deps.ts';
 import { imapClient } from '../../adapters/imap.ts';
 import { toDate } from '../../shared/time.ts';
+import { sqlState } from '../../db/sql.ts';
 import type { IncomingMail, InboundService } from './service.ts';
 import { INBOUND_MAX_BYTES_DEFAULT } from './limits.ts';
 import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, type WatchRow, type WatchStatus } from '../mailboxes/repository.ts';
@@ -304,15 +305,9 @@ class MailboxSession {
   }
 }
 
-/**
- * A failure of the database, not of the mail server: a PostgreSQL error (its five-character
- * SQLSTATE), as the driver or the ORM reports it.
- */
+/** A failure of the database, not of the mail server: a PostgreSQL error. */
 export function isDatabaseError(err: unknown): boolean {
-  const e = err as { code?: unknown; sqlState?: unknown; cause?: { code?: unknown } } | null;
-  const code = e?.sqlState ?? e?.code ?? e?.cause?.code;
-  // Every SQLSTATE has a digit; socket codes of five letters (EPIPE) are the mail server's.
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && /\d/.test(code);
+  return sqlState(err) !== null;
 }
 
 /**
@@ -320,9 +315,7 @@ export function isDatabaseError(err: unknown): boolean {
  * integrity, 54 program limit): storing it again fails again, and would stop its mailbox.
  */
 function refusesTheData(err: unknown): boolean {
-  if (!isDatabaseError(err)) return false;
-  const e = err as { code?: unknown; sqlState?: unknown; cause?: { code?: unknown } };
-  return /^(22|23|54)/.test(String(e.sqlState ?? e.code ?? e.cause?.code));
+  return /^(22|23|54)/.test(sqlState(err) ?? '');
 }
 
 /**

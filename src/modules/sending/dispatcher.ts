@@ -242,21 +242,21 @@ export class SendDispatcher {
   }
 
   private async sendAll(batch: ReadyMessage[], result: RoundResult): Promise<void> {
-    // Accounts by what their server said in this batch: true once it accepted mail, false once
-    // it failed as an account (a failure is never undone by another message's success in the
-    // same batch: that cancelled the account's back-off and retried it at once).
-    const healthy = new Map<string, boolean>();
+    const healthy = new Set<string>();
+    const batchStarted = performance.now();
     // Campaigns of this batch with a message its guard refused (paused, most often): their
     // other messages wait for their guard before starting a transaction, instead of each
     // starting one only to drop its connection before the end of its data.
     const refused = new Set<string>();
     await Promise.all(batch.map((p) => this.sendOne(p, result, healthy, refused)));
     // Accounts whose server accepted mail are healthy (once per batch, off the hot path).
-    const recovered = await recordSenderSuccess(this.em(), [...healthy].filter(([, ok]) => ok).map(([id]) => id), this.deps.clock.now());
+    // An account that failed during the batch stays failed: another message's success must not
+    // cancel its back-off (a throttling server was retried every second).
+    const recovered = await recordSenderSuccess(this.em(), [...healthy].filter((id) => (this.accountFailedAt.get(id) ?? -Infinity) < batchStarted), this.deps.clock.now());
     for (const t of recovered) logSenderTransition(this.deps.log, t);
   }
 
-  private async sendOne(p: ReadyMessage, result: RoundResult, healthy: Map<string, boolean>, refused: Set<string>): Promise<void> {
+  private async sendOne(p: ReadyMessage, result: RoundResult, healthy: Set<string>, refused: Set<string>): Promise<void> {
     // The slot covers the SMTP transaction: at most maxConnections messages of an account are in
     // SMTP at once. The acceptance place is taken inside the transaction, before its end, and
     // held until the outcome is committed (or the transaction failed without it).
@@ -288,7 +288,7 @@ export class SendDispatcher {
    * discards it (RFC 5321 3.8: a connection closed without QUIT cancels the pending transaction), and it
    * goes back to the queue or is cancelled (notSent) as before.
    */
-  private async sendGuarded(p: ReadyMessage, result: RoundResult, healthy: Map<string, boolean>, refused: Set<string>, takePlace: () => Promise<void>): Promise<void> {
+  private async sendGuarded(p: ReadyMessage, result: RoundResult, healthy: Set<string>, refused: Set<string>, takePlace: () => Promise<void>): Promise<void> {
     const sem = this.slots.of(p.message.senderAccountId);
     await sem.acquire();
     let outcome: SendOutcome | { kind: 'threw'; err: unknown };
@@ -366,9 +366,7 @@ export class SendDispatcher {
     }
     try {
       const recorded = await this.outcomes.record(() => this.em(), p.message, outcome, this.workerId);
-      const account = p.message.senderAccountId;
-      if (recorded === 'account_failed') healthy.set(account, false);
-      else if (outcome.kind === 'accepted' && healthy.get(account) !== false) healthy.set(account, true);
+      if (outcome.kind === 'accepted') healthy.add(p.message.senderAccountId);
       if (recorded === 'sent') {
         result.sent++;
         this.deps.metrics.sent.inc();

@@ -6,6 +6,7 @@ import { messageBounced } from '../events/catalogue.ts';
 import { suppress } from '../suppression/repository.ts';
 import type { Deps } from '../../deps.ts';
 import type { PreparedStatements } from '../../db/statements.ts';
+import { sqlState } from '../../db/sql.ts';
 import { bounce, fail, markSent, requeueAfterAccountFailure, requeueForRetry } from '../messages/transitions.ts';
 import { recordSenderFailure, logSenderTransition, type HealthTransition } from '../senders/health.ts';
 
@@ -47,7 +48,7 @@ interface PendingAccepted {
 
 /** A deadlock or serialization failure: the statement can simply run again. */
 function retryable(err: unknown): boolean {
-  const code = (err as { code?: string }).code;
+  const code = sqlState(err);
   return code === '40P01' || code === '40001';
 }
 
