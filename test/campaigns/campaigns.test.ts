@@ -128,6 +128,16 @@ describe('campaigns: create, list, get, patch', () => {
       assert.equal(bad.status, 400, q);
       assert.equal(bad.body.error.code, 'invalid_request');
     }
+    // Query numbers are decimal digits: what Number() would also take is refused, naming the text.
+    for (const [q, text] of [['limit=0x10', '"0x10"'], ['limit=1e1', '"1e1"'], ['limit=', '""'], ['offset=1.5', '"1.5"'], ['limit=abc', '"abc"'], ['limit=1&limit=2', 'a repeated parameter']]) {
+      const bad = await app.request('GET', `/v1/campaigns?${q}`, { key });
+      assert.equal(bad.status, 400, q);
+      const field = q.split('=')[0];
+      assert.equal(bad.body.error.message, `query ${field}: must be an integer written in decimal digits, not ${text}`, q);
+    }
+    const padded = await app.request('GET', '/v1/campaigns?limit=002', { key });
+    assert.equal(padded.status, 200);
+    assert.equal(padded.body.data.length, 2);
     const one = await app.request('GET', `/v1/campaigns/${list.body.data[0].id}`, { key });
     assert.deepEqual(one.body, list.body.data[0]);
     const other = await seedWorkspace(app);

@@ -160,7 +160,7 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
       /^query classification: must be one of: interested, not_interested, out_of_office, bounce, unsubscribe \(got "happy"\)$/,
     );
     assert400(await app.request('GET', '/v1/replies?pageSize=501', { key }), 'pageSize', /^query pageSize: must be at most 500$/);
-    assert400(await app.request('GET', '/v1/replies?page=1.5', { key }), 'page', /^query page: must be an integer, not 1.5$/);
+    assert400(await app.request('GET', '/v1/replies?page=1.5', { key }), 'page', /^query page: must be an integer written in decimal digits, not "1.5"$/);
     assert400(await app.request('POST', '/v1/campaigns', { key, body: { name: 5 } }), 'name', /^body name: must be a string, not the number 5$/);
     assert400(await app.request('POST', '/v1/campaigns', { key, body: {} }), 'name', /^body name: is required$/);
     const unknownQuery = await app.request('GET', '/v1/replies?foo=1&bar=2', { key });

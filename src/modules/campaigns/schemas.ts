@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../shared/query.ts';
 import { checkedByService, isoTime } from '../../http/doc-schemas.ts';
 import { NAME_MAX } from '../../shared/names.ts';
 
@@ -93,8 +94,8 @@ export const campaignView = z.object({
 export const campaignParams = z.object({ campaignId: z.string().describe('a campaign id (`cmp_...`)') });
 
 export const pageQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  offset: z.coerce.number().int().min(0).default(0),
+  limit: queryInt(1, 200, 50),
+  offset: queryInt(0, undefined, 0),
 });
 
 // Lead objects are open: anything beyond the known fields is a custom field. They are checked

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../shared/query.ts';
 import { defineRoute } from '../../http/route.ts';
 import { emailText, isoTime } from '../../http/doc-schemas.ts';
 import { isoDateTimeInput, isoOrNull } from '../../shared/time.ts';
@@ -24,8 +25,8 @@ const query = z.strictObject({
     .optional()
     .describe('repeatable'),
   since: isoDateTimeInput().optional().describe('ISO 8601: only replies received at or after it'),
-  page: z.coerce.number().int().min(1).default(1),
-  pageSize: z.coerce.number().int().min(1).max(500).default(50),
+  page: queryInt(1, undefined, 1),
+  pageSize: queryInt(1, 500, 50),
 });
 
 export const replyRoutes = [

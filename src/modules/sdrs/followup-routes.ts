@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../shared/query.ts';
 import { defineRoute } from '../../http/route.ts';
 import type { AuthContext } from '../../http/auth.ts';
 import type { ThreadScope } from './threads.ts';
@@ -31,7 +32,7 @@ export const followupRoutes = [
     operationId: 'listDueFollowups',
     summary: "Pending follow-up tasks of the key's SDR, due first",
     query: z.strictObject({
-      limit: z.coerce.number().int().min(1).max(200).default(50),
+      limit: queryInt(1, 200, 50),
       includeUpcoming: z.enum(['true', 'false']).default('false').describe('true also returns not-yet-due follow-ups'),
     }),
     response: z.object({ data: z.array(followup) }),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../shared/query.ts';
 import { defineRoute } from '../../http/route.ts';
 import type { AuthContext } from '../../http/auth.ts';
 import { THREAD_STATUSES } from './threads-state.ts';
@@ -136,8 +137,8 @@ const inboxQuery = z.strictObject({
   category: z.enum(['A', 'B', 'C']).optional(),
   search: z.string().max(200).optional().describe('case-insensitive substring of contact email, name and subject'),
   snoozed: z.enum(['true', 'false']).optional().describe('true: snoozed now; false: not snoozed; omitted: both'),
-  limit: z.coerce.number().int().min(1).max(100).default(50),
-  offset: z.coerce.number().int().min(0).default(0),
+  limit: queryInt(1, 100, 50),
+  offset: queryInt(0, undefined, 0),
   orderBy: z.enum(['priority', 'lastMessage', 'created']).default('priority'),
 });
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../shared/query.ts';
 import { EVENT_TYPES } from './entities.ts';
 import { isoTime } from '../../http/doc-schemas.ts';
 
@@ -24,8 +25,8 @@ export const webhookParams = z.object({ webhookId });
 export const deliveryParams = z.object({ webhookId, deliveryId: z.string().describe('a delivery id') });
 
 export const pageQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  offset: z.coerce.number().int().min(0).default(0),
+  limit: queryInt(1, 200, 50),
+  offset: queryInt(0, undefined, 0),
 });
 
 export const deliveriesQuery = pageQuery.extend({ state: z.enum(['pending', 'delivered', 'failed']).optional() });
