@@ -65,15 +65,22 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
       log.info({ reason }, up ? 'shutting down: no new work, finishing in-flight work' : 'stopping what had started');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // One deadline for the whole drain: each wait below gets what is left of it, so a round
+      // stuck on a slow server is waited for once, not once by the job runner and again here.
+      const endsAt = Date.now() + config.shutdownTimeout;
+      const left = () => Math.max(0, endsAt - Date.now());
       const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeout);
       deadline.unref();
       dispatcher?.stop();
       await wakeup?.stop();
       webhooks?.stop();
       await watcher?.stop().catch((err) => log.error({ err }, 'mailbox watcher did not stop cleanly'));
-      await jobs?.stop(config.shutdownTimeout).catch((err) => log.error({ err }, 'job runner did not stop cleanly'));
-      await dispatcher?.drain(config.shutdownTimeout);
-      await messenger?.close();
+      await jobs?.stop(left()).catch((err) => log.error({ err }, 'job runner did not stop cleanly'));
+      await dispatcher?.drain(left());
+      // Past the deadline (or with nothing left in flight): a send still waiting on its server
+      // is cut off, its message goes back to the queue (or counts the attempt when its data had
+      // ended), and the round that sent it ends, instead of waiting out the SMTP timeout.
+      await messenger?.close({ force: true });
       await dispatcher?.close();
       await webhooks?.close();
       await registry?.stop();

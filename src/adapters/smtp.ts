@@ -50,7 +50,12 @@ export interface Messenger {
    * transaction (RFC 5321 3.8); the send answers with a failure outcome.
    */
   send(account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>): Promise<SendOutcome>;
-  close(): Promise<void>;
+  /**
+   * Closes every connection. A connection in the middle of a delivery finishes it first, unless
+   * `force`: then it is closed too and its send answers with a failure outcome at once (a
+   * shutdown whose deadline has passed).
+   */
+  close(opts?: { force?: boolean }): Promise<void>;
 }
 
 /**
@@ -236,9 +241,9 @@ export class SmtpMessenger implements Messenger {
     }
   }
 
-  async close(): Promise<void> {
+  async close(opts: { force?: boolean } = {}): Promise<void> {
     clearInterval(this.sweeper);
-    for (const p of this.pools.values()) p.transport.close();
+    for (const p of this.pools.values()) (p.transport.close as (o?: { force?: boolean }) => void)(opts);
     this.pools.clear();
   }
 }
