@@ -19,12 +19,16 @@ describe('sending engine: pool capacity, account limits and schedule', function 
     await dispatcher.runRound();
     assert.equal(sink.received.length, 3);
     assert.equal((await pool()).remainingVolume, 0);
-    assert.equal((await stats(t)).queued, 2, 'waiting, not dropped');
+    let s = await stats(t);
+    assert.deepEqual([s.queued, s.sendersAvailable, s.blockedReason], [2, 1, 'pool_capacity_reached'], 'waiting, not dropped, and saying why');
     clock.advance(23 * HOUR);
     await dispatcher.runRound();
     assert.equal(sink.received.length, 3);
+    assert.equal((await stats(t)).blockedReason, 'pool_capacity_reached');
     clock.advance(HOUR + 1000);
     assert.equal((await pool()).remainingVolume, 3);
+    s = await stats(t);
+    assert.deepEqual([s.queued, s.blockedReason], [2, null]);
     await dispatcher.runRound();
     assert.equal(sink.received.length, 5);
     assert.equal((await pool()).remainingVolume, 1);
@@ -43,6 +47,9 @@ describe('sending engine: pool capacity, account limits and schedule', function 
     assert.equal(sink.received.length, 3);
     const { rows } = await db.query(`select sender_account_id, count(*)::int as n from outbound_messages where campaign_id = $1 and state = 'sent' group by 1`, [t.campaignId]);
     assert.deepEqual(new Map(rows.map((r) => [r.sender_account_id, r.n])), new Map([[t.senders[0], 1], [t.senders[1], 2]]));
+    // The pool has room (1,000 a day); both accounts reached their own limits.
+    const limited = await stats(t);
+    assert.deepEqual([limited.queued, limited.sendersAvailable, limited.blockedReason], [3, 2, 'sender_limits_reached']);
 
     sink.received.length = 0;
     const spaced = await setup({ leads: [{ email: 'sp1@lead.example' }, { email: 'sp2@lead.example' }, { email: 'sp3@lead.example' }], senders: [{ email: 'slow@acme.example', minIntervalMs: 60_000 }] });
@@ -83,8 +90,10 @@ describe('sending engine: pool capacity, account limits and schedule', function 
     const t = await setup({ leads: [{ email: 'win@lead.example' }], campaign: { schedule: { timezone: 'Europe/Berlin', days: ['mon'], start: '14:00', end: '15:00' } } });
     await dispatcher.runRound();
     assert.equal(to('win@lead.example').length, 0);
-    assert.equal((await stats(t)).queued, 1);
+    const closed = await stats(t);
+    assert.deepEqual([closed.queued, closed.blockedReason], [1, 'outside_schedule']);
     clock.advance(2 * HOUR);
+    assert.equal((await stats(t)).blockedReason, null);
     await dispatcher.runRound();
     assert.equal(to('win@lead.example').length, 1);
   });

@@ -51,8 +51,23 @@ export interface CampaignStats {
   openRate: number;
   replyRate: number;
   sendersAvailable: number;
-  blockedReason: 'no_sender_pool' | 'no_sender_available' | null;
+  blockedReason: BlockedReason | null;
 }
+
+export type BlockedReason = 'no_sender_pool' | 'no_sender_available' | 'pool_capacity_reached' | 'sender_limits_reached' | 'outside_schedule';
+
+/**
+ * What a running campaign's blockedReason means: a short word for the overview's table, a
+ * sentence for the campaign's page, and whether it needs the operator (a missing pool, no
+ * account able to send) or only waits on limits and the schedule window, as it should.
+ */
+export const BLOCKED: Record<BlockedReason, { short: string; long: string; needsOperator: boolean }> = {
+  no_sender_pool: { short: 'no sender pool', long: 'Sending is blocked: the campaign has no sender pool. Choose one under Schedule and sending.', needsOperator: true },
+  no_sender_available: { short: 'no sender available', long: 'Sending is blocked: no sender of its pool can send now (all paused, failing or in a back-off). See Senders.', needsOperator: true },
+  pool_capacity_reached: { short: 'pool at daily capacity', long: 'Sending waits: the sender pool sent its daily capacity in the last 24 hours. It goes on as that window moves.', needsOperator: false },
+  sender_limits_reached: { short: 'senders at daily limit', long: 'Sending waits: every sender of its pool that may send reached its daily limit in the last 24 hours.', needsOperator: false },
+  outside_schedule: { short: 'outside its schedule', long: "Sending waits for the campaign's schedule window to open.", needsOperator: false },
+};
 
 export interface Enrollment {
   id: string;

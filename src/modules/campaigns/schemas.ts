@@ -141,8 +141,10 @@ export const statsView = z
   replyRate: z.number().describe('replied leads / delivered (0..1)'),
   sendersAvailable: z.number().int().describe("accounts of the campaign's pool that may send now (active, not auth_failed, not in a back-off)"),
   blockedReason: z
-    .enum(['no_sender_pool', 'no_sender_available'])
+    .enum(['no_sender_pool', 'no_sender_available', 'pool_capacity_reached', 'sender_limits_reached', 'outside_schedule'])
     .nullable()
-    .describe('why nothing can be sent now (queued messages wait; none is lost); null when an account can send'),
+    .describe(
+      "why nothing can be sent now (queued messages wait; none is lost): no pool; no account of the pool may send (paused, failing, in a back-off); the pool sent its dailyCapacity in the last 24 hours; every account that may send reached its dailyLimit; the campaign's schedule window is closed. null when a message could be sent now",
+    ),
   })
   .meta({ id: 'CampaignStats' });

@@ -27,7 +27,8 @@ import {
   type CampaignChanges,
 } from './repository.ts';
 import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, type EnrollmentRow } from '../messages/queue.ts';
-import { bumpCounters, createCounters, readCounters } from '../messages/counters.ts';
+import { bumpCounters, createCounters, readCounters, type Counters } from '../messages/counters.ts';
+import { inWindow } from '../sending/schedule.ts';
 import { completeBeyondLastStep } from '../messages/enrollments.ts';
 
 const DEFAULT_DELAY_HOURS = 48;
@@ -248,10 +249,10 @@ export class CampaignService {
       complained: c.complained,
       openRate: rate(c.opened),
       replyRate: rate(c.replied),
-      // When no account of the pool can send, messages wait queued (none is lost or bounced)
-      // and this says why (docs/decisions.md, "A pool with every account down").
+      // When nothing can be sent now, messages wait queued (none is lost or bounced) and this
+      // says why (docs/decisions.md, "Why a campaign sends nothing").
       sendersAvailable: c.senders_available,
-      blockedReason: !c.sender_pool_id ? ('no_sender_pool' as const) : c.senders_available === 0 ? ('no_sender_available' as const) : null,
+      blockedReason: blockedReason(c, this.deps.clock.now()),
     };
   }
 
@@ -286,4 +287,18 @@ export class CampaignService {
   private async defaultPoolId(em: EntityManager, workspaceId: string): Promise<string | null> {
     return (await firstPool(em, workspaceId))?.id ?? null;
   }
+}
+
+/**
+ * Why a campaign's due messages cannot be sent now, in the order the claim meets the reasons
+ * (the contract's: no active sender, no remaining capacity, outside the schedule window); null
+ * when one could be.
+ */
+function blockedReason(c: Counters, now: Date) {
+  if (!c.sender_pool_id) return 'no_sender_pool' as const;
+  if (c.senders_available === 0) return 'no_sender_available' as const;
+  if ((c.pool_remaining ?? 0) <= 0) return 'pool_capacity_reached' as const;
+  if (c.senders_with_room === 0) return 'sender_limits_reached' as const;
+  if (!inWindow(c.schedule, now)) return 'outside_schedule' as const;
+  return null;
 }

@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
+import { tallyWindow, usedSql } from './tallies.ts';
+import type { Schedule } from '../campaigns/entities.ts';
 
 // campaign_counters: the stats of a campaign, kept in the transactions that change what they
 // count (the message and enrollment transitions of this module). Owned here; the campaign's
@@ -33,22 +35,37 @@ export interface Counters {
   unsubscribed: number;
   complained: number;
   sender_pool_id: string | null;
+  /** The campaign's sending window (null: any time). */
+  schedule: Schedule | null;
+  /** The pool's daily capacity minus what it sent in the last 24 hours (null: no pool). */
+  pool_remaining: number | null;
   /** Accounts of the campaign's pool that may send now (senders/health.ts). */
   senders_available: number;
+  /** Of those, the accounts below their own daily limit in the last 24 hours. */
+  senders_with_room: number;
 }
 
 export async function readCounters(em: EntityManager, workspaceId: string, campaignId: string, now: Date): Promise<Counters | null> {
-  // Primary-key reads on campaigns and campaign_counters: constant time at any campaign size.
+  // Primary-key reads on campaigns, campaign_counters and sender_pools; the pool's members
+  // (pool_members primary key) with their usage counted as the claim counts it (tallies.ts):
+  // constant time at any campaign size.
+  const w = tallyWindow(now);
   const rows = await sql<Counters>(
     em,
     `select k.enrolled, k.queued, k.scheduled, k.sent, k.delivered, k.bounced, k.replied, k.opened, k.unsubscribed, k.complained,
-            c.sender_pool_id,
-            (select count(*)::int from pool_members pm join sender_accounts a on a.id = pm.sender_account_id
-              where pm.pool_id = c.sender_pool_id and a.status = 'active' and a.health <> 'auth_failed'
-                and (a.health_retry_at is null or a.health_retry_at <= ?)) as senders_available
+            c.sender_pool_id, c.schedule,
+            case when p.id is null then null else (p.daily_capacity - ${usedSql('p.id', 'pool_id')})::int end as pool_remaining,
+            s.available as senders_available, s.with_room as senders_with_room
        from campaigns c join campaign_counters k on k.campaign_id = c.id
+       left join sender_pools p on p.id = c.sender_pool_id
+       cross join lateral (
+         select count(*)::int as available,
+                (count(*) filter (where a.daily_limit is null or ${usedSql('a.id', 'sender_account_id')} < a.daily_limit))::int as with_room
+           from pool_members pm join sender_accounts a on a.id = pm.sender_account_id
+          where pm.pool_id = c.sender_pool_id and a.status = 'active' and a.health <> 'auth_failed'
+            and (a.health_retry_at is null or a.health_retry_at <= ?)) s
       where c.id = ? and c.workspace_id = ?`,
-    [now, campaignId, workspaceId],
+    [w.edgeEnd, w.since, w.edgeEnd, w.edgeEnd, w.since, w.edgeEnd, now, campaignId, workspaceId],
   );
   return rows[0] ?? null;
 }

@@ -7,6 +7,7 @@ import { Action, Ago, ErrorNote, Field, Num, PageHead, Pager, Pill, pct, useLoad
 import { Timeline, STATS_POLL_MS } from './overview.tsx';
 import { CsvImport } from './csv-import.tsx';
 import type { Campaign, CampaignStats, Day, Enrollment, Page, SenderPool, SequenceStep } from '../types.ts';
+import { BLOCKED } from '../types.ts';
 
 const LEAD_STATUSES = ['active', 'completed', 'replied', 'bounced', 'unsubscribed', 'suppressed'];
 
@@ -64,8 +65,8 @@ export function CampaignPage({ id }: { id: string }) {
         </div>
       )}
       {s?.blockedReason && c.status === 'running' && (
-        <p class="error" role="status">
-          Sending is blocked: {s.blockedReason === 'no_sender_pool' ? 'the campaign has no sender pool. Choose one under Schedule and sending.' : 'no sender of its pool can send now (all paused, failing or at their daily limit).'}
+        <p class={BLOCKED[s.blockedReason].needsOperator ? 'error' : 'hint'} role="status">
+          {BLOCKED[s.blockedReason].long}
         </p>
       )}
       <Timeline campaigns={[c]} campaignId={id} fixed />

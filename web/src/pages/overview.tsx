@@ -6,6 +6,7 @@ import { Link, navigate, setQuery, useLocation } from '../router.tsx';
 import { Ago, Empty, ErrorNote, Field, Num, PageHead, Pager, Pill, formValues, pct, useLoad } from '../ui.tsx';
 import { TimelineChart, type TimelinePoint } from '../chart.tsx';
 import type { Campaign, CampaignStats, Page } from '../types.ts';
+import { BLOCKED } from '../types.ts';
 
 export const STATS_POLL_MS = 10_000;
 const PAGE = 20;
@@ -86,7 +87,7 @@ export function Overview() {
                       <td>
                         <Pill state={c.status} />
                         {s?.blockedReason && c.status === 'running' && (
-                          <span class="hint"> {s.blockedReason === 'no_sender_pool' ? 'no sender pool' : 'no sender available'}</span>
+                          <span class="hint"> {BLOCKED[s.blockedReason].short}</span>
                         )}
                       </td>
                       <td class="num">
