@@ -79,6 +79,9 @@ describe('campaigns: create, list, get, patch', () => {
       [{ name: 'n', sequenceSteps: [{ subject: 'a' }] }, /sequenceSteps\[0\]\.bodyHtml/],
       [{ name: 'n', sequenceSteps: [{ subject: 'a', bodyHtml: 'b', extra: 1 }] }, /extra/],
       [{ name: 'n', sequenceSteps: [{ subject: '', bodyHtml: 'b' }] }, /sequenceSteps\[0\]\.subject/],
+      // A first subject of tokens alone would be sent empty to a lead without those fields.
+      [{ name: 'n', sequenceSteps: [{ subject: '{{firstName}} {{ company }}', bodyHtml: 'b' }] }, /sequenceSteps\[0\]\.subject: .*fallback/],
+      [{ name: 'n', sequenceSteps: [{ subject: '{{firstName|}}', bodyHtml: 'b' }] }, /sequenceSteps\[0\]\.subject/],
       [{ name: 'n', sequenceSteps: [{ subject: 's'.repeat(999), bodyHtml: 'b' }] }, /sequenceSteps\[0\]\.subject/],
       [{ name: 'n', sequenceSteps: [{ subject: 's', bodyHtml: 'b'.repeat(256 * 1024 + 1) }] }, /sequenceSteps\[0\]\.bodyHtml/],
       [{ name: 'n', sequenceSteps: Array.from({ length: 21 }, () => ({ subject: 's', bodyHtml: 'b' })) }, /sequenceSteps.*20/],

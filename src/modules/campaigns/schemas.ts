@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { queryInt } from '../../shared/query.ts';
 import { checkedByService, isoTime } from '../../http/doc-schemas.ts';
 import { NAME_MAX } from '../../shared/names.ts';
+import { renderSubject } from '../sending/render.ts';
 
 export const LIMITS = {
   nameLength: NAME_MAX,
@@ -47,11 +48,19 @@ export const stepInput = z.strictObject({
   delayHours: z.number().min(0).max(24 * 365).optional().describe('hours after the previous step was sent (default 48; ignored on step 0)'),
 });
 
+/** A lead with an address and no other field: what a subject must not render empty for. */
+const BARE_LEAD = { email: 'lead@example.com', firstName: null, lastName: null, company: null, jobTitle: null, custom: {} };
+
 const stepsInput = z
   .array(stepInput)
   .max(LIMITS.steps, `at most ${LIMITS.steps} steps`)
   .superRefine((steps, ctx) => {
-    if (steps.length && steps[0].subject.trim() === '') ctx.addIssue({ code: 'custom', message: 'the first step needs a subject', path: [0, 'subject'] });
+    if (!steps.length) return;
+    if (steps[0].subject.trim() === '') ctx.addIssue({ code: 'custom', message: 'the first step needs a subject', path: [0, 'subject'] });
+    // Rendered for a lead with nothing but its address: empty only when the subject is tokens
+    // alone without fallbacks, which a lead lacking those fields would get as an empty Subject.
+    else if (renderSubject(steps[0].subject, BARE_LEAD) === '')
+      ctx.addIssue({ code: 'custom', message: 'the first step\'s subject is empty for a lead without these fields: add text or a fallback, e.g. {{firstName|there}}', path: [0, 'subject'] });
   });
 
 export const createCampaignBody = z.strictObject({
