@@ -33,6 +33,20 @@ export function parseMailUrl(raw: string, expected: 'smtp' | 'imap'): MailServer
   };
 }
 
+/**
+ * Whether two IMAP URLs name the same mailbox: the same host and user (both compared without
+ * case); the scheme, port and password may differ. A URL that does not parse names no mailbox.
+ */
+export function sameMailbox(a: string, b: string): boolean {
+  try {
+    const x = parseMailUrl(a, 'imap');
+    const y = parseMailUrl(b, 'imap');
+    return x.host.toLowerCase() === y.host.toLowerCase() && (x.user ?? '').toLowerCase() === (y.user ?? '').toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
 /** host:port without credentials, safe to show and log. */
 export function describeServer(s: MailServer): string {
   return `${s.protocol}${s.secure ? 's' : ''}://${s.host}:${s.port}`;

@@ -22,7 +22,7 @@ describe('mailbox health from real IMAP outcomes', function () {
   before(async () => {
     await imap.start();
     await smtp.start();
-    for (const user of ['box@acme.example', 'rep@acme.example', 'far@acme.example']) imap.addUser(user, 'right');
+    for (const user of ['box@acme.example', 'rep@acme.example', 'far@acme.example', 'move@acme.example', 'moved@acme.example']) imap.addUser(user, 'right');
     // At debug, each retry of a failing connection is logged too: the test sees them happen.
     app = await startTestApp({ config: { logLevel: 'debug' } });
     db = new pg.Client({ connectionString: app.databaseUrl });
@@ -124,5 +124,31 @@ describe('mailbox health from real IMAP outcomes', function () {
       watcher = undefined;
       slammer.close();
     }
+  });
+
+  it("reconnecting an SDR to another mailbox starts its watch afresh; the same mailbox again keeps the cursor", async () => {
+    const { workspace } = await seedWorkspace(app);
+    const s = app.services();
+    const rep = await seedSdr(app, workspace.id, 'Move', 'move@acme.example');
+    await s.sdrs.connectMail(rep.sdr.id, { smtpUrl: smtp.url(), imapUrl: imap.url('move@acme.example', 'right') });
+    // As a watcher leaves it after reading 50 messages of that mailbox.
+    const old = new Date('2026-01-05T00:00:00Z');
+    await db.query(`update mailbox_watches set uid_validity = 7, last_uid = 50, since = $2 where sdr_id = $1`, [rep.sdr.id, old]);
+    const cursor = async () => (await db.query(`select uid_validity, last_uid::int, since from mailbox_watches where sdr_id = $1`, [rep.sdr.id])).rows;
+
+    // The same mailbox, its user written in capitals: the cursor stays.
+    const same = imap.url('move@acme.example', 'right').replace('move%40acme.example', 'MOVE%40acme.example');
+    assert.notEqual(same, imap.url('move@acme.example', 'right'));
+    await s.sdrs.connectMail(rep.sdr.id, { smtpUrl: smtp.url(), imapUrl: same });
+    assert.deepEqual(await cursor(), [{ uid_validity: '7', last_uid: 50, since: old }]);
+
+    // Another user's mailbox: its UIDs say nothing about the old one's (two Dovecot mailboxes
+    // made in the same second even share a UIDVALIDITY), so the watch reads it from now on.
+    const before = Date.now();
+    await s.sdrs.connectMail(rep.sdr.id, { smtpUrl: smtp.url(), imapUrl: imap.url('moved@acme.example', 'right') });
+    const [fresh] = await cursor();
+    assert.deepEqual([fresh.uid_validity, fresh.last_uid], [null, 0]);
+    assert.ok(fresh.since.getTime() >= before - 1000, `since ${fresh.since.toISOString()}`);
+    assert.equal((await db.query(`select count(*)::int as n from mailbox_watches where sdr_id = $1`, [rep.sdr.id])).rows[0].n, 1);
   });
 });

@@ -142,12 +142,18 @@ export async function senderWatches(em: EntityManager, workspaceId: string) {
   );
 }
 
-/** An SDR's INBOX is watched from `since` (a prospect's answer joins its thread); a reconnect keeps the existing watch's cursor. */
-export async function addSdrWatch(em: EntityManager, workspaceId: string, sdrId: string, since: Date): Promise<void> {
+/**
+ * An SDR's INBOX is watched from `since` (a prospect's answer joins its thread). A reconnect
+ * keeps the existing watch's cursor, unless `anotherMailbox`: the connection now names another
+ * server or user, whose UIDs say nothing about the old mailbox's, so the watch starts afresh
+ * from `since` (docs/decisions.md, "Reconnecting an SDR's mail").
+ */
+export async function watchSdrMailbox(em: EntityManager, workspaceId: string, sdrId: string, since: Date, anotherMailbox: boolean): Promise<void> {
   await sql(
     em,
     `insert into mailbox_watches (id, workspace_id, sdr_id, mailbox, since) values (?, ?, ?, 'INBOX', ?)
-     on conflict (sdr_id, mailbox) where sdr_id is not null do nothing`,
+     on conflict (sdr_id, mailbox) where sdr_id is not null
+     do ${anotherMailbox ? 'update set uid_validity = null, last_uid = 0, since = excluded.since' : 'nothing'}`,
     [newId('mbx'), workspaceId, sdrId, since],
   );
 }

@@ -46,6 +46,12 @@ export async function findMailbox(em: EntityManager, sdrId: string): Promise<Sdr
   return em.findOne(SdrMailboxSchema, { sdrId });
 }
 
+/** The IMAP connection (encrypted) the SDR's mailbox has now, read without the ORM's identity map; null when none. */
+export async function currentImapUrlEnc(em: EntityManager, sdrId: string): Promise<string | null> {
+  const [row] = await sql<{ imap_url_enc: string }>(em, `select imap_url_enc from sdr_mailboxes where sdr_id = ?`, [sdrId]);
+  return row?.imap_url_enc ?? null;
+}
+
 export async function mailboxesOf(em: EntityManager, sdrIds: string[]): Promise<SdrMailbox[]> {
   return em.find(SdrMailboxSchema, { sdrId: { $in: sdrIds } });
 }

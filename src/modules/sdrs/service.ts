@@ -2,13 +2,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../adapters/ids.ts';
-import { parseMailUrl } from '../../adapters/mailurl.ts';
+import { parseMailUrl, sameMailbox } from '../../adapters/mailurl.ts';
 import { isEmail } from '../../shared/email.ts';
 import type { Deps } from '../../deps.ts';
 import type { Sdr, SdrMailbox, MailHealth } from './entities.ts';
 import type { ProbeOutcome } from '../../adapters/mailprobe.ts';
 import {
   activeSdrs,
+  currentImapUrlEnc,
   findMailbox,
   findSdr,
   icpCriteria,
@@ -21,7 +22,7 @@ import {
   type ProfileChanges,
 } from './repository.ts';
 import { deleteRule, insertRule, rulesOfWorkspace, type FollowupRuleRow } from './followup-repository.ts';
-import { addSdrWatch } from '../mailboxes/repository.ts';
+import { watchSdrMailbox } from '../mailboxes/repository.ts';
 import { isoOrNull, toIso } from '../../shared/time.ts';
 import type { IcpCriteria } from './icp.ts';
 import { probeFailed } from '../mailboxes/probe-failure.ts';
@@ -139,10 +140,15 @@ export class SdrService {
       connectedAt: now,
       updatedAt: now,
     };
-    await upsertMailbox(this.em, row);
-    // Its mailbox is watched from now on (a prospect's answer joins its thread); a reconnect
-    // keeps the cursor of the existing watch.
-    await addSdrWatch(this.em, sdr.workspaceId, sdr.id, now);
+    await this.em.transactional(async (em) => {
+      const before = await currentImapUrlEnc(em, sdr.id);
+      await upsertMailbox(em, row);
+      // Its mailbox is watched from now on (a prospect's answer joins its thread); a reconnect
+      // to the same mailbox (new password, other port) keeps the existing watch's cursor, one
+      // to another server or user starts it afresh.
+      const anotherMailbox = before !== null && !sameMailbox(this.deps.crypto.decrypt(before), input.imapUrl);
+      await watchSdrMailbox(em, sdr.workspaceId, sdr.id, now, anotherMailbox);
+    });
     return { sdr, mailbox: row };
   }
 
