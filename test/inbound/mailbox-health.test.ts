@@ -81,6 +81,12 @@ describe('mailbox health from real IMAP outcomes', function () {
     assert.deepEqual(lines(await watchOf('sdr_id', rep.sdr.id)).map((l) => [l.level, l.msg]), [[40, 'SDR mailbox health active -> needs_reauth']]);
     assert.deepEqual(lines(await watchOf('sdr_id', far.sdr.id)).map((l) => [l.level, l.msg]), [[40, 'SDR mailbox health active -> disconnected']]);
     assert.match(lines(await watchOf('sdr_id', far.sdr.id))[0].response!, /ECONNREFUSED/);
+    // Each line names its mailbox once: its watch and its account or SDR, no key twice.
+    const raw = app.logs.lines.flatMap((l) => l.split('\n')).filter((l) => / health \w+ -> \w+/.test(l) && (l.includes(sender.id) || l.includes(rep.sdr.id)));
+    assert.equal(raw.length, 2);
+    for (const l of raw) for (const k of ['watchId', 'senderAccountId', 'sdrId']) assert.ok(l.split(`"${k}"`).length <= 2, `${k} repeated in ${l}`);
+    assert.equal(JSON.parse(raw.find((l) => l.includes(rep.sdr.id))!).sdrId, rep.sdr.id);
+    assert.equal(JSON.parse(raw.find((l) => l.includes(sender.id))!).senderAccountId, sender.id);
   });
 
   it('a failing server is retried with back-off, not in a loop; new credentials are used at once', async () => {

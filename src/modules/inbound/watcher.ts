@@ -105,7 +105,7 @@ class MailboxSession {
   }
 
   private log() {
-    return this.deps.log.child({ watchId: this.watch.id, senderAccountId: this.watch.sender_account_id });
+    return this.deps.log.child({ watchId: this.watch.id, senderAccountId: this.watch.sender_account_id ?? undefined, sdrId: this.watch.sdr_id ?? undefined });
   }
 
   /** Stores a connection outcome; a change of the mailbox's health is logged once, at warn. */
@@ -113,7 +113,8 @@ class MailboxSession {
     try {
       const t = await setWatchStatus(this.deps.orm.em.fork(), this.watch.id, status, answer, this.deps.clock.now());
       if (!t) return;
-      const line = { watchId: t.watchId, senderAccountId: t.senderAccountId ?? undefined, sdrId: t.sdrId ?? undefined, from: t.from, to: t.to, response: t.error };
+      // The mailbox's ids come from the child logger (log()), once each.
+      const line = { from: t.from, to: t.to, response: t.error };
       const msg = `${t.sdrId ? 'SDR mailbox' : 'sender account IMAP'} health ${t.from} -> ${t.to}`;
       // A first successful login is good news; every other change is for the operator.
       if (t.from === (t.sdrId ? 'disconnected' : 'unknown') && (t.to === 'ok' || t.to === 'active')) this.log().info(line, msg);
