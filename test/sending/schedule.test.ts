@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { firstSlot, startOfDay } from '../../src/modules/sending/schedule.ts';
+import { firstSlot, inWindow, startOfDay } from '../../src/modules/sending/schedule.ts';
 import type { Schedule } from '../../src/modules/campaigns/entities.ts';
 
 // The first sending slot after an out-of-office return date (issue 19 §3).
@@ -23,5 +23,31 @@ describe('schedule: first sending slot', () => {
     const night: Schedule = { timezone: 'Europe/Berlin', days: ['fri'], start: '22:00', end: '02:00' };
     assert.equal(iso(firstSlot(night, new Date('2026-11-09T00:00:00Z'))), '2026-11-13T21:00:00.000Z');
     assert.equal(iso(firstSlot(night, new Date('2026-11-14T00:30:00Z'))), '2026-11-14T00:30:00.000Z', "Saturday 01:30 is Friday's window");
+  });
+
+  it('a window opening in the hour the clocks skip or repeat: the first minute inWindow allows, as a minute-by-minute scan finds it', () => {
+    // Before: Berlin 02:30 on 29 March gave 03:30 (inWindow opens at 03:00), New York 02:30 on
+    // 8 March gave the next Sunday, and Berlin 02:30 on 25 October gave the repeated hour's
+    // second 02:30 instead of its first.
+    const days: Array<[string, string, string]> = [
+      ['Europe/Berlin', 'sun', '2026-03-28T18:00:00Z'],
+      ['Europe/Berlin', 'sun', '2026-10-24T18:00:00Z'],
+      ['America/New_York', 'sun', '2026-03-07T18:00:00Z'],
+      ['America/New_York', 'sun', '2026-10-31T18:00:00Z'],
+      ['Australia/Lord_Howe', 'sun', '2026-04-04T06:00:00Z'], // clocks go back 30 minutes
+    ];
+    let checked = 0;
+    for (const [timezone, day, from] of days) {
+      for (let m = 0; m <= 4 * 60; m += 15) {
+        const start = `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+        const schedule: Schedule = { timezone, days: [day as Schedule['days'][number]], start, end: '06:00' };
+        if (start === schedule.end) continue;
+        let t = new Date(from).getTime();
+        while (!inWindow(schedule, new Date(t))) t += 60_000;
+        assert.equal(iso(firstSlot(schedule, new Date(from))), new Date(t).toISOString(), `${timezone} ${start} from ${from}`);
+        checked++;
+      }
+    }
+    assert.equal(checked, 85);
   });
 });

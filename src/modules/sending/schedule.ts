@@ -64,9 +64,41 @@ export function firstSlot(schedule: Schedule | null, from: Date): Date {
   const start = toMinutes(schedule.start);
   const localDay = new Date(from.getTime() + offsetMinutes(from, schedule.timezone) * 60_000);
   for (let k = 0; k <= 8; k++) {
-    const opening = zonedInstant(new Date(localDay.getTime() + k * 86_400_000), start, schedule.timezone);
-    if (opening > from && inWindow(schedule, opening)) return opening;
+    const opening = openingNear(schedule, start, zonedInstant(new Date(localDay.getTime() + k * 86_400_000), start, schedule.timezone), from);
+    if (opening) return opening;
   }
   // A schedule with no listed day never opens; the dispatcher would never send either.
   return from;
+}
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+/** Whether the window opens exactly at `t`: in it, its local time the start, not in it a minute before. */
+function opensAt(schedule: Schedule, start: number, t: Date): boolean {
+  return inWindow(schedule, t) && localParts(t, schedule.timezone).minutes === start && !inWindow(schedule, new Date(t.getTime() - MINUTE));
+}
+
+/**
+ * The window's opening after `from` near `guess` (the start's wall time on one day), or null.
+ * On a day the clocks change the wall time can name no instant (the hour skipped going
+ * forward: the window opens when the clocks jump past the start) or two (the hour repeated
+ * going back: it opens at the first); then the first minute in the window within three hours
+ * of the guess is the opening.
+ */
+function openingNear(schedule: Schedule, start: number, guess: Date, from: Date): Date | null {
+  const g = guess.getTime();
+  const shift = offsetMinutes(new Date(g - 3 * HOUR), schedule.timezone) - offsetMinutes(new Date(g + 3 * HOUR), schedule.timezone);
+  // No change of the clocks near it (every day but two a year): the wall time is one instant.
+  if (shift === 0) return guess > from && inWindow(schedule, guess) ? guess : null;
+  if (opensAt(schedule, start, guess)) {
+    // Clocks going back by `shift` minutes: the same wall time came once before.
+    const first = new Date(g - shift * MINUTE);
+    if (shift > 0 && first > from && opensAt(schedule, start, first)) return first;
+    return guess > from ? guess : null;
+  }
+  for (let t = g - 3 * HOUR; t <= g + 3 * HOUR; t += MINUTE) {
+    if (t > from.getTime() && inWindow(schedule, new Date(t))) return new Date(t);
+  }
+  return null;
 }
