@@ -92,7 +92,7 @@ describe('webhook delivery: deleted and disabled webhooks and workspaces', funct
     let d = await attemptsOf(key, hook.id);
     assert.equal(d.state, 'pending');
     assert.equal(d.nextAttemptAt, null, 'held');
-    const during = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_during' });
+    assert.equal(await w.record(workspaceId, 'message.sent', { messageId: 'msg_during' }), null, 'owed to no webhook: not even written');
     w.clock.advance(60_000);
     await dispatcher.runRound();
     assert.equal(w.receiver.received.length, 1, 'no retry and no new event while disabled');
@@ -113,8 +113,44 @@ describe('webhook delivery: deleted and disabled webhooks and workspaces', funct
       w.receiver.received.map((r) => r.json.id),
       [eventId, eventId],
     );
-    assert.ok(!w.receiver.received.some((r) => r.json.id === during));
     assert.equal((await attemptsOf(key, hook.id)).state, 'delivered');
+  });
+
+  // Who is owed an event is decided when it happens (events.webhook_ids), not at its fan-out.
+  it('an event that happened while the webhook was active and is fanned out after it was disabled is held, and delivered once it is enabled', async () => {
+    const { key, hook, eventId } = await oneHookOneEvent();
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${hook.id}`, { key, body: { status: 'disabled' } })).status, 200);
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 0, 'nothing attempted while disabled');
+    const [held] = await w.deliveries(key, hook.id);
+    assert.deepEqual([held.eventId, held.state, held.nextAttemptAt, held.attempts], [eventId, 'pending', null, []]);
+    assert.equal((await db.query(`select count(*)::int as n from events where fanned_out_at is null`)).rows[0].n, 0, 'fanned out');
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${hook.id}`, { key, body: { status: 'active' } })).status, 200);
+    await dispatcher.runRound();
+    assert.deepEqual(w.receiver.received.map((r) => r.json.id), [eventId]);
+    assert.equal((await attemptsOf(key, hook.id)).state, 'delivered');
+  });
+
+  it('an event that happened while the webhook was disabled is not delivered, even when the webhook is enabled before any fan-out', async () => {
+    const { key, workspaceId, hook, eventId } = await oneHookOneEvent();
+    const other = await w.register(key, ['message.sent'], '/other');
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${hook.id}`, { key, body: { status: 'disabled' } })).status, 200);
+    const during = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_during' });
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${hook.id}`, { key, body: { status: 'active' } })).status, 200);
+    await dispatcher.runRound();
+    const got = (path: string) => w.receiver.received.filter((r) => r.path === path).map((r) => r.json.id).sort();
+    assert.deepEqual(got(new URL(hook.url).pathname), [eventId], 'the event of the disabled period is not owed to it');
+    assert.deepEqual(got('/other'), [during], 'a webhook registered after the first event gets only the later one');
+    assert.deepEqual((await w.deliveries(key, hook.id)).map((x: { eventId: string }) => x.eventId), [eventId]);
+    assert.deepEqual((await w.deliveries(key, other.id)).map((x: { eventId: string }) => x.eventId), [during]);
+  });
+
+  it('an event owed to a webhook is delivered after a PATCH removes its type from the subscription; one after the PATCH is not', async () => {
+    const { key, workspaceId, hook, eventId } = await oneHookOneEvent(['message.sent', 'reply.received']);
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${hook.id}`, { key, body: { events: ['reply.received'] } })).status, 200);
+    assert.equal(await w.record(workspaceId, 'message.sent', { messageId: 'msg_after' }), null);
+    await dispatcher.runRound();
+    assert.deepEqual(w.receiver.received.map((r) => r.json.id), [eventId]);
   });
 
   it('a deleted webhook gets nothing: its pending retries go with it', async () => {

@@ -110,6 +110,49 @@ describe('webhook delivery: first attempts written with their outcome, under the
     assert.deepEqual(await batches(), [], 'the batch is finished: nothing is owed to a deleted webhook');
   });
 
+  it('a batch taken again after its worker died, with one webhook disabled meanwhile: that one is written held (not lost), the other attempted', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const off = await w.register(key, ['message.sent'], '/off');
+    const on = await w.register(key, ['message.sent'], '/on');
+    const e1 = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_crash1' });
+    const e2 = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_crash2' });
+    const first = await fanOut(repo(), w.clock.now(), 10, leaseIn(1_000), 1, 'worker-a');
+    assert.equal(first.claims.length, 4);
+    // worker-a dies with every first attempt in flight; meanwhile one webhook is disabled.
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${off.id}`, { key, body: { status: 'disabled' } })).status, 200);
+    w.clock.advance(1_000);
+    // Four pairs, one delivery id supplied: the statement is run again with enough.
+    const again = await retakeFanOuts(repo(), w.clock.now(), new Date(w.clock.now().getTime() + 60_000), 'worker-b', 1);
+    assert.deepEqual(again.map((c) => [c.eventId, c.webhookId]).sort(), [[e1, on.id], [e2, on.id]].sort());
+    assert.equal(new Set(again.map((c) => c.id)).size, 2);
+    const held = await w.deliveries(key, off.id);
+    assert.deepEqual(held.map((x: { eventId: string; state: string; nextAttemptAt: string | null }) => [x.eventId, x.state, x.nextAttemptAt]).sort(), [
+      [e1, 'pending', null],
+      [e2, 'pending', null],
+    ].sort());
+    assert.deepEqual((await batches()).map((b) => b.lease_owner), ['worker-b'], 'the batch is held for the attempts left');
+    assert.deepEqual(await recordOutcomes(repo(), again.map((c) => outcomeOf(c, 200)), w.clock.now(), finishing(again)), [true, true]);
+    assert.deepEqual(await batches(), []);
+    // Enabled, the held deliveries are due at once and go through the claim.
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${off.id}`, { key, body: { status: 'active' } })).status, 200);
+    await d.dispatcher.runRound();
+    assert.deepEqual(w.receiver.received.filter((r) => r.path === '/off').map((r) => r.json.id).sort(), [e1, e2].sort());
+    assert.deepEqual((await w.deliveries(key, off.id)).map((x: { state: string }) => x.state), ['delivered', 'delivered']);
+  });
+
+  it('a batch taken again whose only webhook was disabled meanwhile: its deliveries are written held and the batch goes', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    const e = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_crash3' });
+    assert.equal((await fanOut(repo(), w.clock.now(), 10, leaseIn(1_000), 1, 'worker-a')).claims.length, 1);
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${hook.id}`, { key, body: { status: 'disabled' } })).status, 200);
+    w.clock.advance(1_000);
+    assert.deepEqual(await retakeFanOuts(repo(), w.clock.now(), new Date(w.clock.now().getTime() + 60_000), 'worker-b'), []);
+    assert.deepEqual(await batches(), []);
+    const [held] = await w.deliveries(key, hook.id);
+    assert.deepEqual([held.eventId, held.state, held.nextAttemptAt], [e, 'pending', null]);
+  });
+
   it('an outcome that finishes a batch taken over meanwhile leaves the new holder its batch', async () => {
     const { workspaceId, key } = await w.workspace();
     await w.register(key, ['message.sent']);

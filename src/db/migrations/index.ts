@@ -18,6 +18,7 @@ import { Migration0017QueueWithoutFkChecks } from './0017_queue_without_fk_check
 import { Migration0018StickyAccountWithoutFkCheck } from './0018_sticky_account_without_fk_check.ts';
 import { Migration0019WebhookFanouts } from './0019_webhook_fanouts.ts';
 import { Migration0020SentTallies } from './0020_sent_tallies.ts';
+import { Migration0021EventsOwedWebhooks } from './0021_events_owed_webhooks.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -41,4 +42,5 @@ export const migrations = [
   { name: '0018_sticky_account_without_fk_check', class: Migration0018StickyAccountWithoutFkCheck },
   { name: '0019_webhook_fanouts', class: Migration0019WebhookFanouts },
   { name: '0020_sent_tallies', class: Migration0020SentTallies },
+  { name: '0021_events_owed_webhooks', class: Migration0021EventsOwedWebhooks },
 ];

@@ -10,20 +10,23 @@ export type { EventType, OutboxEvent } from './catalogue.ts';
  * the event: both commit or neither does, so no event is lost. Delivery is a separate job.
  * The event comes from one of the builders of catalogue.ts.
  *
- * The outbox is for webhooks only: an event that no webhook of its workspace subscribes to
- * (active or disabled) when it is recorded is not written, since nothing would ever deliver
+ * The event names the webhooks it is owed to (`webhook_ids`, owedWebhooksSql): the active
+ * webhooks of its workspace that subscribe to its type, in the snapshot of the statement that
+ * writes it. That is final: the fan-out pairs the event with those webhooks whatever they became
+ * since (one disabled meanwhile gets its delivery held, one deleted gets nothing), so a webhook
+ * gets exactly the events that happened while it was active and subscribed (docs/decisions.md,
+ * "Who is owed an event"). An event owed to nobody is not written: nothing would ever deliver
  * it, and writing, fanning out and pruning it was most of the outbox's cost on the sending hot
- * path (docs/decisions.md, "Events nobody subscribes to"). "When it is recorded" is the
- * statement's snapshot: a webhook whose creation committed before it gets the event. Returns
- * the event's id, or null when it was not written.
+ * path ("Events nobody subscribes to"). Returns the event's id, or null when it was not written.
  */
 export async function recordEvent(em: EntityManager, workspaceId: string, event: OutboxEvent, at: Date): Promise<string | null> {
   const id = newId('evt');
   const rows = await sql(
     em,
-    `insert into events (id, workspace_id, type, data, created_at)
-     select ?, ?, ?, ?::jsonb, ?
-      where exists (select 1 from webhooks w where w.workspace_id = ? and ? = any(w.events))
+    `insert into events (id, workspace_id, type, data, created_at, webhook_ids)
+     select ?, ?, ?, ?::jsonb, ?, owed.ids
+       from (select ${owedWebhooksSql('?::text', '?::text')} as ids) owed
+      where cardinality(owed.ids) > 0
      returning 1`,
     [id, workspaceId, event.type, JSON.stringify(event.data), at, workspaceId, event.type],
   );
@@ -31,13 +34,23 @@ export async function recordEvent(em: EntityManager, workspaceId: string, event:
 }
 
 /**
- * Orders a change of what a workspace's webhooks subscribe to (a webhook created, or its events
- * changed) with the statements that write events: called first in the change's transaction, it
- * waits for every transaction that wrote to the outbox and holds new writers until it commits.
- * A writer's statement takes its lock before its snapshot, so recordEvent's subscription check
- * sees the change once it is committed: an event is never left out for a webhook whose creation
- * committed before the event was written. Webhook changes are rare; the wait is one outcome
- * commit at most.
+ * The ids of the webhooks an event of this workspace and type is owed to, as an array
+ * expression (empty when none): the active ones subscribed to the type
+ * (webhooks_workspace_idx). Shared by recordEvent and the sending engine's message.sent.
+ */
+export function owedWebhooksSql(workspaceId: string, type: string): string {
+  return `array(select w.id from webhooks w where w.workspace_id = ${workspaceId} and ${type} = any(w.events) and w.status = 'active' order by w.id)`;
+}
+
+/**
+ * Orders a change of which webhooks are owed a workspace's events (a webhook created, its
+ * events changed, or it is enabled or disabled) with the statements that write events: called
+ * first in the change's transaction, it waits for every transaction that wrote to the outbox
+ * and holds new writers until it commits. A writer's statement takes its lock before its
+ * snapshot, so an event written after the change committed is owed by the new rule, and one
+ * whose writer was in flight by the old: the change and the events are in one order, the same
+ * as their times (an event is never left out for a webhook whose creation committed before the
+ * event was written). Webhook changes are rare; the wait is one outcome commit at most.
  */
 export async function holdOutbox(em: EntityManager): Promise<void> {
   await sql(em, `lock table events in share mode`);

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import type { PreparedStatements } from '../../db/statements.ts';
 import { messageSentJsonb } from '../events/catalogue.ts';
+import { owedWebhooksSql } from '../events/outbox.ts';
 import { bumpCounters } from './counters.ts';
 import { endEnrollments } from './enrollments.ts';
 import { GUARD_PASSES } from './send.ts';
@@ -158,12 +159,12 @@ export const ACCEPTED_SQL = `with t as (
        from k where cc.campaign_id = k.campaign_id
       returning 1
    ), ev as (
-     insert into events (id, workspace_id, type, data, created_at)
+     insert into events (id, workspace_id, type, data, created_at, webhook_ids)
      select event_id, workspace_id, 'message.sent',
             ${MESSAGE_SENT_DATA},
-            sent::timestamptz
-       from m
-      where exists (select 1 from webhooks w where w.workspace_id = m.workspace_id and 'message.sent' = any(w.events))
+            sent::timestamptz, owed.ids
+       from m cross join lateral (select ${owedWebhooksSql('m.workspace_id', "'message.sent'")} as ids) owed
+      where cardinality(owed.ids) > 0
       returning 1
    ), g as (
      -- by primary key, one lookup per id, as in mine (see markSent)

@@ -260,12 +260,13 @@ function freshClaimOf(r: DeliveryTargetRow, id: string, batch: FanOutLease, fann
 
 /**
  * The outbox to the deliveries, in one statement (one transaction): takes a batch of events not
- * yet fanned out (events_pending_idx, skipping rows another worker holds), pairs each with
- * every active webhook of the event's workspace that subscribes to its type and existed when it
- * happened, and marks the events fanned out.
+ * yet fanned out (events_pending_idx, skipping rows another worker holds), pairs each with the
+ * webhooks it is owed to (named when it was written: events/outbox.ts recordEvent) that still
+ * exist, and marks the events fanned out. A pair whose webhook was disabled since is written at
+ * once as a held delivery (pending, no due time), which enabling the webhook makes due.
  *
- * With `lease` (a worker's fan-out), the pairs come back as fresh claims, ready to attempt, and
- * no delivery row is written yet: each is written once, with its first attempt's outcome
+ * With `lease` (a worker's fan-out), the pairs of active webhooks come back as fresh claims,
+ * ready to attempt, and no delivery row is written for them yet: each is written once, with its first attempt's outcome
  * (recordOutcomes). What keeps them from being lost meanwhile is one webhook_fanouts row for the
  * batch, naming its events, the owner and the lease, `lease(needed - 1)` (that of the batch's
  * last pair in the worker's queue); a batch whose lease runs out is taken again by
@@ -294,43 +295,46 @@ export async function fanOut(
     const ids = orderedIds('dlv', supply);
     const leases = lease ? ids.map((_, i) => lease(i)) : null;
     const fanOutId = lease ? newId('fan') : null;
-    const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; n: string | null; made: boolean | null }>(
+    const rows = await db.run<DeliveryTargetRow & { events: number; needed: number; attempts: number; n: string | null; active: boolean | null; made: boolean | null }>(
       'webhooks.fanout',
       `with arg as (
          select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now, ?::text as owner, ?::text as fan
        ), ev as (
-         select id, workspace_id, type, data, created_at from events
+         select id, workspace_id, type, data, created_at, webhook_ids from events
           where fanned_out_at is null order by created_at limit ? for update skip locked
        ), hooks as (
+         -- The webhooks the events are owed to (named when each was written), as they are now.
          -- One lock per webhook (not per delivery, as a foreign key would): a deletion of the
          -- webhook waits for this statement, then deletes what it wrote (deleteWebhook).
-         select w.id, w.workspace_id, w.url, w.signing_secret_enc, w.events, w.created_at from webhooks w
-          where w.workspace_id in (select workspace_id from ev) and w.status = 'active'
+         select w.id, w.url, w.signing_secret_enc, w.status from webhooks w
+          where w.id in (select unnest(webhook_ids) from ev)
           for key share of w
        ), pairs as (
          select ev.id as event_id, ev.workspace_id, ev.type, ev.data, ev.created_at, w.id as webhook_id, w.url, w.signing_secret_enc,
+                w.status = 'active' as active,
                 row_number() over (order by ev.created_at, ev.id, w.id) as n,
                 row_number() over (partition by w.id order by ev.created_at, ev.id) = 1 as first
-           from ev join hooks w
-             on w.workspace_id = ev.workspace_id and ev.type = any(w.events) and w.created_at <= ev.created_at
+           from ev join hooks w on w.id = any(ev.webhook_ids)
        ), fits as (
-         select count(*)::int as needed, count(*) <= (select cardinality(ids) from arg) as ok from pairs
+         select count(*)::int as needed, count(*) filter (where active)::int as attempts, count(*) <= (select cardinality(ids) from arg) as ok from pairs
        ), ins as (
+         -- Without a lease, every pair as a pending delivery, due at once; with one, only the
+         -- pairs of webhooks disabled since their event, held (no due time) until enabled.
          insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, created_at, updated_at)
-         select arg.ids[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending', arg.now, arg.now, arg.now
-           from pairs p, arg where (select ok from fits) and arg.fan is null
+         select arg.ids[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending', case when p.active then arg.now end, arg.now, arg.now
+           from pairs p, arg where (select ok from fits) and (arg.fan is null or not p.active)
          on conflict (webhook_id, event_id) do nothing
          returning id
        ), leased as (
          insert into webhook_fanouts (id, lease_owner, lease_until, event_ids, created_at)
-         select arg.fan, arg.owner, arg.leases[(select needed from fits)], array(select event_id from pairs group by event_id order by min(n)), arg.now
-           from arg where (select ok from fits) and arg.fan is not null and (select needed from fits) > 0
+         select arg.fan, arg.owner, arg.leases[(select attempts from fits)], array(select event_id from pairs where active group by event_id order by min(n)), arg.now
+           from arg where (select ok from fits) and arg.fan is not null and (select attempts from fits) > 0
        ), marked as (
          update events e set fanned_out_at = arg.now from ev, arg where e.id = ev.id and (select ok from fits)
          returning e.id
        )
-       select (select count(*)::int from ev) as events, (select needed from fits) as needed,
-              p.n, p.n is not null and ((select fan from arg) is not null or (select arg.ids[p.n] from arg) in (select id from ins)) as made,
+       select (select count(*)::int from ev) as events, (select needed from fits) as needed, (select attempts from fits) as attempts,
+              p.n, p.active, p.n is not null and (((select fan from arg) is not null and p.active) or (select arg.ids[p.n] from arg) in (select id from ins)) as made,
               -- A webhook's URL and secret come once, with its first pair (rows come in pair order).
               p.webhook_id, case when p.first then p.url end as url, case when p.first then p.signing_secret_enc end as signing_secret_enc,
               p.event_id, p.type, p.data, ${isoTime('p.created_at')} as created_at
@@ -341,22 +345,24 @@ export async function fanOut(
       // rather than escaped element by element by the pg client.
       [`{${ids.join(',')}}`, leases && `{${leases.map((d) => d.toISOString()).join(',')}}`, now, owner, fanOutId, limit],
     );
-    const [{ events, needed }] = rows;
+    const [{ events, needed, attempts }] = rows;
     if (needed > ids.length) {
       supply = needed;
       continue;
     }
     // Without a lease, only rows this insert created count (a conflict means the delivery
-    // already exists). The n-th pair got the n-th id: nothing of it needs to come back.
+    // already exists). The n-th pair got the n-th id: nothing of it needs to come back. With
+    // one, the pairs of active webhooks come back as the batch's claims, in order (the i-th
+    // claim's lease is lease(i)), and held deliveries count as made.
     const claims: ClaimedDelivery[] = [];
     let made = 0;
     const hooks = new Map<string, DeliveryTargetRow>();
-    const batch: FanOutLease | null = leases && needed > 0 ? { id: fanOutId!, leaseUntil: leases[needed - 1], unwritten: needed, broken: false } : null;
+    const batch: FanOutLease | null = leases && attempts > 0 ? { id: fanOutId!, leaseUntil: leases[attempts - 1], unwritten: attempts, broken: false } : null;
     for (const r of rows) {
       if (r.url !== null) hooks.set(r.webhook_id, r);
       if (!r.made) continue;
       made++;
-      if (!batch) continue;
+      if (!batch || !r.active) continue;
       claims.push(freshClaimOf(r, ids[Number(r.n) - 1], batch, now, hooks.get(r.webhook_id)!));
     }
     return { events, deliveries: made, claims };
@@ -366,34 +372,60 @@ export async function fanOut(
 /**
  * Takes over one fan-out batch whose lease ran out (its worker died, stopped, or could not
  * record an outcome): leases it to the caller until `leaseUntil` and returns, as fresh claims,
- * the pairs of its events that still have no delivery (with the webhooks active now; a webhook
- * disabled or deleted since gets nothing, as at a fan-out). A batch with none left is deleted.
- * webhook_fanouts_lease_idx finds it; the table holds only batches in flight.
+ * the pairs of its events that still have no delivery and whose webhook is active. The pairs of
+ * a webhook disabled since are written held, as at a fan-out (nothing is owed to one deleted).
+ * A batch with no attempt left is deleted. webhook_fanouts_lease_idx finds it; the table holds
+ * only batches in flight. Delivery ids are made here, as by fanOut: `supply` of them, and the
+ * statement is run again with enough when the batch needs more (it then changes nothing).
  */
-export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date, owner: string | null = null): Promise<ClaimedDelivery[]> {
-  const rows = await db.run<DeliveryTargetRow & { fan: string }>(
-    'webhooks.retake',
-    `with f as (
-       select id, event_ids from webhook_fanouts where lease_until <= ? order by lease_until limit 1 for update skip locked
-     ), pairs as (
-       select f.id as fan, e.id as event_id, e.type, e.data, e.created_at, w.id as webhook_id, w.url, w.signing_secret_enc
-         from f cross join lateral unnest(f.event_ids) as x(id)
-         join events e on e.id = x.id
-         join webhooks w on w.workspace_id = e.workspace_id and e.type = any(w.events) and w.created_at <= e.created_at and w.status = 'active'
-        where not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.webhook_id = w.id)
-     ), taken as (
-       update webhook_fanouts x set lease_until = ?, lease_owner = ? from f where x.id = f.id and f.id in (select fan from pairs)
-     ), done as (
-       delete from webhook_fanouts x using f where x.id = f.id and f.id not in (select fan from pairs)
-     )
-     select p.fan, p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.type, p.data, ${isoTime('p.created_at')} as created_at
-       from pairs p order by p.created_at, p.event_id, p.webhook_id`,
-    [now, leaseUntil, owner],
-  );
-  if (!rows.length) return [];
-  const ids = orderedIds('dlv', rows.length);
-  const batch: FanOutLease = { id: rows[0].fan, leaseUntil, unwritten: rows.length, broken: false };
-  return rows.map((r, i) => freshClaimOf(r, ids[i], batch, now));
+export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date, owner: string | null = null, supply = 64): Promise<ClaimedDelivery[]> {
+  for (;;) {
+    const ids = orderedIds('dlv', supply);
+    const rows = await db.run<DeliveryTargetRow & { fan: string | null; needed: number; n: string | null; active: boolean | null }>(
+      'webhooks.retake',
+      `with arg as (
+         select ?::text[] as ids, ?::timestamptz as now, ?::timestamptz as lease_until, ?::text as owner
+       ), f as (
+         select id, event_ids from webhook_fanouts where lease_until <= (select now from arg) order by lease_until limit 1 for update skip locked
+       ), pairs as (
+         select f.id as fan, e.id as event_id, e.workspace_id, e.type, e.data, e.created_at, w.id as webhook_id, w.url, w.signing_secret_enc,
+                w.status = 'active' as active,
+                row_number() over (order by e.created_at, e.id, w.id) as n
+           from f cross join lateral unnest(f.event_ids) as x(id)
+           join events e on e.id = x.id
+           join webhooks w on w.id = any(e.webhook_ids)
+          where not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.webhook_id = w.id)
+       ), fits as (
+         select count(*)::int as needed, count(*) <= (select cardinality(ids) from arg) as ok from pairs
+       ), held as (
+         insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, next_attempt_at, created_at, updated_at)
+         select arg.ids[p.n], p.workspace_id, p.webhook_id, p.event_id, 'pending', null, arg.now, arg.now
+           from pairs p, arg where (select ok from fits) and not p.active
+         on conflict (webhook_id, event_id) do nothing
+       ), taken as (
+         update webhook_fanouts x set lease_until = arg.lease_until, lease_owner = arg.owner from f, arg
+          where x.id = f.id and (select ok from fits) and f.id in (select fan from pairs where active)
+       ), done as (
+         delete from webhook_fanouts x using f
+          where x.id = f.id and (select ok from fits) and f.id not in (select fan from pairs where active)
+       )
+       select (select needed from fits) as needed, p.fan, p.n, p.active, p.webhook_id, p.url, p.signing_secret_enc, p.event_id, p.type, p.data,
+              ${isoTime('p.created_at')} as created_at
+         from (select 1) one
+         left join pairs p on true
+        order by p.n`,
+      [`{${ids.join(',')}}`, now, leaseUntil, owner],
+    );
+    const [{ needed }] = rows;
+    if (needed > ids.length) {
+      supply = needed;
+      continue;
+    }
+    const active = rows.filter((r) => r.active);
+    if (!active.length) return [];
+    const batch: FanOutLease = { id: active[0].fan!, leaseUntil, unwritten: active.length, broken: false };
+    return active.map((r) => freshClaimOf(r, ids[Number(r.n) - 1], batch, now));
+  }
 }
 
 /**

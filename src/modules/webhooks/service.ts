@@ -115,8 +115,9 @@ export class WebhookService {
   }
 
   /**
-   * url, events and status. Disabling holds the webhook's pending deliveries (and fan-out skips
-   * it, so events meanwhile are never delivered to it); enabling makes the held ones due now.
+   * url, events and status. Disabling holds the webhook's pending deliveries, and those of
+   * events it was owed but not yet fanned out (the fan-out writes them held); events that
+   * happen while it is disabled are not owed to it, ever. Enabling makes the held ones due now.
    */
   async update(workspaceId: string, id: string, input: z.output<typeof patchWebhookBody>) {
     const url = input.url !== undefined ? this.parseUrl(input.url) : undefined;
@@ -124,8 +125,9 @@ export class WebhookService {
     // The address check may wait on DNS: before the row lock, not under it.
     if (url) await this.checkHost(input.url!, url);
     return this.em.transactional(async (em) => {
-      // New subscriptions are ordered with the event writers (events/outbox.ts), before the row lock.
-      if (events) await holdOutbox(em);
+      // A change of what the webhook is owed is ordered with the event writers (events/outbox.ts
+      // holdOutbox), before the row lock.
+      if (events || input.status) await holdOutbox(em);
       const webhook = await this.require(em, workspaceId, id, true);
       const now = this.deps.clock.now();
       if (url) webhook.url = url.href;
