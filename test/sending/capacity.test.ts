@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { sendingWorld, HOUR } from './world.ts';
 import type { TestApp } from '../support/harness.ts';
 import pg from 'pg';
@@ -82,6 +82,50 @@ describe('sending engine: pool capacity, account limits and schedule', function 
     const second = (await db.query(`select sender_account_id from outbound_messages where campaign_id = $1 and step_index = 1`, [t.campaignId])).rows[0].sender_account_id;
     assert.notEqual(second, first);
     assert.equal(to('mv@lead.example').length, 2);
+  });
+
+  it('messages sticky to a full account wait without holding up the rest of the pool, of this campaign or another', async () => {
+    // A small batch (candidates are fetched two per batch slot), so the head of the queue is
+    // only follow-ups sticky to the full account.
+    const narrow = new SendDispatcher(app.deps, w.messenger, { maxConnections: 2, batchSize: 1, retryDelaysMs: [5 * 60_000] });
+    const heads = Array.from({ length: 3 }, (_, i) => ({ email: `head${i}@lead.example` }));
+    const t = await setup({
+      leads: heads,
+      senders: [{ email: 'full@acme.example', dailyLimit: 3 }],
+      steps: [
+        { subject: 'a', bodyHtml: 'a' },
+        { subject: '', bodyHtml: 'b', delayHours: 1 },
+      ],
+    });
+    await narrow.runRound();
+    assert.equal(sink.received.length, 3, 'the first steps, all from the one account, which is now at its daily limit');
+    sink.users.set('roomy@acme.example', 'pw');
+    const roomy = await app.services().senders.add({ workspaceId: t.workspaceId, email: 'roomy@acme.example', name: 'Roomy', smtpUrl: sink.url('roomy@acme.example', 'pw') });
+    await app.services().senders.addToPool(t.poolId, roomy.id);
+    clock.advance(HOUR + 60_000);
+    // Another campaign on the same pool, and a lead added to the first: both due after the
+    // three follow-ups, which wait for their account.
+    const other = await app.request('POST', '/v1/campaigns', { key: t.key, body: { name: 'Other', senderPoolId: t.poolId, sequenceSteps: [{ subject: 'o', bodyHtml: 'o' }] } });
+    assert.equal(other.status, 201);
+    assert.equal((await app.request('POST', `/v1/campaigns/${other.body.id}/leads/bulk`, { key: t.key, body: { leads: [{ email: 'other@lead.example' }] } })).status, 200);
+    assert.equal((await app.request('POST', `/v1/campaigns/${other.body.id}/start`, { key: t.key })).status, 200);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/leads/bulk`, { key: t.key, body: { leads: [{ email: 'late@lead.example' }] } })).status, 200);
+    clock.advance(1000);
+    await narrow.runRound();
+    assert.equal(to('other@lead.example').length, 1, "another campaign's message goes out through the account with room");
+    assert.equal(to('late@lead.example').length, 1, "a first step of the same campaign too");
+    assert.equal(heads.filter((l) => to(l.email).length === 2).length, 0, 'the follow-ups stay with their account');
+    const { rows } = await db.query(`select m.state, count(*)::int as n from outbound_messages m where m.campaign_id = $1 and m.step_index = 1 group by 1 order by 1`, [t.campaignId]);
+    assert.deepEqual(rows, [{ state: 'queued', n: 3 }, { state: 'scheduled', n: 1 }], "the heads' follow-ups wait, not dropped (the late lead's is an hour away)");
+    clock.advance(24 * HOUR);
+    await narrow.runRound();
+    assert.equal(heads.filter((l) => to(l.email).length === 2).length, 3, 'sent by their own account once it has room again');
+    const sent = await db.query(
+      `select m.state, m.sender_account_id from outbound_messages m
+        where m.step_index = 1 and m.enrollment_id in (select enrollment_id from outbound_messages where campaign_id = $1 and step_index = 0 and sender_account_id = $2)`,
+      [t.campaignId, t.senders[0]],
+    );
+    assert.deepEqual(sent.rows, Array(3).fill({ state: 'sent', sender_account_id: t.senders[0] }));
   });
 
   it('schedule window: nothing is sent outside it; sending starts when it opens', async () => {

@@ -94,24 +94,38 @@ export interface Candidate {
   sticky: string | null;
 }
 
-/** Due queued messages of the given campaigns, oldest first, locked; others' locks skipped. */
-export async function dueMessages(em: EntityManager, campaignIds: string[], now: Date, limit: number): Promise<Candidate[]> {
+/**
+ * Due queued messages of the given campaigns, oldest first, locked; others' locks skipped.
+ * Passed over: messages sticky to an account that cannot take one now (`blocked`: at its daily
+ * limit or inside its interval; they wait for it, sending/capacity.ts). Filtered in the scan, not after the limit: a head of the queue sticky to
+ * a full account would otherwise fill every candidate list, and every other message of the
+ * pool, of any campaign, would wait behind it.
+ */
+export async function dueMessages(
+  em: EntityManager,
+  campaignIds: string[],
+  now: Date,
+  limit: number,
+  blocked: string[] = [],
+): Promise<Candidate[]> {
   // outbound_claim_order_idx (campaign_id, due_at, id) where state = 'queued', one ordered scan
-  // per campaign stopped at the limit (`campaign_id = any(...)` would read and sort the queue).
+  // per campaign stopped at the limit (`campaign_id = any(...)` would read and sort the queue);
+  // the enrollment (its sticky account) by its primary key per message scanned.
   return sql<Candidate>(
     em,
-    `select x.id, x.enrollment_id, e.sender_account_id as sticky
+    `select x.id, x.enrollment_id, x.sticky
        from unnest(?::text[]) as c(id)
        cross join lateral (
-         select m.id, m.enrollment_id, m.due_at from outbound_messages m
+         select m.id, m.enrollment_id, m.due_at, e.sender_account_id as sticky
+           from outbound_messages m join enrollments e on e.id = m.enrollment_id
           where m.campaign_id = c.id and m.state = 'queued' and m.due_at <= ?
+            and (e.sender_account_id is null or e.sender_account_id <> all(?::text[]))
           order by m.due_at, m.id
           limit ?
-          for update skip locked) x
-       join enrollments e on e.id = x.enrollment_id
+          for update of m skip locked) x
       order by x.due_at, x.id
       limit ?`,
-    [campaignIds, now, limit, limit],
+    [campaignIds, now, blocked, limit, limit],
     { name: 'claim.due' },
   );
 }

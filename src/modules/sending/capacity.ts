@@ -37,8 +37,12 @@ export async function claimForPool(em: EntityManager, r: ClaimRequest): Promise<
   const accounts = await lockAccounts(em, r.poolId, r.now);
   if (!accounts.length) return [];
   const slots = new Map(accounts.map((a) => [a.id, slotOf(a, r.now)]));
+  // Accounts that cannot take a message now: the messages sticky to them wait and are not
+  // fetched, so they cannot crowd out the rest of the pool's queue. None can: nothing to claim.
+  const blocked = [...slots].filter(([, s]) => !slotCanTake(s)).map(([id]) => id);
+  if (blocked.length === slots.size) return [];
   const batchSize = Math.min(r.batchSize, poolLeft);
-  const candidates = await dueMessages(em, r.campaignIds, r.now, batchSize * 2);
+  const candidates = await dueMessages(em, r.campaignIds, r.now, batchSize * 2, blocked);
   const claims: Claim[] = [];
   const order = accounts.map((a) => a.id);
   let cursor = 0;
@@ -77,15 +81,16 @@ function slotOf(a: AccountSlot, now: Date): Slot {
   return { left, readyAt, intervalMs: a.min_interval_ms, now: now.getTime() };
 }
 
+function slotCanTake(s: Slot): boolean {
+  return s.left > 0 && s.readyAt <= s.now;
+}
+
 /**
  * The sticky account while it is usable (it may just be busy: then the message waits), else
  * the next account of the pool in rotation that has room.
  */
 function pickAccount(c: Candidate, slots: Map<string, Slot>, order: string[], cursor: number): string | null {
-  const canTake = (id: string) => {
-    const s = slots.get(id)!;
-    return s.left > 0 && s.readyAt <= s.now;
-  };
+  const canTake = (id: string) => slotCanTake(slots.get(id)!);
   if (c.sticky && slots.has(c.sticky)) return canTake(c.sticky) ? c.sticky : null;
   for (let i = 0; i < order.length; i++) {
     const id = order[(cursor + i) % order.length];
