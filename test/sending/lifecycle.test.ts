@@ -3,6 +3,7 @@ import pg from 'pg';
 import { SmtpMessenger, type Messenger, type MailAccount, type OutgoingMail } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { requeueExpired } from '../../src/modules/messages/transitions.ts';
+import { postponeNextStep } from '../../src/modules/messages/enrollments.ts';
 import { SendWakeup } from '../../src/modules/sending/wakeup.ts';
 import { waitFor } from '../support/wait.ts';
 import { sendingWorld } from './world.ts';
@@ -183,6 +184,71 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     clock.advance(2 * 3600_000);
     await dispatcher.runRound();
     assert.equal(sink.received.length, 2, 'nothing more is sent');
+  });
+
+  it("delays changed while paused: each waiting follow-up is due its new delay after the previous step was sent (queued ones go back to waiting); an out-of-office postponement stays the floor", async () => {
+    const H = 3600_000;
+    const t = await setup({
+      leads: [{ email: 'dl1@lead.example' }, { email: 'dl2@lead.example' }, { email: 'dl3@lead.example' }],
+      steps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 2 }],
+    });
+    const sentAt = clock.now().getTime();
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 3);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+    // dl3 answered "out of office until later": its follow-up moves to sent + 10 h.
+    const { rows: [away] } = await db.query(`select e.id from enrollments e join leads l on l.id = e.lead_id where e.campaign_id = $1 and l.email = 'dl3@lead.example'`, [t.campaignId]);
+    await app.deps.orm.em.fork().transactional((em) => postponeNextStep(em, away.id, new Date(sentAt + 10 * H), clock.now()));
+    clock.advance(3 * H);
+    await dispatcher.runRound(); // paused: nothing sent, but dl1's and dl2's follow-ups came due (queued)
+    let s = await stats(t);
+    assert.deepEqual([s.sent, s.queued, s.scheduled], [3, 2, 1]);
+
+    const longer = await app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { sequenceSteps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 5 }] } });
+    assert.equal(longer.status, 200, longer.text);
+    const next = async () =>
+      Object.fromEntries(
+        (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data.map((l: { email: string; nextSendAt: string }) => [l.email, l.nextSendAt]),
+      );
+    assert.deepEqual(await next(), {
+      'dl1@lead.example': new Date(sentAt + 5 * H).toISOString(),
+      'dl2@lead.example': new Date(sentAt + 5 * H).toISOString(),
+      'dl3@lead.example': new Date(sentAt + 10 * H).toISOString(),
+    });
+    s = await stats(t);
+    assert.deepEqual([s.queued, s.scheduled], [0, 3], 'the queued follow-ups wait again');
+    // Shorter than the postponement: it still holds; nothing else changes with an unchanged delay.
+    const same = await app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { name: 'renamed', sequenceSteps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two!', delayHours: 5 }] } });
+    assert.equal(same.status, 200, same.text);
+    assert.equal((await next())['dl3@lead.example'], new Date(sentAt + 10 * H).toISOString());
+
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 3, 'not before the new delay');
+    clock.set(new Date(sentAt + 5 * H));
+    await dispatcher.runRound();
+    assert.deepEqual(sink.received.slice(3).map((r) => r.to[0]).sort(), ['dl1@lead.example', 'dl2@lead.example']);
+    clock.set(new Date(sentAt + 10 * H));
+    await dispatcher.runRound();
+    assert.deepEqual(sink.received.slice(5).map((r) => r.to[0]), ['dl3@lead.example']);
+    s = await stats(t);
+    assert.deepEqual([s.sent, s.queued, s.scheduled], [6, 0, 0]);
+  });
+
+  it('a shorter delay set while paused: the follow-up goes out when the new delay is over', async () => {
+    const H = 3600_000;
+    const t = await setup({ leads: [{ email: 'short@lead.example' }], steps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 48 }] });
+    const sentAt = clock.now().getTime();
+    await dispatcher.runRound();
+    assert.equal(to('short@lead.example').length, 1);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+    const shorter = await app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { sequenceSteps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 1.5 }] } });
+    assert.equal(shorter.status, 200, shorter.text);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
+    clock.set(new Date(sentAt + 1.5 * H));
+    await dispatcher.runRound();
+    assert.equal(to('short@lead.example').length, 2, 'sent 1.5 h after the first step, not 48 h');
+    assert.deepEqual([(await stats(t)).sent, (await stats(t)).scheduled], [2, 0]);
   });
 
   it('pause: a message whose guard is answered after the pause commits is abandoned after its data began (the server discards it) and sent once after resume', async () => {

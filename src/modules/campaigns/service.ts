@@ -29,7 +29,7 @@ import {
 import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, type EnrollmentRow } from '../messages/queue.ts';
 import { bumpCounters, createCounters, readCounters, type Counters } from '../messages/counters.ts';
 import { inWindow } from '../sending/schedule.ts';
-import { completeBeyondLastStep } from '../messages/enrollments.ts';
+import { completeBeyondLastStep, rescheduleFollowUps } from '../messages/enrollments.ts';
 
 const DEFAULT_DELAY_HOURS = 48;
 
@@ -130,10 +130,15 @@ export class CampaignService {
       await updateCampaign(em, campaign, changes, this.deps.clock.now());
       let steps: CampaignStep[];
       if (input.sequenceSteps !== undefined) {
+        const before = await this.steps(em, id);
         await deleteSteps(em, id);
         steps = await this.writeSteps(em, id, input.sequenceSteps);
         // Fewer steps: a lead waiting for a removed one has finished the sequence.
         await completeBeyondLastStep(em, id, steps.length, this.deps.clock.now());
+        // Another wait: the follow-ups waiting for a step are due its new delay after the
+        // previous step was sent.
+        const delays = steps.map((s, i) => ({ before: before[i]?.delayHours ?? s.delayHours, after: s.delayHours }));
+        await rescheduleFollowUps(em, id, delays, this.deps.clock.now());
       } else {
         steps = await this.steps(em, id);
       }

@@ -74,6 +74,52 @@ export async function completeBeyondLastStep(em: EntityManager, campaignId: stri
   return ended.length;
 }
 
+/**
+ * A campaign's steps changed their `delayHours` (while not running): each waiting follow-up
+ * (scheduled, or queued and not attempted yet) of a changed step is due its new delay after the
+ * previous step was sent (contract §4), in the caller's transaction. A follow-up an
+ * out-of-office answer moved later than its old delay keeps that time unless the new delay is
+ * later still. A queued one whose new time is ahead becomes scheduled again (the counters
+ * with it); a scheduled one whose new time has passed is promoted by the next round, as any.
+ * `delays[i]` is step i's delay before and after. Returns how many moved.
+ */
+export async function rescheduleFollowUps(em: EntityManager, campaignId: string, delays: Array<{ before: number; after: number }>, now: Date): Promise<number> {
+  const changed = delays.map((d, i) => ({ ...d, i })).filter((d) => d.i > 0 && d.before !== d.after);
+  if (!changed.length) return 0;
+  // enrollments_active_campaign_idx for the campaign's active enrollments, then
+  // outbound_enrollment_step_key for each waiting step and the one before it; locked in
+  // enrollment order, as completeBeyondLastStep and endEnrollments lock.
+  const moved = await sql<{ old_state: 'queued' | 'scheduled'; state: 'queued' | 'scheduled' }>(
+    em,
+    `with d as (
+       select * from unnest(?::int[], ?::float8[], ?::float8[]) as d(step_index, before_h, after_h)
+     ), f as (
+       select m.id, m.state, m.due_at,
+              p.sent_at + d.before_h * interval '1 hour' as was,
+              p.sent_at + d.after_h * interval '1 hour' as due
+         from enrollments e
+         join outbound_messages m on m.enrollment_id = e.id and m.kind = 'campaign'
+         join d on d.step_index = m.step_index
+         join outbound_messages p on p.enrollment_id = e.id and p.kind = 'campaign' and p.step_index = m.step_index - 1
+        where e.campaign_id = ? and e.status = 'active' and p.sent_at is not null
+          and (m.state = 'scheduled' or (m.state = 'queued' and m.attempts = 0))
+        order by m.enrollment_id for update of m
+     ), n as (
+       select id, state, case when due_at > was then greatest(due_at, due) else due end as due_at
+         from f
+     )
+     update outbound_messages o
+        set due_at = n.due_at, state = case when n.due_at > ? then 'scheduled' else n.state end, updated_at = ?
+       from n
+      where o.id = n.id and o.due_at is distinct from n.due_at
+     returning n.state as old_state, o.state`,
+    [changed.map((d) => d.i), changed.map((d) => d.before), changed.map((d) => d.after), campaignId, now, now],
+  );
+  const rescheduled = moved.filter((m) => m.old_state === 'queued' && m.state === 'scheduled').length;
+  if (rescheduled) await bumpCounters(em, campaignId, { queued: -rescheduled, scheduled: rescheduled });
+  return moved.length;
+}
+
 /** Every enrollment of a lead, locked in id order (ending them all: unsubscribe, complaint). */
 export async function enrollmentsOfLead(em: EntityManager, leadId: string): Promise<string[]> {
   // enrollments_lead_idx
