@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startTestApp, seedWorkspace, subscribeEvents, ManualClock, type TestApp } from '../support/harness.ts';
+import { enroll as enrollLeads } from '../../src/modules/messages/queue.ts';
 
 describe('bulk enrollment, lifecycle, stats, leads view', () => {
   let app: TestApp;
@@ -253,6 +254,45 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     });
     const bad = await app.request('GET', `/v1/campaigns/${id}/stats?x=1`, { key });
     assert.equal(bad.status, 400);
+  });
+
+  it('a request\'s leads are enrolled, listed and sent in its order, whatever the suppression list and the plan', async () => {
+    // A workspace with a long suppression list: the enrollment's join to it may be planned in
+    // any way (a hash on the leads, a merge in address order); the order stays the request's.
+    const suppressed = Array.from({ length: 3000 }, (_, i) => `ord${String(i).padStart(5, '0')}@block.example`);
+    for (let i = 0; i < suppressed.length; i += 1000) await app.services().suppression.add(workspaceId, suppressed.slice(i, i + 1000), 'manual', 'test');
+    await db.query('analyze suppressions');
+    // The statement itself under each join the planner may pick for it.
+    for (const plan of ['enable_nestloop', 'enable_hashjoin', 'enable_mergejoin']) {
+      const id = await campaign(1);
+      const leads = Array.from({ length: 50 }, (_, i) => {
+        const email = i % 5 === 0 ? suppressed[100 + i] : `plan.${String(999 - i).padStart(4, '0')}@lead.example`;
+        return { id: `lead_plan_${plan}_${i}`, emailKey: email, email };
+      });
+      const enrolled = await app.deps.orm.em.fork().transactional(async (em) => {
+        // only the one join method left
+        for (const off of ['enable_nestloop', 'enable_hashjoin', 'enable_mergejoin'].filter((p) => p !== plan)) await em.getConnection().execute(`set local ${off} = off`);
+        return enrollLeads(em, workspaceId, id, leads, clock.now());
+      });
+      assert.deepEqual(enrolled.map((e) => e.lead_id), leads.map((l) => l.id), `${plan}: returned in the order given`);
+      const { rows } = await db.query(`select lead_id from enrollments where campaign_id = $1 order by seq`, [id]);
+      assert.deepEqual(rows.map((r) => r.lead_id), leads.map((l) => l.id), `${plan}: enrolled in the order given`);
+    }
+    for (const size of [10, 2000]) {
+      // Addresses in descending order, every tenth one suppressed.
+      const emails = Array.from({ length: size }, (_, i) => (i % 10 === 0 ? suppressed[2999 - i] : `ord${size}.${String(5000 - i).padStart(5, '0')}@lead.example`));
+      const id = await campaign(1);
+      assert.equal((await enroll(id, emails.map((email) => ({ email })))).status, 200);
+      const listed: string[] = [];
+      for (let offset = 0; offset < emails.length; offset += 200) {
+        const page = await app.request('GET', `/v1/campaigns/${id}/leads?limit=200&offset=${offset}`, { key });
+        listed.push(...page.body.data.map((l: { email: string }) => l.email));
+      }
+      assert.deepEqual(listed, emails, `${size} leads: listed in the order of the request`);
+      assert.equal((await app.request('POST', `/v1/campaigns/${id}/start`, { key })).status, 200);
+      const { rows } = await db.query(`select to_email from outbound_messages where campaign_id = $1 order by due_at, id`, [id]);
+      assert.deepEqual(rows.map((r) => r.to_email), emails.filter((_, i) => i % 10 !== 0), `${size} leads: queued (and so claimed) in the order of the request`);
+    }
   });
 
   it('GET /v1/campaigns/:id/leads: each enrollment with its lead, status, step, next send time', async () => {

@@ -32,7 +32,10 @@ const ORDERED_MESSAGE_ID = `'msg_' || lpad(to_hex((select (extract(epoch from cl
 
 /**
  * Enrolls leads into a campaign; a lead already enrolled keeps its enrollment untouched. A
- * suppressed address is enrolled with status `suppressed` (never sent to).
+ * suppressed address is enrolled with status `suppressed` (never sent to). In the order given
+ * (`seq`, the listing's and so the first steps' order; and the order returned): the join to
+ * the suppressions may come out in any order (a hash on the leads emits the unmatched ones
+ * last), so the rows are sorted back by their position before the insert numbers them.
  */
 export async function enroll(em: EntityManager, workspaceId: string, campaignId: string, leads: Array<{ id: string; emailKey: string; email: string }>, now: Date) {
   // enrollments_campaign_lead_key: the conflict target; suppressions primary key for the join.
@@ -40,8 +43,9 @@ export async function enroll(em: EntityManager, workspaceId: string, campaignId:
     em,
     `insert into enrollments (id, workspace_id, campaign_id, lead_id, status, created_at, updated_at)
      select t.id, ?, ?, t.lead_id, case when s.email_key is null then 'active' else 'suppressed' end, ?, ?
-       from unnest(?::text[], ?::text[], ?::text[]) as t(id, lead_id, email_key)
+       from unnest(?::text[], ?::text[], ?::text[]) with ordinality as t(id, lead_id, email_key, n)
        left join suppressions s on s.workspace_id = ? and s.email_key = t.email_key
+      order by t.n
      on conflict (campaign_id, lead_id) do nothing
      returning id, lead_id, status`,
     [workspaceId, campaignId, now, now, orderedIds('enr', leads.length), leads.map((l) => l.id), leads.map((l) => l.emailKey), workspaceId],
