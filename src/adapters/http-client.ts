@@ -40,6 +40,9 @@ export function refuseAddresses(host: string, addresses: ResolvedAddress[]): Ssr
  * The syntax half of the registration check: https, a host, no credentials. Returns the parsed
  * URL or throws an Error whose message explains the refusal.
  */
+/** The longest webhook URL, as given and once normalized. */
+export const WEBHOOK_URL_MAX = 2048;
+
 export function parseWebhookUrl(raw: string): URL {
   let url: URL;
   try {
@@ -52,6 +55,9 @@ export function parseWebhookUrl(raw: string): URL {
   if (!url.hostname) throw new Error('has no host');
   // The URL parser takes port 0, which no receiver listens on (an HTTP client would quietly use 443).
   if (url.port === '0') throw new Error('has port 0; give a port from 1 to 65535, or none for 443');
+  // The stored and attempted form is the normalized one, which percent-encodes what the raw
+  // string carried as is (a non-ASCII character becomes up to 12 characters).
+  if (url.href.length > WEBHOOK_URL_MAX) throw new Error(`is ${url.href.length} characters once normalized (percent-encoded); at most ${WEBHOOK_URL_MAX}`);
   return url;
 }
 

@@ -190,6 +190,23 @@ describe('webhook registration API', function () {
       assert.match(res.body.error.message, /does not resolve/);
     });
 
+    it('400 for a URL over 2048 characters, as given or once normalized (stored and attempted as normalized)', async () => {
+      const base = 'https://93.184.215.14/';
+      const fits = base + 'a'.repeat(2048 - base.length);
+      assert.equal((await create({ url: fits, events: ['message.sent'] })).status, 201);
+      assertError(await create({ url: fits + 'a', events: ['message.sent'] }), 400, 'invalid_request');
+      // 1,000 characters as given; 9,000 once each euro sign is percent-encoded (%E2%82%AC).
+      const grows = base + '€'.repeat(1000);
+      for (const res of [await create({ url: grows, events: ['message.sent'] })]) {
+        assertError(res, 400, 'invalid_request');
+        assert.match(res.body.error.message, /^url is 9022 characters once normalized/);
+        assert.equal(res.body.errors[0].field, 'url');
+      }
+      const w = (await create({ url: PUBLIC, events: ['message.sent'] })).body;
+      assertError(await app.request('PATCH', `/v1/webhooks/${w.id}`, { key, body: { url: grows } }), 400, 'invalid_request');
+      assert.equal((await app.request('GET', `/v1/webhooks/${w.id}`, { key })).body.url, PUBLIC);
+    });
+
     it('PATCH checks a new URL the same way', async () => {
       const w = (await create({ url: PUBLIC, events: ['message.sent'] })).body;
       const res = await app.request('PATCH', `/v1/webhooks/${w.id}`, { key, body: { url: 'https://127.1:8443/x' } });

@@ -2,11 +2,16 @@ import { z } from 'zod';
 import { queryInt } from '../../shared/query.ts';
 import { EVENT_TYPES } from './entities.ts';
 import { isoTime } from '../../http/doc-schemas.ts';
+import { WEBHOOK_URL_MAX } from '../../adapters/http-client.ts';
 
 // Request and response schemas of the webhook routes (they also generate /v1/openapi.json).
 // Event names are checked by the service, not here: an unknown one is 422, not 400.
 
-const url = z.string().min(1, 'must not be empty').max(2048, 'at most 2048 characters').describe('https URL of the receiver');
+const url = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(WEBHOOK_URL_MAX, `at most ${WEBHOOK_URL_MAX} characters`)
+  .describe(`https URL of the receiver (at most ${WEBHOOK_URL_MAX} characters, also once normalized: percent-encoded, host lowercased)`);
 const events = z
   .array(z.string())
   .min(1, 'must list at least one event')
