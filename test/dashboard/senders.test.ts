@@ -126,6 +126,13 @@ describe('dashboard /v1 senders and pools', function () {
     );
     for (const t of together) assert.equal(t.status, 200, t.text);
     assert.equal((await db.query('select count(*)::int as n from pool_members where pool_id = $1', [created.body.id])).rows[0].n, 3);
+    // Members given at creation are listed in the order given, not by id; so are an account's pools.
+    const given = [c.id, a.id].sort().reverse();
+    const ordered = await app.request('POST', '/v1/sender-pools', { key: adminKey, body: { name: 'ordered', dailyCapacity: 10, senderAccountIds: given } });
+    assert.equal(ordered.status, 200, ordered.text);
+    assert.deepEqual(ordered.body.senderAccountIds, given);
+    const listed = (await app.request('GET', '/v1/sender-pools', { key: adminKey })).body.find((p: { id: string }) => p.id === ordered.body.id);
+    assert.deepEqual(listed.senderAccountIds, given);
     const pools = async () => Number((await db.query('select count(*)::int as n from sender_pools where workspace_id = $1', [workspace.id])).rows[0].n);
     const before = await pools();
     const otherSender = await s.senders.add({ workspaceId: other.workspace.id, email: 'x@other.example', name: 'X', smtpUrl: smtp.url() });
@@ -156,5 +163,6 @@ describe('dashboard /v1 senders and pools', function () {
     assert.equal((byId.get(b.id) as any).sentLast24h, 2);
     assert.equal((byId.get(a.id) as any).sentLast24h, 0);
     assert.deepEqual((byId.get(b.id) as any).poolIds, [created.body.id]);
+    assert.deepEqual((byId.get(a.id) as any).poolIds, [created.body.id, ordered.body.id], 'in the order the account joined them');
   });
 });

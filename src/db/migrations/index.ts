@@ -19,6 +19,7 @@ import { Migration0018StickyAccountWithoutFkCheck } from './0018_sticky_account_
 import { Migration0019WebhookFanouts } from './0019_webhook_fanouts.ts';
 import { Migration0020SentTallies } from './0020_sent_tallies.ts';
 import { Migration0021EventsOwedWebhooks } from './0021_events_owed_webhooks.ts';
+import { Migration0022PoolMemberOrder } from './0022_pool_member_order.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -43,4 +44,5 @@ export const migrations = [
   { name: '0019_webhook_fanouts', class: Migration0019WebhookFanouts },
   { name: '0020_sent_tallies', class: Migration0020SentTallies },
   { name: '0021_events_owed_webhooks', class: Migration0021EventsOwedWebhooks },
+  { name: '0022_pool_member_order', class: Migration0022PoolMemberOrder },
 ];

@@ -96,7 +96,7 @@ export async function listPoolsWithUsage(em: EntityManager, workspaceId: string,
   const rows = await sql<Pick<SenderPoolRow, 'id' | 'name' | 'daily_capacity' | 'created_at'> & { sent: string; members: PoolMemberRow['sender_account_id'][] }>(em, 
     `select p.id, p.name, p.daily_capacity, p.created_at,
             ${usedSql('p.id', 'pool_id')} as sent,
-            coalesce((select array_agg(pm.sender_account_id order by pm.added_at, pm.sender_account_id)
+            coalesce((select array_agg(pm.sender_account_id order by pm.added_at, pm.seq)
                         from pool_members pm where pm.pool_id = p.id), '{}') as members
        from sender_pools p
       where p.workspace_id = ? ${poolId ? 'and p.id = ?' : ''}
@@ -129,7 +129,7 @@ export async function poolsOfAccounts(em: EntityManager, workspaceId: string): P
   const rows = await sql<{ id: string; pools: string[] }>(
     em,
     `select a.id,
-            coalesce((select array_agg(pm.pool_id order by pm.added_at, pm.pool_id) from pool_members pm where pm.sender_account_id = a.id), '{}') as pools
+            coalesce((select array_agg(pm.pool_id order by pm.added_at, pm.seq) from pool_members pm where pm.sender_account_id = a.id), '{}') as pools
        from sender_accounts a
       where a.workspace_id = ?`,
     [workspaceId],
