@@ -81,6 +81,7 @@ async function main() {
   const { benchEnvironment, percentile, threadTimes, threadTimesPer, describeThreadTimes } = await import('./support.ts');
   const { envelope, deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
   const { newId } = await import('../src/adapters/ids.ts');
+  const { owedWebhooksSql } = await import('../src/modules/events/outbox.ts');
 
   const certs = testCertificates();
   const receiver = fork(fileURLToPath(import.meta.url), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, BENCH_WEBHOOK_RECEIVER: '1', BENCH_CERT_DIR: certs.dir } });
@@ -215,8 +216,10 @@ async function main() {
     try {
       await client.query('begin');
       await client.query(
-        `insert into events (id, workspace_id, type, data, created_at)
-         select t.id, $1, 'message.sent', t.data::jsonb, now() from unnest($2::text[], $3::text[]) as t(id, data)`,
+        // as the event writers write them, with the webhooks each is owed to (events/outbox.ts)
+        `insert into events (id, workspace_id, type, data, created_at, webhook_ids)
+         select t.id, $1, 'message.sent', t.data::jsonb, now(), ${owedWebhooksSql('$1', "'message.sent'")}
+           from unnest($2::text[], $3::text[]) as t(id, data)`,
         [env.workspaceId, ids, ids.map((_, k) => JSON.stringify(dataOf(from + k)))],
       );
       await client.query('commit');
