@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type pg from 'pg';
+import pg from 'pg';
 import { fanOut, recordOutcomes, retakeFanOuts, viaOrm, type AttemptOutcome } from '../../src/modules/webhooks/repository.ts';
 import type { ClaimedDelivery } from '../../src/modules/webhooks/entities.ts';
 import type { WebhookWorld } from './helpers.ts';
@@ -151,6 +151,49 @@ describe('webhook delivery: first attempts written with their outcome, under the
     assert.deepEqual(await batches(), []);
     const [held] = await w.deliveries(key, hook.id);
     assert.deepEqual([held.eventId, held.state, held.nextAttemptAt], [e, 'pending', null]);
+  });
+
+  it('an event written without the webhooks it is owed to (by a process of an older version during an upgrade) goes to those the old rule gives: active, subscribed, older than the event', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const on = await w.register(key, ['message.sent'], '/legacy-on');
+    const off = await w.register(key, ['message.sent'], '/legacy-off');
+    const other = await w.register(key, ['message.bounced'], '/legacy-other');
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${off.id}`, { key, body: { status: 'disabled' } })).status, 200);
+    await db.query(`insert into events (id, workspace_id, type, data, created_at) values ('evt_legacy', $1, 'message.sent', '{"messageId":"msg_legacy"}', $2)`, [workspaceId, w.clock.now()]);
+    w.clock.advance(1_000);
+    const later = await w.register(key, ['message.sent'], '/legacy-later');
+    await d.dispatcher.runRound();
+    assert.deepEqual(w.receiver.received.filter((r) => r.path.startsWith('/legacy')).map((r) => [r.path, r.json.id]), [['/legacy-on', 'evt_legacy']]);
+    for (const h of [off, other, later]) assert.deepEqual(await w.deliveries(key, h.id), [], h.id);
+  });
+
+  it('a webhook enabled while a batch is taken again: the retake waits for the enabling, so nothing stays held under an active webhook', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    const e = await w.emit(workspaceId, 'message.sent', { messageId: 'msg_race' });
+    assert.equal((await fanOut(repo(), w.clock.now(), 10, leaseIn(1_000), 1, 'worker-a')).claims.length, 1);
+    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${hook.id}`, { key, body: { status: 'disabled' } })).status, 200);
+    w.clock.advance(1_000);
+    // An enabling in flight, as the service makes it: the row locked and changed, the held
+    // deliveries released, not committed yet.
+    const patch = new pg.Client({ connectionString: w.app.databaseUrl });
+    await patch.connect();
+    try {
+      await patch.query('begin');
+      await patch.query(`select id from webhooks where id = $1 for update`, [hook.id]);
+      await patch.query(`update webhooks set status = 'active' where id = $1`, [hook.id]);
+      await patch.query(`update webhook_deliveries set next_attempt_at = now() where webhook_id = $1 and state = 'pending' and next_attempt_at is null`, [hook.id]);
+      const retake = retakeFanOuts(repo(), w.clock.now(), new Date(w.clock.now().getTime() + 60_000), 'worker-b');
+      // The retake reaches the webhook's row and waits for it (or, unlocked, is already done).
+      const settled = await Promise.race([retake.then(() => true), new Promise((r) => setTimeout(() => r(false), 300))]);
+      assert.equal(settled, false, 'the retake waits for the enabling to commit');
+      await patch.query('commit');
+      const claims = await retake;
+      assert.deepEqual(claims.map((c) => [c.eventId, c.webhookId]), [[e, hook.id]], 'attempted: the webhook is active again');
+      assert.deepEqual(await w.deliveries(key, hook.id), [], 'nothing written held');
+    } finally {
+      await patch.end();
+    }
   });
 
   it('an outcome that finishes a batch taken over meanwhile leaves the new holder its batch', async () => {

@@ -259,6 +259,15 @@ function freshClaimOf(r: DeliveryTargetRow, id: string, batch: FanOutLease, fann
 }
 
 /**
+ * The webhooks an event (`e`) is owed to: those it was written with, or, for an event written
+ * without them by a process of a version before migration 0021 still running during an
+ * upgrade, those the old rule gives at fan-out (active, subscribed, created before the event).
+ * COALESCE evaluates the lookup only for such an event.
+ */
+const OWED = `coalesce(e.webhook_ids, array(select w.id from webhooks w where w.workspace_id = e.workspace_id and e.type = any(w.events)
+                                              and w.status = 'active' and w.created_at <= e.created_at order by w.id))`;
+
+/**
  * The outbox to the deliveries, in one statement (one transaction): takes a batch of events not
  * yet fanned out (events_pending_idx, skipping rows another worker holds), pairs each with the
  * webhooks it is owed to (named when it was written: events/outbox.ts recordEvent) that still
@@ -300,7 +309,7 @@ export async function fanOut(
       `with arg as (
          select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now, ?::text as owner, ?::text as fan
        ), ev as (
-         select id, workspace_id, type, data, created_at, webhook_ids from events
+         select id, workspace_id, type, data, created_at, ${OWED} as webhook_ids from events e
           where fanned_out_at is null order by created_at limit ? for update skip locked
        ), hooks as (
          -- The webhooks the events are owed to (named when each was written), as they are now.
@@ -387,14 +396,22 @@ export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date,
          select ?::text[] as ids, ?::timestamptz as now, ?::timestamptz as lease_until, ?::text as owner
        ), f as (
          select id, event_ids from webhook_fanouts where lease_until <= (select now from arg) order by lease_until limit 1 for update skip locked
-       ), pairs as (
-         select f.id as fan, e.id as event_id, e.workspace_id, e.type, e.data, e.created_at, w.id as webhook_id, w.url, w.signing_secret_enc,
-                w.status = 'active' as active,
-                row_number() over (order by e.created_at, e.id, w.id) as n
+       ), ev as (
+         select f.id as fan, e.id, e.workspace_id, e.type, e.data, e.created_at, ${OWED} as webhook_ids
            from f cross join lateral unnest(f.event_ids) as x(id)
            join events e on e.id = x.id
-           join webhooks w on w.id = any(e.webhook_ids)
-          where not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.webhook_id = w.id)
+       ), hooks as (
+         -- As at the fan-out: locked, so an enabling or a deletion of the webhook waits for the
+         -- held deliveries written here (and then releases or deletes them).
+         select w.id, w.url, w.signing_secret_enc, w.status from webhooks w
+          where w.id in (select unnest(webhook_ids) from ev)
+          for key share of w
+       ), pairs as (
+         select ev.fan, ev.id as event_id, ev.workspace_id, ev.type, ev.data, ev.created_at, w.id as webhook_id, w.url, w.signing_secret_enc,
+                w.status = 'active' as active,
+                row_number() over (order by ev.created_at, ev.id, w.id) as n
+           from ev join hooks w on w.id = any(ev.webhook_ids)
+          where not exists (select 1 from webhook_deliveries d where d.event_id = ev.id and d.webhook_id = w.id)
        ), fits as (
          select count(*)::int as needed, count(*) <= (select cardinality(ids) from arg) as ok from pairs
        ), held as (
