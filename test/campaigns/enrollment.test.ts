@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startTestApp, seedWorkspace, subscribeEvents, ManualClock, type TestApp } from '../support/harness.ts';
 import { enroll as enrollLeads } from '../../src/modules/messages/queue.ts';
+import { sql } from '../../src/db/sql.ts';
 
 describe('bulk enrollment, lifecycle, stats, leads view', () => {
   let app: TestApp;
@@ -271,7 +272,9 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
       });
       const enrolled = await app.deps.orm.em.fork().transactional(async (em) => {
         // only the one join method left
-        for (const off of ['enable_nestloop', 'enable_hashjoin', 'enable_mergejoin'].filter((p) => p !== plan)) await em.getConnection().execute(`set local ${off} = off`);
+        for (const off of ['enable_nestloop', 'enable_hashjoin', 'enable_mergejoin'].filter((p) => p !== plan)) await sql(em, `select set_config(?, 'off', true)`, [off]);
+        const [{ plan: used }] = await sql<{ plan: string }>(em, `select current_setting('enable_nestloop') || current_setting('enable_hashjoin') || current_setting('enable_mergejoin') as plan`);
+        assert.equal(used, ['enable_nestloop', 'enable_hashjoin', 'enable_mergejoin'].map((p) => (p === plan ? 'on' : 'off')).join(''), 'in this transaction');
         return enrollLeads(em, workspaceId, id, leads, clock.now());
       });
       assert.deepEqual(enrolled.map((e) => e.lead_id), leads.map((l) => l.id), `${plan}: returned in the order given`);
