@@ -186,7 +186,7 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     assert.equal(sink.received.length, 2, 'nothing more is sent');
   });
 
-  it("delays changed while paused: each waiting follow-up is due its new delay after the previous step was sent (queued ones go back to waiting); an out-of-office postponement stays the floor", async () => {
+  it("delays changed while paused: each waiting follow-up is due its new delay after the previous step was sent (queued ones go back to waiting); an out-of-office postponement stays the floor, however often the delay changes", async () => {
     const H = 3600_000;
     const t = await setup({
       leads: [{ email: 'dl1@lead.example' }, { email: 'dl2@lead.example' }, { email: 'dl3@lead.example' }],
@@ -217,22 +217,68 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     });
     s = await stats(t);
     assert.deepEqual([s.queued, s.scheduled], [0, 3], 'the queued follow-ups wait again');
-    // Shorter than the postponement: it still holds; nothing else changes with an unchanged delay.
-    const same = await app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { name: 'renamed', sequenceSteps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two!', delayHours: 5 }] } });
-    assert.equal(same.status, 200, same.text);
-    assert.equal((await next())['dl3@lead.example'], new Date(sentAt + 10 * H).toISOString());
+    // Longer than the postponement, then back under it: the postponement stays the floor.
+    const steps = (h: number) => ({ sequenceSteps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: h }] });
+    assert.equal((await app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: steps(12) })).status, 200);
+    assert.deepEqual(Object.values(await next()), Array(3).fill(new Date(sentAt + 12 * H).toISOString()));
+    assert.equal((await app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: steps(2) })).status, 200);
+    assert.deepEqual(await next(), {
+      'dl1@lead.example': new Date(sentAt + 2 * H).toISOString(),
+      'dl2@lead.example': new Date(sentAt + 2 * H).toISOString(),
+      'dl3@lead.example': new Date(sentAt + 10 * H).toISOString(),
+    });
 
     assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
     await dispatcher.runRound();
-    assert.equal(sink.received.length, 3, 'not before the new delay');
-    clock.set(new Date(sentAt + 5 * H));
+    assert.deepEqual(sink.received.slice(3).map((r) => r.to[0]).sort(), ['dl1@lead.example', 'dl2@lead.example'], 'due (2 h after the first step) at resume');
+    clock.set(new Date(sentAt + 10 * H - 1000));
     await dispatcher.runRound();
-    assert.deepEqual(sink.received.slice(3).map((r) => r.to[0]).sort(), ['dl1@lead.example', 'dl2@lead.example']);
+    assert.equal(sink.received.length, 5, 'not before the lead is back');
     clock.set(new Date(sentAt + 10 * H));
     await dispatcher.runRound();
     assert.deepEqual(sink.received.slice(5).map((r) => r.to[0]), ['dl3@lead.example']);
     s = await stats(t);
     assert.deepEqual([s.sent, s.queued, s.scheduled], [6, 0, 0]);
+  });
+
+  it('a change of steps that ends some leads and moves others does not deadlock with a promotion holding a moved message', async () => {
+    const H = 3600_000;
+    const t = await setup({
+      leads: [{ email: 'dd1@lead.example' }],
+      steps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 1 }, { subject: '', bodyHtml: 'three', delayHours: 1 }],
+    });
+    await dispatcher.runRound();
+    clock.advance(H);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/leads/bulk`, { key: t.key, body: { leads: [{ email: 'dd2@lead.example' }] } })).status, 200);
+    await dispatcher.runRound();
+    // dd1 waits for step 2, dd2 for step 1.
+    assert.deepEqual([to('dd1@lead.example').length, to('dd2@lead.example').length], [2, 1]);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+    // A promotion in flight, as promoteDue makes one: dd2's follow-up locked, the counters next.
+    const promotion = new pg.Client({ connectionString: app.databaseUrl });
+    await promotion.connect();
+    try {
+      await promotion.query('begin');
+      await promotion.query(
+        `select m.id from outbound_messages m join enrollments e on e.id = m.enrollment_id join leads l on l.id = e.lead_id
+          where m.campaign_id = $1 and l.email = 'dd2@lead.example' and m.step_index = 1 for update of m`,
+        [t.campaignId],
+      );
+      // Step 2 goes (dd1 completes, a counter moves) and step 1 waits 3 h (dd2's follow-up moves).
+      const patch = app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { sequenceSteps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 3 }] } });
+      await waitFor('the change waiting for the locked follow-up', async () =>
+        (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%outbound_messages%' and pid <> pg_backend_pid()`)).rows.length > 0,
+      );
+      await promotion.query(`update campaign_counters set scheduled = scheduled where campaign_id = $1`, [t.campaignId]);
+      await promotion.query('commit');
+      const res = await patch;
+      assert.equal(res.status, 200, res.text);
+    } finally {
+      await promotion.end();
+    }
+    const leads = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data;
+    const byEmail = Object.fromEntries(leads.map((l: { email: string; status: string; nextSendAt: string | null }) => [l.email, [l.status, l.nextSendAt]]));
+    assert.deepEqual(byEmail, { 'dd1@lead.example': ['completed', null], 'dd2@lead.example': ['active', new Date(clock.now().getTime() + 3 * H).toISOString()] });
   });
 
   it('a shorter delay set while paused: the follow-up goes out when the new delay is over', async () => {

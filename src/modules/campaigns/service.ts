@@ -29,7 +29,7 @@ import {
 import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, type EnrollmentRow } from '../messages/queue.ts';
 import { bumpCounters, createCounters, readCounters, type Counters } from '../messages/counters.ts';
 import { inWindow } from '../sending/schedule.ts';
-import { completeBeyondLastStep, rescheduleFollowUps } from '../messages/enrollments.ts';
+import { completeBeyondLastStep, lockWaitingMessages, rescheduleFollowUps } from '../messages/enrollments.ts';
 
 const DEFAULT_DELAY_HOURS = 48;
 
@@ -130,6 +130,8 @@ export class CampaignService {
       await updateCampaign(em, campaign, changes, this.deps.clock.now());
       let steps: CampaignStep[];
       if (input.sequenceSteps !== undefined) {
+        // Every waiting message before any counter moves (see lockWaitingMessages).
+        await lockWaitingMessages(em, id);
         const before = await this.steps(em, id);
         await deleteSteps(em, id);
         steps = await this.writeSteps(em, id, input.sequenceSteps);

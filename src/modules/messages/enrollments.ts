@@ -77,9 +77,8 @@ export async function completeBeyondLastStep(em: EntityManager, campaignId: stri
 /**
  * A campaign's steps changed their `delayHours` (while not running): each waiting follow-up
  * (scheduled, or queued and not attempted yet) of a changed step is due its new delay after the
- * previous step was sent (contract §4), in the caller's transaction. A follow-up an
- * out-of-office answer moved later than its old delay keeps that time unless the new delay is
- * later still. A queued one whose new time is ahead becomes scheduled again (the counters
+ * previous step was sent (contract §4), in the caller's transaction, and never before the
+ * time an out-of-office answer postponed it to (`not_before`). A queued one whose new time is ahead becomes scheduled again (the counters
  * with it); a scheduled one whose new time has passed is promoted by the next round, as any.
  * `delays[i]` is step i's delay before and after. Returns how many moved.
  */
@@ -92,11 +91,9 @@ export async function rescheduleFollowUps(em: EntityManager, campaignId: string,
   const moved = await sql<{ old_state: 'queued' | 'scheduled'; state: 'queued' | 'scheduled' }>(
     em,
     `with d as (
-       select * from unnest(?::int[], ?::float8[], ?::float8[]) as d(step_index, before_h, after_h)
+       select * from unnest(?::int[], ?::float8[]) as d(step_index, after_h)
      ), f as (
-       select m.id, m.state, m.due_at,
-              p.sent_at + d.before_h * interval '1 hour' as was,
-              p.sent_at + d.after_h * interval '1 hour' as due
+       select m.id, m.state, greatest(p.sent_at + d.after_h * interval '1 hour', m.not_before) as due_at
          from enrollments e
          join outbound_messages m on m.enrollment_id = e.id and m.kind = 'campaign'
          join d on d.step_index = m.step_index
@@ -104,20 +101,35 @@ export async function rescheduleFollowUps(em: EntityManager, campaignId: string,
         where e.campaign_id = ? and e.status = 'active' and p.sent_at is not null
           and (m.state = 'scheduled' or (m.state = 'queued' and m.attempts = 0))
         order by m.enrollment_id for update of m
-     ), n as (
-       select id, state, case when due_at > was then greatest(due_at, due) else due end as due_at
-         from f
      )
      update outbound_messages o
-        set due_at = n.due_at, state = case when n.due_at > ? then 'scheduled' else n.state end, updated_at = ?
-       from n
-      where o.id = n.id and o.due_at is distinct from n.due_at
-     returning n.state as old_state, o.state`,
-    [changed.map((d) => d.i), changed.map((d) => d.before), changed.map((d) => d.after), campaignId, now, now],
+        set due_at = f.due_at, state = case when f.due_at > ? then 'scheduled' else f.state end, updated_at = ?
+       from f
+      where o.id = f.id and o.due_at is distinct from f.due_at
+     returning f.state as old_state, o.state`,
+    [changed.map((d) => d.i), changed.map((d) => d.after), campaignId, now, now],
   );
   const rescheduled = moved.filter((m) => m.old_state === 'queued' && m.state === 'scheduled').length;
   if (rescheduled) await bumpCounters(em, campaignId, { queued: -rescheduled, scheduled: rescheduled });
   return moved.length;
+}
+
+/**
+ * Locks the waiting messages (queued, scheduled) of the campaign's active enrollments, in
+ * enrollment order. A change of the campaign's steps takes them all first, before it moves any
+ * counter: promoteDue holds the messages it promotes while it waits for the counters, so a
+ * change that moved a counter and then waited for one of those messages would deadlock with it.
+ */
+export async function lockWaitingMessages(em: EntityManager, campaignId: string): Promise<void> {
+  // enrollments_active_campaign_idx, then outbound_enrollment_step_key per enrollment
+  await sql(
+    em,
+    `select m.id from enrollments e
+       join outbound_messages m on m.enrollment_id = e.id and m.kind = 'campaign'
+      where e.campaign_id = ? and e.status = 'active' and m.state in ('queued', 'scheduled')
+      order by m.enrollment_id, m.step_index for update of m`,
+    [campaignId],
+  );
 }
 
 /** Every enrollment of a lead, locked in id order (ending them all: unsubscribe, complaint). */
@@ -154,7 +166,8 @@ export async function postponeNextStep(em: EntityManager, enrollmentId: string, 
   if (!m || new Date(m.due_at) >= notBefore) return null;
   // Scheduled (not queued) even when the new time has passed by the time promoteDue runs: the
   // promotion moves it and its counters like any follow-up.
-  await sql(em, `update outbound_messages set state = 'scheduled', due_at = ?, updated_at = ? where id = ?`, [notBefore, now, m.id]);
+  // not_before: a later change of the step's delay keeps this floor (rescheduleFollowUps).
+  await sql(em, `update outbound_messages set state = 'scheduled', due_at = ?, not_before = ?, updated_at = ? where id = ?`, [notBefore, notBefore, now, m.id]);
   if (m.state === 'queued') await bumpCounters(em, m.campaign_id, { queued: -1, scheduled: 1 });
   return { messageId: m.id, from: new Date(m.due_at), to: notBefore };
 }
