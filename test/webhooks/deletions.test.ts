@@ -5,6 +5,7 @@ import { fanOut } from '../../src/modules/webhooks/repository.ts';
 import type { WebhookWorld } from './helpers.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { deliveryWorld } from './delivery-world.ts';
+import { waitFor } from '../support/wait.ts';
 
 describe('webhook delivery: deleted and disabled webhooks and workspaces', function () {
   this.timeout(60_000);
@@ -62,6 +63,32 @@ describe('webhook delivery: deleted and disabled webhooks and workspaces', funct
     }
     const left = await db.query(`select count(*)::int as n from webhook_deliveries where workspace_id = $1`, [workspaceId]);
     assert.equal(left.rows[0].n, 0);
+    assert.equal((await db.query(`select count(*)::int as n from workspaces where id = $1`, [workspaceId])).rows[0].n, 0);
+  });
+
+  it('deleting a workspace while a webhook of it is being changed (created, enabled, disabled, resubscribed): no deadlock', async () => {
+    const { workspaceId, hook } = await oneHookOneEvent();
+    // A webhook change's lock order, one step at a time: the outbox (holdOutbox), then the
+    // webhook's row.
+    const change = new pg.Client({ connectionString: w.app.databaseUrl });
+    await change.connect();
+    try {
+      await change.query('begin');
+      await change.query('lock table events in share mode');
+      const deleting = w.app.services().workspaces.delete(workspaceId);
+      await waitFor('the deletion waiting for a lock', async () =>
+        (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and pid <> pg_backend_pid() and state = 'active'`)).rows.length > 0,
+      );
+      // With the deletion holding the webhooks first (and waiting for the outbox to delete its
+      // events), this waited for it: a deadlock, one side aborted after deadlock_timeout.
+      await change.query(`select id from webhooks where id = $1 for update`, [hook.id]);
+      await change.query(`update webhooks set status = 'disabled' where id = $1`, [hook.id]);
+      await change.query('commit');
+      await deleting;
+    } finally {
+      await change.end();
+    }
+    assert.equal((await db.query(`select count(*)::int as n from webhooks where id = $1`, [hook.id])).rows[0].n, 0);
     assert.equal((await db.query(`select count(*)::int as n from workspaces where id = $1`, [workspaceId])).rows[0].n, 0);
   });
 

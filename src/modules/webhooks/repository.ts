@@ -104,6 +104,9 @@ export async function deleteWebhook(em: EntityManager, workspaceId: string, id: 
  * The first steps of deleting a workspace (call it in that transaction, before the delete):
  * takes locks in the fan-out's order, so the two cannot deadlock, and returns the workspace's
  * webhooks, whose deliveries the caller deletes after the workspace (deleteDeliveriesOf):
+ * 0. the outbox table in the mode its delete needs (ROW EXCLUSIVE), first: a webhook change
+ *    holds the outbox (SHARE, holdOutbox) before its webhook's row, so taken after the webhook
+ *    rows it deadlocked with one; writers of events and the fan-out share this mode;
  * 1. the workspace row: no new event or webhook of it can be written from here on (their
  *    foreign keys need it);
  * 2. its events not fanned out yet (waiting for a fan-out that holds some of them, which then
@@ -111,6 +114,7 @@ export async function deleteWebhook(em: EntityManager, workspaceId: string, id: 
  * 3. its webhooks, whose ids are then complete.
  */
 export async function lockWorkspaceWebhooks(em: EntityManager, workspaceId: string): Promise<string[]> {
+  await sql(em, `lock table events in row exclusive mode`);
   await sql(em, `select id from workspaces where id = ? for update`, [workspaceId]);
   await sql(em, `select id from events where workspace_id = ? and fanned_out_at is null for update`, [workspaceId]);
   const hooks = await sql<{ id: string }>(em, `select id from webhooks where workspace_id = ? for update`, [workspaceId]);
