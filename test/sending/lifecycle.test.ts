@@ -281,6 +281,20 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     assert.deepEqual(byEmail, { 'dd1@lead.example': ['completed', null], 'dd2@lead.example': ['active', new Date(clock.now().getTime() + 3 * H).toISOString()] });
   });
 
+  it('a lead away for less than the wait: shortening the delay later still waits for the lead to be back', async () => {
+    const H = 3600_000;
+    const t = await setup({ leads: [{ email: 'away@lead.example' }], steps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 48 }] });
+    const sentAt = clock.now().getTime();
+    await dispatcher.runRound();
+    const { rows: [e] } = await db.query(`select e.id from enrollments e where e.campaign_id = $1`, [t.campaignId]);
+    // Back in 10 h: the follow-up, 48 h away, does not move.
+    assert.equal(await app.deps.orm.em.fork().transactional((em) => postponeNextStep(em, e.id, new Date(sentAt + 10 * H), clock.now())), null);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+    assert.equal((await app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { sequenceSteps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 2 }] } })).status, 200);
+    const [lead] = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data;
+    assert.equal(lead.nextSendAt, new Date(sentAt + 10 * H).toISOString());
+  });
+
   it('a shorter delay set while paused: the follow-up goes out when the new delay is over', async () => {
     const H = 3600_000;
     const t = await setup({ leads: [{ email: 'short@lead.example' }], steps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 48 }] });

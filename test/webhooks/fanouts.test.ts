@@ -4,6 +4,7 @@ import { fanOut, recordOutcomes, retakeFanOuts, viaOrm, type AttemptOutcome } fr
 import type { ClaimedDelivery } from '../../src/modules/webhooks/entities.ts';
 import type { WebhookWorld } from './helpers.ts';
 import { deliveryWorld } from './delivery-world.ts';
+import { waitFor } from '../support/wait.ts';
 
 // A fresh delivery is written once, with its first attempt's outcome; until then its fan-out
 // batch (webhook_fanouts) holds the events under the worker's lease (0019, docs/webhooks.md).
@@ -184,9 +185,13 @@ describe('webhook delivery: first attempts written with their outcome, under the
       await patch.query(`update webhooks set status = 'active' where id = $1`, [hook.id]);
       await patch.query(`update webhook_deliveries set next_attempt_at = now() where webhook_id = $1 and state = 'pending' and next_attempt_at is null`, [hook.id]);
       const retake = retakeFanOuts(repo(), w.clock.now(), new Date(w.clock.now().getTime() + 60_000), 'worker-b');
-      // The retake reaches the webhook's row and waits for it (or, unlocked, is already done).
-      const settled = await Promise.race([retake.then(() => true), new Promise((r) => setTimeout(() => r(false), 300))]);
-      assert.equal(settled, false, 'the retake waits for the enabling to commit');
+      // The retake reaches the webhook's row and waits for it (unlocked, it did not wait).
+      let done = false;
+      void retake.then(() => (done = true));
+      await waitFor('the retake waiting for the enabling', async () => {
+        assert.equal(done, false, 'the retake finished without waiting for the enabling');
+        return (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%webhook_fanouts%' and pid <> pg_backend_pid()`)).rows.length > 0;
+      });
       await patch.query('commit');
       const claims = await retake;
       assert.deepEqual(claims.map((c) => [c.eventId, c.webhookId]), [[e, hook.id]], 'attempted: the webhook is active again');

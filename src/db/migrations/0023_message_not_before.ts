@@ -15,7 +15,7 @@ export class Migration0023MessageNotBefore extends Migration {
     this.addSql(`alter table outbound_messages add column not_before timestamptz`);
     this.addSql(`update outbound_messages m set not_before = m.due_at
        from outbound_messages p, campaign_steps s
-      where m.kind = 'campaign' and m.state in ('scheduled', 'queued') and m.attempts = 0 and m.step_index > 0
+      where m.kind = 'campaign' and (m.state = 'scheduled' or (m.state = 'queued' and m.attempts = 0)) and m.step_index > 0
         and p.enrollment_id = m.enrollment_id and p.kind = 'campaign' and p.step_index = m.step_index - 1 and p.sent_at is not null
         and s.campaign_id = m.campaign_id and s.step_index = m.step_index
         and m.due_at > p.sent_at + s.delay_hours * interval '1 hour'`);

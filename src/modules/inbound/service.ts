@@ -184,7 +184,6 @@ export class InboundService {
       HUMAN.has(a.classification) &&
       !(await hasReplyClassified(tx, m.campaign_id, m.lead_id, [...HUMAN]));
     const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
-    if (firstHuman) await bumpCounters(tx, m.campaign_id, { replied: 1 });
     if (a.classification === 'unsubscribe') {
       await suppress(tx, m.workspace_id, [m.to_email], 'reply_unsubscribe', replyId, now);
       await endEnrollments(tx, [m.enrollment_id], 'unsubscribed', 'unsubscribed', now);
@@ -197,6 +196,9 @@ export class InboundService {
       const moved = await postponeNextStep(tx, m.enrollment_id, resumeAt, now);
       if (moved) this.deps.log.info({ enrollmentId: m.enrollment_id, messageId: moved.messageId, from: moved.from, to: moved.to, returnDate: a.oooReturnDate }, 'out-of-office: next step postponed');
     }
+    // The counters last, after the enrollment and its messages: promoteDue holds messages while
+    // it waits for the counters, so the other order could deadlock with it.
+    if (firstHuman) await bumpCounters(tx, m.campaign_id, { replied: 1 });
   }
 
   private async insertReply(

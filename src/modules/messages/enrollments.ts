@@ -115,10 +115,13 @@ export async function rescheduleFollowUps(em: EntityManager, campaignId: string,
 }
 
 /**
- * Locks the waiting messages (queued, scheduled) of the campaign's active enrollments, in
- * enrollment order. A change of the campaign's steps takes them all first, before it moves any
+ * Locks the campaign's active enrollments that have a waiting message (queued, scheduled), and
+ * those messages, in enrollment order, each enrollment before its message: the order of every
+ * other writer (a reply, a bounce, an unsubscribe: the enrollment, its messages, then the
+ * counters). A change of the campaign's steps takes them all first, before it moves any
  * counter: promoteDue holds the messages it promotes while it waits for the counters, so a
- * change that moved a counter and then waited for one of those messages would deadlock with it.
+ * change that moved a counter and then waited for one of those messages would deadlock with
+ * it, and one that ended an enrollment after locking its message would deadlock with a reply.
  */
 export async function lockWaitingMessages(em: EntityManager, campaignId: string): Promise<void> {
   // enrollments_active_campaign_idx, then outbound_enrollment_step_key per enrollment
@@ -127,7 +130,7 @@ export async function lockWaitingMessages(em: EntityManager, campaignId: string)
     `select m.id from enrollments e
        join outbound_messages m on m.enrollment_id = e.id and m.kind = 'campaign'
       where e.campaign_id = ? and e.status = 'active' and m.state in ('queued', 'scheduled')
-      order by m.enrollment_id, m.step_index for update of m`,
+      order by m.enrollment_id, m.step_index for no key update of e, m`,
     [campaignId],
   );
 }
@@ -163,7 +166,12 @@ export async function postponeNextStep(em: EntityManager, enrollmentId: string, 
       where enrollment_id = ? and kind = 'campaign' and state in ('queued', 'scheduled') order by step_index limit 1 for update`,
     [enrollmentId],
   );
-  if (!m || new Date(m.due_at) >= notBefore) return null;
+  if (!m) return null;
+  if (new Date(m.due_at) >= notBefore) {
+    // Already later: it stays, but the lead's absence is its floor if its delay is shortened.
+    await sql(em, `update outbound_messages set not_before = greatest(not_before, ?::timestamptz), updated_at = ? where id = ?`, [notBefore, now, m.id]);
+    return null;
+  }
   // Scheduled (not queued) even when the new time has passed by the time promoteDue runs: the
   // promotion moves it and its counters like any follow-up.
   // not_before: a later change of the step's delay keeps this floor (rescheduleFollowUps).

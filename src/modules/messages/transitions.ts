@@ -273,8 +273,10 @@ export async function bounce(
     [now, type, reason, now, reason, now, m.messageIdHeader, m.subject, m.inReplyTo, m.references, m.id, workerId, workerId],
   );
   if (!done.length) return false;
-  await bumpCounters(em, m.campaignId, { queued: -1, sent: 1, bounced: 1 });
+  // The enrollment and its waiting messages before the counters, as everywhere (promoteDue
+  // holds messages while it waits for the counters): the other order could deadlock with it.
   await endEnrollments(em, [m.enrollmentId], 'bounced', `bounced_${type}`, now);
+  await bumpCounters(em, m.campaignId, { queued: -1, sent: 1, bounced: 1 });
   return true;
 }
 
@@ -293,8 +295,9 @@ export async function bounceDelivered(em: EntityManager, m: MessageOfEnrollment,
     [type, reason, bouncedAt, now, m.id],
   );
   if (!updated) return false;
-  await bumpCounters(em, m.campaignId, { delivered: -1, bounced: 1 });
+  // Enrollment and messages before the counters (see bounce above).
   await endEnrollments(em, [m.enrollmentId], 'bounced', `bounced_${type}`, now);
+  await bumpCounters(em, m.campaignId, { delivered: -1, bounced: 1 });
   return true;
 }
 
@@ -310,8 +313,8 @@ export async function fail(em: EntityManager, m: MessageOfEnrollment, reason: st
     [reason.slice(0, 1000), now, m.id, workerId],
   );
   if (!done.length) return false;
-  await bumpCounters(em, m.campaignId, { queued: -1 });
   await endEnrollments(em, [m.enrollmentId], 'completed', 'failed', now);
+  await bumpCounters(em, m.campaignId, { queued: -1 });
   return true;
 }
 

@@ -117,7 +117,8 @@ export async function lockWorkspaceWebhooks(em: EntityManager, workspaceId: stri
   await sql(em, `lock table events in row exclusive mode`);
   await sql(em, `select id from workspaces where id = ? for update`, [workspaceId]);
   await sql(em, `select id from events where workspace_id = ? and fanned_out_at is null for update`, [workspaceId]);
-  const hooks = await sql<{ id: string }>(em, `select id from webhooks where workspace_id = ? for update`, [workspaceId]);
+  // in id order, as the fan-out, a retake and an outcome take them
+  const hooks = await sql<{ id: string }>(em, `select id from webhooks where workspace_id = ? order by id for update`, [workspaceId]);
   return hooks.map((h) => h.id);
 }
 
@@ -321,6 +322,7 @@ export async function fanOut(
          -- webhook waits for this statement, then deletes what it wrote (deleteWebhook).
          select w.id, w.url, w.signing_secret_enc, w.status from webhooks w
           where w.id in (select unnest(webhook_ids) from ev)
+          order by w.id
           for key share of w
        ), pairs as (
          select ev.id as event_id, ev.workspace_id, ev.type, ev.data, ev.created_at, w.id as webhook_id, w.url, w.signing_secret_enc,
@@ -409,6 +411,7 @@ export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date,
          -- held deliveries written here (and then releases or deletes them).
          select w.id, w.url, w.signing_secret_enc, w.status from webhooks w
           where w.id in (select unnest(webhook_ids) from ev)
+          order by w.id
           for key share of w
        ), pairs as (
          select ev.fan, ev.id as event_id, ev.workspace_id, ev.type, ev.data, ev.created_at, w.id as webhook_id, w.url, w.signing_secret_enc,
@@ -625,7 +628,7 @@ export const OUTCOMES_SQL = `with arg as (
         where f.fresh
         order by f.event_id, f.webhook_id, f.n
      ), hooks as (
-       select w.id, w.workspace_id, w.status from webhooks w where w.id in (select webhook_id from fresh) for key share of w
+       select w.id, w.workspace_id, w.status from webhooks w where w.id in (select webhook_id from fresh) order by w.id for key share of w
      ), written as (
        insert into webhook_deliveries as d (id, workspace_id, webhook_id, event_id, state, attempt_count, attempts, next_attempt_at, created_at, updated_at)
        select f.id, h.workspace_id, f.webhook_id, f.event_id, f.state, 1, f.logged,
