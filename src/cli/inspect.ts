@@ -80,7 +80,7 @@ const LISTS: ListSpec[] = [
                 (select w.status from mailbox_watches w where w.sender_account_id = s.id limit 1) as imap_health,
                 -- The dashboard's sender usage (messages/activity.ts sentLast24hByAccount, senders/repository.ts poolsOfAccounts), on a bare connection.
                 ${nativePlaceholders(usedSql('s.id', 'sender_account_id'))} as sent,
-                coalesce((select array_agg(pm.pool_id order by pm.added_at, pm.pool_id) from pool_members pm where pm.sender_account_id = s.id), '{}') as pools
+                coalesce((select array_agg(pm.pool_id order by pm.added_at, pm.seq) from pool_members pm where pm.sender_account_id = s.id), '{}') as pools
            from sender_accounts s ${f.where}
           order by s.created_at, s.id`,
         [w.edgeEnd, w.since, w.edgeEnd, ...f.params],
@@ -112,7 +112,7 @@ const LISTS: ListSpec[] = [
       const rows = await query<Row>(
         `select p.id, p.workspace_id, p.name, p.daily_capacity,
                 ${nativePlaceholders(usedSql('p.id', 'pool_id'))} as sent,
-                coalesce((select array_agg(pm.sender_account_id order by pm.added_at, pm.sender_account_id)
+                coalesce((select array_agg(pm.sender_account_id order by pm.added_at, pm.seq)
                             from pool_members pm where pm.pool_id = p.id), '{}') as members
            from sender_pools p ${f.where}
           order by p.created_at, p.id`,
