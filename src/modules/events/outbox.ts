@@ -57,6 +57,16 @@ export async function holdOutbox(em: EntityManager): Promise<void> {
 }
 
 /**
+ * The outbox's table lock a workspace deletion needs to delete its events (ROW EXCLUSIVE),
+ * taken first in that transaction: a webhook change takes holdOutbox before its webhook's row,
+ * so a deletion that locked the webhooks first and the outbox then (at its delete) deadlocked
+ * with one. It shares this mode with every writer of events and the fan-out.
+ */
+export async function lockOutboxForDeletion(em: EntityManager): Promise<void> {
+  await sql(em, `lock table events in row exclusive mode`);
+}
+
+/**
  * Retention (maintenance/retention.ts): events in the heap pages [from, to) created before
  * `cutoff` that were fanned out and have no delivery left nor any to come. Returns one row per
  * event deleted.

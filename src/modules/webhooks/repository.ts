@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { newId, orderedIds } from '../../adapters/ids.ts';
 import { toDate } from '../../shared/time.ts';
-import type { EventType } from '../events/outbox.ts';
+import { lockOutboxForDeletion, type EventType } from '../events/outbox.ts';
 import type { Attempt, ClaimedDelivery, Delivery, DeliveryState, FanOutLease, FreshDelivery, Webhook, WebhookStatus } from './entities.ts';
 
 // Every query of the webhook tables. Registrations and the delivery log are scoped by workspace
@@ -114,7 +114,7 @@ export async function deleteWebhook(em: EntityManager, workspaceId: string, id: 
  * 3. its webhooks, whose ids are then complete.
  */
 export async function lockWorkspaceWebhooks(em: EntityManager, workspaceId: string): Promise<string[]> {
-  await sql(em, `lock table events in row exclusive mode`);
+  await lockOutboxForDeletion(em);
   await sql(em, `select id from workspaces where id = ? for update`, [workspaceId]);
   await sql(em, `select id from events where workspace_id = ? and fanned_out_at is null for update`, [workspaceId]);
   // in id order, as the fan-out, a retake and an outcome take them
