@@ -36,13 +36,13 @@ export function refuseAddresses(host: string, addresses: ResolvedAddress[]): Ssr
   return null;
 }
 
+/** The longest webhook URL, as given and once normalized. */
+export const WEBHOOK_URL_MAX = 2048;
+
 /**
  * The syntax half of the registration check: https, a host, no credentials. Returns the parsed
  * URL or throws an Error whose message explains the refusal.
  */
-/** The longest webhook URL, as given and once normalized. */
-export const WEBHOOK_URL_MAX = 2048;
-
 export function parseWebhookUrl(raw: string): URL {
   let url: URL;
   try {

@@ -261,6 +261,16 @@ describe('dashboard in Chromium: the admin', function () {
     assert.match(rotated, /\S{16,}/);
     assert.notEqual(rotated, firstSecret);
     await u.check('webhook, secret rotated');
+
+    // Disabled, its pending delivery is held and says how to release it; enabled, it is due again.
+    const pending = p.locator('article[data-delivery]', { has: p.locator('.pill', { hasText: /^pending$/ }) }).first();
+    await pending.waitFor();
+    await p.getByRole('button', { name: 'Disable' }).click();
+    await pending.getByText(/held while the webhook is disabled: enable it to send/).waitFor();
+    await u.check('webhook disabled, delivery held');
+    await p.getByRole('button', { name: 'Enable' }).click();
+    await pending.getByText(/held while the webhook is disabled/).waitFor({ state: 'detached' });
+    assert.equal((await world.app.request('GET', '/v1/webhooks', { key })).body.data[0].status, 'active');
   });
 
   it('creates an API key and shows it once; the key works; revoking it asks first', async () => {

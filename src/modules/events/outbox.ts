@@ -36,10 +36,13 @@ export async function recordEvent(em: EntityManager, workspaceId: string, event:
 /**
  * The ids of the webhooks an event of this workspace and type is owed to, as an array
  * expression (empty when none): the active ones subscribed to the type
- * (webhooks_workspace_idx). Shared by recordEvent and the sending engine's message.sent.
+ * (webhooks_workspace_idx). Shared by recordEvent and the sending engine's message.sent, and,
+ * with `createdBy` (the event's time: webhooks created after it are not owed it), by the
+ * fan-out for events written without their webhooks (webhooks/repository.ts).
  */
-export function owedWebhooksSql(workspaceId: string, type: string): string {
-  return `array(select w.id from webhooks w where w.workspace_id = ${workspaceId} and ${type} = any(w.events) and w.status = 'active' order by w.id)`;
+export function owedWebhooksSql(workspaceId: string, type: string, createdBy?: string): string {
+  const older = createdBy ? ` and w.created_at <= ${createdBy}` : '';
+  return `array(select w.id from webhooks w where w.workspace_id = ${workspaceId} and ${type} = any(w.events) and w.status = 'active'${older} order by w.id)`;
 }
 
 /**

@@ -97,9 +97,9 @@ export interface Candidate {
 /**
  * Due queued messages of the given campaigns, oldest first, locked; others' locks skipped.
  * Passed over: messages sticky to an account that cannot take one now (`blocked`: at its daily
- * limit or inside its interval; they wait for it, sending/capacity.ts). Filtered in the scan, not after the limit: a head of the queue sticky to
- * a full account would otherwise fill every candidate list, and every other message of the
- * pool, of any campaign, would wait behind it.
+ * limit or inside its interval; they wait for it, sending/capacity.ts). Filtered in the scan,
+ * not after the limit: a head of the queue sticky to a full account would otherwise fill every
+ * candidate list, and every other message of the pool, of any campaign, would wait behind it.
  */
 export async function dueMessages(
   em: EntityManager,

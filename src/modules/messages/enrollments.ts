@@ -78,16 +78,17 @@ export async function completeBeyondLastStep(em: EntityManager, campaignId: stri
  * A campaign's steps changed their `delayHours` (while not running): each waiting follow-up
  * (scheduled, or queued and not attempted yet) of a changed step is due its new delay after the
  * previous step was sent (contract §4), in the caller's transaction, and never before the
- * time an out-of-office answer postponed it to (`not_before`). A queued one whose new time is ahead becomes scheduled again (the counters
- * with it); a scheduled one whose new time has passed is promoted by the next round, as any.
- * `delays[i]` is step i's delay before and after. Returns how many moved.
+ * time an out-of-office answer postponed it to (`not_before`). A queued one whose new time is
+ * ahead becomes scheduled again (the counters with it); a scheduled one whose new time has
+ * passed is promoted by the next round, as any. `delays[i]` is step i's delay before and after.
+ * Call lockWaitingMessages first. Returns how many moved.
  */
 export async function rescheduleFollowUps(em: EntityManager, campaignId: string, delays: Array<{ before: number; after: number }>, now: Date): Promise<number> {
   const changed = delays.map((d, i) => ({ ...d, i })).filter((d) => d.i > 0 && d.before !== d.after);
   if (!changed.length) return 0;
   // enrollments_active_campaign_idx for the campaign's active enrollments, then
-  // outbound_enrollment_step_key for each waiting step and the one before it; locked in
-  // enrollment order, as completeBeyondLastStep and endEnrollments lock.
+  // outbound_enrollment_step_key for each waiting step and the one before it (the rows are
+  // already locked by lockWaitingMessages; the lock here only re-reads them).
   const moved = await sql<{ old_state: 'queued' | 'scheduled'; state: 'queued' | 'scheduled' }>(
     em,
     `with d as (

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { newId, orderedIds } from '../../adapters/ids.ts';
 import { toDate } from '../../shared/time.ts';
-import { lockOutboxForDeletion, type EventType } from '../events/outbox.ts';
+import { lockOutboxForDeletion, owedWebhooksSql, type EventType } from '../events/outbox.ts';
 import type { Attempt, ClaimedDelivery, Delivery, DeliveryState, FanOutLease, FreshDelivery, Webhook, WebhookStatus } from './entities.ts';
 
 // Every query of the webhook tables. Registrations and the delivery log are scoped by workspace
@@ -269,8 +269,7 @@ function freshClaimOf(r: DeliveryTargetRow, id: string, batch: FanOutLease, fann
  * upgrade, those the old rule gives at fan-out (active, subscribed, created before the event).
  * COALESCE evaluates the lookup only for such an event.
  */
-const OWED = `coalesce(e.webhook_ids, array(select w.id from webhooks w where w.workspace_id = e.workspace_id and e.type = any(w.events)
-                                              and w.status = 'active' and w.created_at <= e.created_at order by w.id))`;
+const OWED = `coalesce(e.webhook_ids, ${owedWebhooksSql('e.workspace_id', 'e.type', 'e.created_at')})`;
 
 /**
  * The outbox to the deliveries, in one statement (one transaction): takes a batch of events not
@@ -280,12 +279,13 @@ const OWED = `coalesce(e.webhook_ids, array(select w.id from webhooks w where w.
  * once as a held delivery (pending, no due time), which enabling the webhook makes due.
  *
  * With `lease` (a worker's fan-out), the pairs of active webhooks come back as fresh claims,
- * ready to attempt, and no delivery row is written for them yet: each is written once, with its first attempt's outcome
- * (recordOutcomes). What keeps them from being lost meanwhile is one webhook_fanouts row for the
- * batch, naming its events, the owner and the lease, `lease(needed - 1)` (that of the batch's
- * last pair in the worker's queue); a batch whose lease runs out is taken again by
- * retakeFanOuts. Without `lease` the statement writes a pending delivery per pair, due at once,
- * which goes through the claim (claimDue).
+ * ready to attempt, and no delivery row is written for them yet: each is written once, with
+ * its first attempt's outcome (recordOutcomes). What keeps them from being lost meanwhile is
+ * one webhook_fanouts row for the batch, naming its events, the owner and the lease,
+ * `lease(attempts - 1)` (that of the batch's last claim in the worker's queue); a batch whose
+ * lease runs out is taken again by retakeFanOuts. Without `lease` the statement writes a
+ * pending delivery per pair, due at once (held for a disabled webhook), which goes through the
+ * claim (claimDue).
  *
  * Delivery ids are made here (orderedIds), `perEvent` per event taken; a batch that needs more
  * (events with several webhooks) changes nothing and is run again with enough.

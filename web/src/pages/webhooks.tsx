@@ -124,7 +124,7 @@ export function WebhookPage({ id }: { id: string }) {
     <>
       <PageHead title={`Webhook ${w.url}`}>
         <Pill state={w.status} />
-        <Action class="secondary" run={async () => (await patch(`/v1/webhooks/${id}`, { status: w.status === 'active' ? 'disabled' : 'active' }), await hook.reload())}>
+        <Action class="secondary" run={async () => (await patch(`/v1/webhooks/${id}`, { status: w.status === 'active' ? 'disabled' : 'active' }), await Promise.all([hook.reload(), deliveries.reload()]))}>
           {w.status === 'active' ? 'Disable' : 'Enable'}
         </Action>
         <Action
@@ -188,6 +188,7 @@ export function WebhookPage({ id }: { id: string }) {
                     · next attempt <Ago at={d.nextAttemptAt} />
                   </>
                 )}
+                {d.state === 'pending' && !d.nextAttemptAt && ' · held while the webhook is disabled: enable it to send'}
               </span>
               <span class="page-actions">
                 {d.state !== 'delivered' && (
