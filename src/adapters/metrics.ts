@@ -1,6 +1,7 @@
 import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { sql } from '../db/sql.ts';
+import { transactionRetries } from '../db/transaction.ts';
 
 /**
  * The process's Prometheus metrics (docs/operating.md lists them). One registry per process,
@@ -122,6 +123,16 @@ export class Metrics {
       async collect() {
         this.reset();
         for (const r of (await db()).watches) this.set({ state: r.state }, r.n);
+      },
+    });
+    const metrics = this;
+    new Counter({
+      name: 'mailgate_db_transaction_retries_total',
+      help: 'Transactions run again after PostgreSQL aborted them for a deadlock or a serialization failure (db/transaction.ts)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        if (metrics.orm) this.inc(transactionRetries(metrics.orm));
       },
     });
     new Gauge({

@@ -86,3 +86,22 @@ export function sqlState(err: unknown): string | null {
   const code = e?.code ?? e?.cause?.code;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && /\d/.test(code) ? code : null;
 }
+
+/** Socket errors of a connection to PostgreSQL that could not be made or was cut. */
+const SOCKET_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * PostgreSQL cannot be reached or is not taking work now: no connection (refused, cut, timed
+ * out, no free one in the pool in time), the server shutting down or starting up (57P01-57P03),
+ * too many connections (53300), any connection exception (class 08). The API answers these 503
+ * (http/errors.ts): nothing is wrong with the request.
+ */
+export function databaseUnreachable(err: unknown): boolean {
+  const state = sqlState(err);
+  if (state) return state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03' || state === '53300';
+  const e = err as { code?: unknown; name?: unknown; message?: unknown; cause?: { code?: unknown } } | null;
+  const code = e?.code ?? e?.cause?.code;
+  if (typeof code === 'string' && SOCKET_FAILURES.has(code)) return true;
+  if (e?.name === 'KnexTimeoutError') return true;
+  return typeof e?.message === 'string' && /^Connection terminated( unexpectedly)?$/.test(e.message);
+}

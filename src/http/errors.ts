@@ -5,6 +5,8 @@ import { ApiError, type FieldError } from '../shared/errors.ts';
 import { fieldPath } from '../shared/text.ts';
 import '../shared/zod-messages.ts';
 import type { Logger } from '../adapters/logger.ts';
+import { databaseUnreachable } from '../db/sql.ts';
+import { transientConflict } from '../db/transaction.ts';
 
 type Where = 'body' | 'query' | 'params';
 const WHERE_NAME: Record<Where, string> = { body: 'body', query: 'query', params: 'path parameter' };
@@ -49,12 +51,23 @@ export function toApiError(err: unknown, log: Logger, ctx: Context): ApiError {
   // Errors of Koa and the router (http-errors): their message is meant for the client.
   if (typeof status === 'number' && status >= 400 && status < 500 && e.expose)
     return new ApiError(status, status === 404 ? 'not_found' : status === 405 ? 'method_not_allowed' : 'invalid_request', e.message || 'bad request');
+  // Nothing wrong with the request, and nothing of it written: the caller may simply try again.
+  if (transientConflict(err)) {
+    // Left after the transaction's own retries (db/transaction.ts), or from a statement outside one.
+    log.warn({ err, requestId: ctx.state.requestId, method: ctx.method, route: routeOf(ctx) }, 'request aborted by a conflicting transaction');
+    return new ApiError(503, 'temporarily_unavailable', 'the request conflicted with concurrent changes and was rolled back (nothing was written): try again', {}, 1);
+  }
+  if (databaseUnreachable(err)) {
+    log.error({ err, requestId: ctx.state.requestId, method: ctx.method, route: routeOf(ctx) }, 'database unavailable');
+    return new ApiError(503, 'temporarily_unavailable', 'the database is unavailable: try again shortly', {}, 5);
+  }
   log.error({ err, requestId: ctx.state.requestId, method: ctx.method, route: routeOf(ctx) }, 'unhandled error');
   return new ApiError(500, 'internal_error', 'internal server error');
 }
 
 function render(ctx: Context, apiErr: ApiError) {
   ctx.status = apiErr.status;
+  if (apiErr.retryAfter !== undefined) ctx.set('Retry-After', String(apiErr.retryAfter));
   ctx.body = { error: { code: apiErr.code, message: apiErr.message }, ...apiErr.extras };
 }
 

@@ -112,6 +112,17 @@ const SHARED: Record<string, { status: number; code: string }> = {
   PayloadTooLarge: { status: 413, code: 'payload_too_large' },
   UnsupportedMediaType: { status: 415, code: 'unsupported_media_type' },
   InternalError: { status: 500, code: 'internal_error' },
+  TemporarilyUnavailable: { status: 503, code: 'temporarily_unavailable' },
+};
+
+/** Extra fields of a shared answer's description (the 503's Retry-After). */
+const SHARED_HEADERS: Record<string, Json> = {
+  TemporarilyUnavailable: {
+    'Retry-After': {
+      description: 'Seconds to wait before trying again: 1 after a conflict with concurrent changes, 5 while the database is unavailable',
+      schema: { type: 'integer', minimum: 1 },
+    },
+  },
 };
 
 function sharedResponse(status: number, codes: string[]): Json | undefined {
@@ -130,6 +141,9 @@ function commonErrors(r: AnyRoute): Record<number, string[]> {
   // The JSON body reader runs on every POST/PATCH/DELETE route once the caller is authorized.
   if (r.method !== 'get') Object.assign(codes, { 413: ['payload_too_large'], 415: ['unsupported_media_type'] });
   codes[500] = ['internal_error'];
+  // Nothing wrong with the request: the database is unreachable, or the transaction lost a lock
+  // conflict after its retries (db/transaction.ts). Nothing was written; try again.
+  codes[503] = ['temporarily_unavailable'];
   return codes;
 }
 
@@ -249,7 +263,9 @@ export function buildOpenApi(routes: AnyRoute[], version: string, others: Static
         },
       },
       schemas: { Error: errorEnvelope, FieldError: fieldError, ...Object.fromEntries(Object.entries(defs).sort(([a], [b]) => a.localeCompare(b))) },
-      responses: Object.fromEntries(Object.entries(SHARED).map(([name, { code }]) => [name, errorResponse([code])])),
+      responses: Object.fromEntries(
+        Object.entries(SHARED).map(([name, { code }]) => [name, { ...errorResponse([code]), ...(SHARED_HEADERS[name] ? { headers: SHARED_HEADERS[name] } : {}) }]),
+      ),
     },
     paths,
   };

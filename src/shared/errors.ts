@@ -6,6 +6,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly extras: Record<string, unknown> = {},
+    /** Seconds to wait before trying again, sent as `Retry-After` (a 503). */
+    readonly retryAfter?: number,
   ) {
     super(message);
   }

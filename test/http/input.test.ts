@@ -190,6 +190,68 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
       server.close();
     }
   });
+  it('a database that cannot be reached, or a lock conflict left over, is 503 temporarily_unavailable with Retry-After; anything else unknown stays 500', async () => {
+    // Real failures of real connections, each thrown out of a handler as a service would.
+    const failures: Record<string, () => Promise<unknown>> = {
+      // Nothing listens on port 1.
+      '/refused': async () => {
+        const c = new pg.Client({ connectionString: 'postgres://nobody@127.0.0.1:1/none', connectionTimeoutMillis: 2000 });
+        await c.connect();
+      },
+      // The server ends the session (57P01), as at a shutdown or a failover.
+      '/terminated': async () => {
+        const c = new pg.Client({ connectionString: app.databaseUrl });
+        c.on('error', () => {});
+        await c.connect();
+        try {
+          await c.query('select pg_terminate_backend(pg_backend_pid())');
+        } finally {
+          await c.end().catch(() => {});
+        }
+      },
+      // A deadlock between two sessions: PostgreSQL aborts one of them (40P01).
+      '/deadlock': async () => {
+        const [a, b] = [new pg.Client({ connectionString: app.databaseUrl }), new pg.Client({ connectionString: app.databaseUrl })];
+        await Promise.all([a.connect(), b.connect()]);
+        try {
+          await Promise.all([a.query('begin'), b.query('begin')]);
+          await a.query('select pg_advisory_xact_lock(424201)');
+          await b.query('select pg_advisory_xact_lock(424202)');
+          const both = await Promise.allSettled([a.query('select pg_advisory_xact_lock(424202)'), b.query('select pg_advisory_xact_lock(424201)')]);
+          const failed = both.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+          throw failed.reason;
+        } finally {
+          await Promise.all([a.end(), b.end()]);
+        }
+      },
+      '/other': async () => {
+        throw new Error('something else');
+      },
+    };
+    const koa = new Koa();
+    koa.silent = true;
+    koa.use(errorMiddleware(app.deps.log));
+    koa.use(async (ctx) => {
+      await failures[ctx.path]();
+    });
+    const server = http.createServer(koa.callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      for (const [path, retryAfter] of [['/refused', '5'], ['/terminated', '5'], ['/deadlock', '1']]) {
+        const res = await fetch(base + path);
+        const body = await res.json();
+        assert.equal(res.status, 503, `${path}: ${JSON.stringify(body)}`);
+        assert.equal(body.error.code, 'temporarily_unavailable', path);
+        assert.equal(res.headers.get('retry-after'), retryAfter, path);
+      }
+      const res = await fetch(`${base}/other`);
+      assert.equal(res.status, 500);
+      assert.deepEqual(await res.json(), { error: { code: 'internal_error', message: 'internal server error' } });
+    } finally {
+      server.close();
+    }
+  });
   // Requests Node's HTTP parser refuses never reach Koa; the server answers them itself.
   it('a request Node refuses before Koa (bad request line, 16 KB+ headers) is answered in the envelope', async () => {
     const { port } = new URL(app.url);

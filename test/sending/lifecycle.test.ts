@@ -5,6 +5,7 @@ import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { requeueExpired } from '../../src/modules/messages/transitions.ts';
 import { postponeNextStep } from '../../src/modules/messages/enrollments.ts';
 import { SendWakeup } from '../../src/modules/sending/wakeup.ts';
+import { transactionRetries } from '../../src/db/transaction.ts';
 import { waitFor } from '../support/wait.ts';
 import { sendingWorld } from './world.ts';
 import type { TestApp } from '../support/harness.ts';
@@ -257,6 +258,7 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     // A promotion in flight, as promoteDue makes one: dd2's follow-up locked, the counters next.
     const promotion = new pg.Client({ connectionString: app.databaseUrl });
     await promotion.connect();
+    const retriesBefore = transactionRetries(app.deps.orm);
     try {
       await promotion.query('begin');
       await promotion.query(
@@ -273,12 +275,48 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
       await promotion.query('commit');
       const res = await patch;
       assert.equal(res.status, 200, res.text);
+      // A deadlock would be retried and succeed too: only the count shows there was none.
+      assert.equal(transactionRetries(app.deps.orm), retriesBefore, 'no deadlock, no retry');
     } finally {
       await promotion.end();
     }
     const leads = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data;
     const byEmail = Object.fromEntries(leads.map((l: { email: string; status: string; nextSendAt: string | null }) => [l.email, [l.status, l.nextSendAt]]));
     assert.deepEqual(byEmail, { 'dd1@lead.example': ['completed', null], 'dd2@lead.example': ['active', new Date(clock.now().getTime() + 3 * H).toISOString()] });
+  });
+
+  it('a request whose transaction PostgreSQL aborts in a deadlock runs it again and succeeds (not a 500)', async () => {
+    const H = 3600_000;
+    const t = await setup({ leads: [{ email: 'dl-retry@lead.example' }], steps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 1 }] });
+    const sentAt = clock.now().getTime();
+    await dispatcher.runRound();
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+    // Another transaction takes the waiting follow-up, then the campaign: the opposite order of
+    // a change of steps (the campaign, then its waiting messages). A lock cycle.
+    const other = new pg.Client({ connectionString: app.databaseUrl });
+    await other.connect();
+    const retriesBefore = transactionRetries(app.deps.orm);
+    try {
+      await other.query('begin');
+      await other.query(`select id from outbound_messages where campaign_id = $1 and state = 'scheduled' for update`, [t.campaignId]);
+      const patch = app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { sequenceSteps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 5 }] } });
+      await waitFor('the change holding the campaign, waiting for the follow-up', async () =>
+        (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%outbound_messages%' and pid <> pg_backend_pid()`)).rows.length > 0,
+      );
+      // The change waited first, so its deadlock check fires first: PostgreSQL aborts it, and
+      // this gets the campaign.
+      await other.query(`select id from campaigns where id = $1 for update`, [t.campaignId]);
+      await other.query('commit');
+      const res = await patch;
+      assert.equal(res.status, 200, res.text);
+      assert.equal(transactionRetries(app.deps.orm), retriesBefore + 1, 'aborted once, run again once');
+    } finally {
+      await other.end();
+    }
+    const [lead] = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data;
+    assert.equal(lead.nextSendAt, new Date(sentAt + 5 * H).toISOString(), 'the retried change is the one written');
+    const metrics = await app.deps.metrics.text();
+    assert.match(metrics, new RegExp(`^mailgate_db_transaction_retries_total ${retriesBefore + 1}$`, 'm'));
   });
 
   it('a lead away for less than the wait: shortening the delay later still waits for the lead to be back', async () => {

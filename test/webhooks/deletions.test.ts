@@ -6,6 +6,7 @@ import type { WebhookWorld } from './helpers.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { deliveryWorld } from './delivery-world.ts';
 import { waitFor } from '../support/wait.ts';
+import { transactionRetries } from '../../src/db/transaction.ts';
 
 describe('webhook delivery: deleted and disabled webhooks and workspaces', function () {
   this.timeout(60_000);
@@ -42,6 +43,7 @@ describe('webhook delivery: deleted and disabled webhooks and workspaces', funct
     // it writes for (FOR KEY SHARE), then the delivery.
     const fan = new pg.Client({ connectionString: w.app.databaseUrl });
     await fan.connect();
+    const retriesBefore = transactionRetries(w.app.deps.orm);
     try {
       await fan.query('begin');
       await fan.query(`select id from events where fanned_out_at is null and workspace_id = $1 for update skip locked`, [workspaceId]);
@@ -58,6 +60,8 @@ describe('webhook delivery: deleted and disabled webhooks and workspaces', funct
       await fan.query(`update events set fanned_out_at = now() where id = $1`, [eventId]);
       await fan.query('commit');
       await deleting;
+      // A deadlock would now be retried and succeed: only the count shows there was none.
+      assert.equal(transactionRetries(w.app.deps.orm), retriesBefore, 'no deadlock, no retry');
     } finally {
       await fan.end();
     }
@@ -72,6 +76,7 @@ describe('webhook delivery: deleted and disabled webhooks and workspaces', funct
     // webhook's row.
     const change = new pg.Client({ connectionString: w.app.databaseUrl });
     await change.connect();
+    const retriesBefore = transactionRetries(w.app.deps.orm);
     try {
       await change.query('begin');
       await change.query('lock table events in share mode');
@@ -85,6 +90,7 @@ describe('webhook delivery: deleted and disabled webhooks and workspaces', funct
       await change.query(`update webhooks set status = 'disabled' where id = $1`, [hook.id]);
       await change.query('commit');
       await deleting;
+      assert.equal(transactionRetries(w.app.deps.orm), retriesBefore, 'no deadlock, no retry');
     } finally {
       await change.end();
     }

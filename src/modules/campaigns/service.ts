@@ -30,6 +30,7 @@ import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstSteps
 import { bumpCounters, createCounters, readCounters, type Counters } from '../messages/counters.ts';
 import { inWindow } from '../sending/schedule.ts';
 import { completeBeyondLastStep, lockWaitingMessages, rescheduleFollowUps } from '../messages/enrollments.ts';
+import { transaction } from '../../db/transaction.ts';
 
 const DEFAULT_DELAY_HOURS = 48;
 
@@ -81,7 +82,7 @@ export class CampaignService {
 
   async create(workspaceId: string, input: z.output<typeof createCampaignBody>) {
     const now = this.deps.clock.now();
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       const poolId = input.senderPoolId !== undefined ? (await this.requirePool(em, workspaceId, input.senderPoolId)).id : await this.defaultPoolId(em, workspaceId);
       const campaign: Campaign = {
         id: newId('cmp'),
@@ -121,7 +122,7 @@ export class CampaignService {
   }
 
   async update(workspaceId: string, id: string, input: z.output<typeof patchCampaignBody>) {
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       const campaign = await this.require(em, workspaceId, id, true);
       if (input.sequenceSteps !== undefined && campaign.status === 'running')
         throw new ApiError(409, 'campaign_running', 'sequence steps can only change while the campaign is not running: pause it first');
@@ -157,7 +158,7 @@ export class CampaignService {
     await this.require(this.em, workspaceId, campaignId);
     if (errors.length) throw new ApiError(422, 'validation_failed', `${new Set(errors.map((e) => e.index)).size} lead(s) failed validation`, { errors });
     const now = this.deps.clock.now();
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       // A share lock on the campaign orders this enrollment against a concurrent start or
       // pause: either the start sees these enrollments, or this sees the campaign running.
       const campaign = await lockCampaignStatus(em, workspaceId, campaignId);
@@ -185,7 +186,8 @@ export class CampaignService {
   /** draft|paused -> running (a no-op when running); queues step 0 where nothing is queued. */
   async start(workspaceId: string, id: string) {
     let change: { resumed: boolean; queued: number } | undefined;
-    const started = await this.em.transactional(async (em) => {
+    const started = await transaction(this.em, async (em) => {
+      change = undefined;
       const campaign = await this.require(em, workspaceId, id, true);
       if (campaign.status === 'running') return { id, status: campaign.status, startedAt: iso(campaign.startedAt) };
       const { leads, steps } = await startable(em, id);
@@ -226,7 +228,8 @@ export class CampaignService {
   /** running -> paused; a no-op otherwise. Queued messages stay queued. */
   async pause(workspaceId: string, id: string) {
     let paused = false;
-    const result = await this.em.transactional(async (em) => {
+    const result = await transaction(this.em, async (em) => {
+      paused = false;
       const campaign = await this.require(em, workspaceId, id, true);
       if (campaign.status === 'running') {
         await markPaused(em, campaign, this.deps.clock.now());

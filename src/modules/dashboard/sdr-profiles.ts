@@ -5,6 +5,7 @@ import type { ProfileInput } from '../sdrs/service.ts';
 import { listSdrProfiles, renameSdr, sdrProfile, type SdrProfileRow } from '../sdrs/repository.ts';
 import { isoOrNull, toIso } from '../../shared/time.ts';
 import type { DashboardOwners } from './owners.ts';
+import { transaction } from '../../db/transaction.ts';
 
 function view(r: SdrProfileRow) {
   const connected = r.health_state === 'active';
@@ -50,7 +51,7 @@ export class SdrProfileService {
   }
 
   async create(workspaceId: string, input: { name: string; email: string } & ProfileInput) {
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       const sdrs = this.owners.sdrs(em);
       const sdr = await sdrs.add(workspaceId, input.name, input.email);
       const { name: _n, email: _e, ...profile } = input;
@@ -60,7 +61,7 @@ export class SdrProfileService {
   }
 
   async update(workspaceId: string, sdrId: string, input: { name?: string; active?: boolean } & ProfileInput) {
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       await this.get(workspaceId, sdrId, em);
       const sdrs = this.owners.sdrs(em);
       const { name, active, ...profile } = input;

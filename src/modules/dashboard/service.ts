@@ -11,6 +11,7 @@ import { BUCKET_MS, campaignTimeline, type Bucket } from '../messages/activity.t
 import { deleteSessionsOfKey } from './session-repository.ts';
 import { mailUrl, type MailServerInput } from './mail-servers.ts';
 import type { DashboardOwners } from './owners.ts';
+import { transaction } from '../../db/transaction.ts';
 
 export const MAX_BUCKETS = 1000;
 
@@ -34,7 +35,7 @@ export class DashboardService {
 
   /** Revokes a key of the workspace and ends its dashboard sessions, in one transaction. */
   async revokeKey(workspaceId: string, keyId: string) {
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       if (!(await getKey(em, workspaceId, keyId))) throw ApiError.notFound('key', `API key ${keyId} not found`);
       await this.owners.workspaces(em).revokeKey(keyId);
       await deleteSessionsOfKey(em, keyId);

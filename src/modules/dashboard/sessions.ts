@@ -8,6 +8,7 @@ import type { Role } from '../workspaces/entities.ts';
 import { findKey, noteKeyUsed } from '../workspaces/api-keys-repository.ts';
 import { workspaceName } from '../workspaces/repository.ts';
 import { deleteSession, insertSession, sweepIdleSessions } from './session-repository.ts';
+import { transaction } from '../../db/transaction.ts';
 
 export interface SessionView {
   role: Role;
@@ -39,7 +40,7 @@ export class DashboardSessionService {
     const token = randomBytes(32).toString('base64url');
     const now = this.deps.clock.now();
     const workspaceId = key.workspace_id;
-    await this.em.transactional(async (em) => {
+    await transaction(this.em, async (em) => {
       // Sessions idle past the limit are over; sign-in is where they are swept.
       await sweepIdleSessions(em, new Date(now.getTime() - this.deps.config.dashboardSessionIdle));
       await insertSession(em, hashSessionToken(token), workspaceId, key.id, now);

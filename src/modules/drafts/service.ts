@@ -20,6 +20,7 @@ import { APPROACHES, rubricWithLlm, writeWithLlm, type Rubric } from './writer.t
 import { judgeDraft, type Scores } from './judge.ts';
 import { runGuardrails, type GuardrailsResult } from './guardrails.ts';
 import { textToHtml } from './html.ts';
+import { transaction } from '../../db/transaction.ts';
 
 export type { DraftState, Approach };
 
@@ -96,7 +97,7 @@ export class DraftService {
     const ctx = await new DraftPlanner(this.em, this.kb).plan(scope, input.threadId);
     const styles = APPROACHES.slice(0, input.variantCount);
     const variants = await Promise.all(styles.map((style) => this.write(ctx, style, input.instructions ?? null)));
-    const stored = await this.em.transactional(async (tx) => {
+    const stored = await transaction(this.em, async (tx) => {
       const out = [];
       for (const v of variants) out.push(await this.insert(tx, scope, ctx, v, input.instructions ?? null));
       return out;
@@ -113,7 +114,7 @@ export class DraftService {
     const ctx = await new DraftPlanner(this.em, this.kb).plan(scope, old.thread_id);
     const chosen = instructions ?? old.instructions;
     const variant = await this.write(ctx, style, chosen);
-    return this.em.transactional(async (tx) => {
+    return transaction(this.em, async (tx) => {
       const now = this.deps.clock.now();
       const stored = await this.insert(tx, scope, ctx, variant, chosen);
       // Compare-and-set: a concurrent send, discard or regenerate of the old draft wins.

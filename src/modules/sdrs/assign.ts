@@ -16,6 +16,7 @@ import { campaignName, leadById } from '../campaigns/repository.ts';
 import type { LeadColumns } from '../messages/send.ts';
 import { recordForward, sentSteps } from '../messages/desk.ts';
 import { priorityScore } from './priority.ts';
+import { transaction } from '../../db/transaction.ts';
 
 export interface AssignInput {
   sdrId: string;
@@ -68,7 +69,7 @@ export class AssignmentService {
     if (outcome.kind !== 'accepted') throw new ApiError(502, 'forward_failed', `the forward was not accepted by the SMTP server: ${outcome.response}`);
 
     const snapshot = await this.snapshot(reply, lead, original.text ?? '', originalSubject);
-    return this.em.transactional(async (tx) => {
+    return transaction(this.em, async (tx) => {
       await recordForward(
         tx,
         { id: forwardId, workspaceId, campaignId: reply.campaign_id, leadId: reply.lead_id, senderAccountId: reply.sender_account_id!, to: mail.to, subject: mail.subject, messageIdHeader: mail.messageId!, response: outcome.response },

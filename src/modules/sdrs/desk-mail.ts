@@ -11,6 +11,7 @@ import { followupsOnAnswer, followupsOnSend } from './followups.ts';
 import { mailboxOf, setMailboxHealth, type DeskMailbox } from './repository.ts';
 import { addAnswer, addSentMessage, recordedSend, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
 import { recordSdrReply } from '../messages/desk.ts';
+import { transaction } from '../../db/transaction.ts';
 
 /** A send checked and ready to go out through the SDR's mailbox (prepare). */
 export interface DeskSend {
@@ -69,7 +70,7 @@ export class DeskMailService {
     };
     if (idempotencyKey === undefined) {
       const sent = await this.transmit(prepared, mail);
-      return this.em.transactional(async (tx) => ({ data: await this.record(tx, prepared, mail, sent) }));
+      return transaction(this.em, async (tx) => ({ data: await this.record(tx, prepared, mail, sent) }));
     }
     const digest = this.deps.crypto.digest('send-manual', `${sdrId}\u0000${threadId}\u0000${idempotencyKey}`);
     const id = idFromDigest('msg', digest);

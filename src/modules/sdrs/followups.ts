@@ -29,6 +29,7 @@ import { toDate, toIso } from '../../shared/time.ts';
 import type { Deps } from '../../deps.ts';
 import type { Clock } from '../../adapters/clock.ts';
 import { recomputeThreadPriority, type ThreadScope } from './threads.ts';
+import { transaction } from '../../db/transaction.ts';
 
 export type { FollowupStatus };
 
@@ -123,7 +124,7 @@ export class FollowupService {
     let created = 0;
     let after = '';
     for (;;) {
-      const r = await this.em.transactional((em) => this.createBatch(em, after));
+      const r = await transaction(this.em, (em) => this.createBatch(em, after));
       created += r.created;
       if (r.lastId === null) break;
       after = r.lastId;

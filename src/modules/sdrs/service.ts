@@ -28,6 +28,7 @@ import type { IcpCriteria } from './icp.ts';
 import { probeFailed } from '../mailboxes/probe-failure.ts';
 import { MAX_FOLLOWUP_ATTEMPTS } from './limits.ts';
 import { requireName } from '../../shared/names.ts';
+import { transaction } from '../../db/transaction.ts';
 
 export interface ProfileInput {
   tone?: string;
@@ -140,7 +141,7 @@ export class SdrService {
       connectedAt: now,
       updatedAt: now,
     };
-    await this.em.transactional(async (em) => {
+    await transaction(this.em, async (em) => {
       const before = await currentImapUrlEnc(em, sdr.id);
       await upsertMailbox(em, row);
       // Its mailbox is watched from now on (a prospect's answer joins its thread); a reconnect

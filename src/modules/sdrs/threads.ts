@@ -25,6 +25,7 @@ import type { Deps } from '../../deps.ts';
 import type { Clock } from '../../adapters/clock.ts';
 import { allowedTransitions, canTransition, type ThreadStatus } from './threads-state.ts';
 import { priorityScore, type ThreadCategory } from './priority.ts';
+import { transaction } from '../../db/transaction.ts';
 
 
 /** Recency is 20 * 0.5^(days): under 0.2 after ~6.6 days; a thread is refreshed for a day more. */
@@ -95,7 +96,7 @@ export class ThreadService {
    * message next to the status from before it.
    */
   async get(scope: ThreadScope, id: string) {
-    return this.em.transactional((tx) => this.read(tx, scope, id), { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true });
+    return transaction(this.em, (tx) => this.read(tx, scope, id), { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true });
   }
 
   private async read(tx: EntityManager, scope: ThreadScope, id: string) {

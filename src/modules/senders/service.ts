@@ -25,6 +25,7 @@ import {
 import { clearSenderHealth, logSenderTransition } from './health.ts';
 import { normalizeEmail, isEmail } from '../../shared/email.ts';
 import { requireName } from '../../shared/names.ts';
+import { transaction } from '../../db/transaction.ts';
 
 export interface AddSenderInput {
   workspaceId: string;
@@ -102,7 +103,7 @@ export class SenderService {
       updatedAt: now,
     };
     try {
-      await this.em.transactional(async (em) => {
+      await transaction(this.em, async (em) => {
         if (input.poolId) await this.requirePool(em, input.workspaceId, input.poolId);
         // Explicit inserts: the entities carry plain foreign keys, so the order is ours to keep.
         await insertSender(em, sender);
@@ -163,7 +164,7 @@ export class SenderService {
     if (!Number.isInteger(dailyCapacity) || dailyCapacity < 0) throw ApiError.invalid('dailyCapacity: must be a whole number >= 0');
     const now = this.deps.clock.now();
     const id = newId('pool');
-    await this.em.transactional(async (em) => {
+    await transaction(this.em, async (em) => {
       await insertPool(em, { id, workspaceId, name, dailyCapacity, createdAt: now });
       for (const sid of new Set(senderIds)) {
         await this.requireSender(em, workspaceId, sid);
@@ -174,7 +175,7 @@ export class SenderService {
   }
 
   async addToPool(poolId: string, senderId: string) {
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       const pool = await findPool(em, poolId);
       if (!pool) throw ApiError.notFound('sender_pool');
       await this.requireSender(em, pool.workspaceId, senderId);

@@ -6,7 +6,7 @@ import { messageBounced } from '../events/catalogue.ts';
 import { suppress } from '../suppression/repository.ts';
 import type { Deps } from '../../deps.ts';
 import type { PreparedStatements } from '../../db/statements.ts';
-import { sqlState } from '../../db/sql.ts';
+import { transientConflict } from '../../db/transaction.ts';
 import { bounce, fail, markSent, requeueAfterAccountFailure, requeueForRetry } from '../messages/transitions.ts';
 import { recordSenderFailure, logSenderTransition, type HealthTransition } from '../senders/health.ts';
 
@@ -44,12 +44,6 @@ interface PendingAccepted {
   workerId: string;
   resolve: (recorded: boolean) => void;
   reject: (err: unknown) => void;
-}
-
-/** A deadlock or serialization failure: the statement can simply run again. */
-function retryable(err: unknown): boolean {
-  const code = sqlState(err);
-  return code === '40P01' || code === '40001';
 }
 
 
@@ -205,7 +199,7 @@ export class SendOutcomeRecorder {
       try {
         return await this.writeAccepted(batch, guards);
       } catch (err) {
-        if (!retryable(err) || attempt >= 4) throw err;
+        if (!transientConflict(err) || attempt >= 4) throw err;
       }
     }
   }

@@ -59,6 +59,8 @@ const common = { tags: ['Tracking'], security: [], 'x-mailgate-role': 'none', pa
 const role = 'Role: none; no API key (the token is signed with the secret key).';
 const notFound = errorResponse(['not_found']);
 const internal = errorResponse(['internal_error']);
+// The database unavailable, or a conflict left after the retries (http/errors.ts).
+const unavailable = { $ref: '#/components/responses/TemporarilyUnavailable' };
 
 /** The OpenAPI description of the routes above (they are mounted outside apiRoutes). */
 export const trackingOperations: StaticOperation[] = [
@@ -74,6 +76,7 @@ export const trackingOperations: StaticOperation[] = [
         '200': { description: 'A transparent 1x1 GIF', content: { 'image/gif': { schema: { type: 'string', contentMediaType: 'image/gif' } } } },
         '404': notFound,
         '500': internal,
+        '503': unavailable,
       },
     },
   },
@@ -85,7 +88,7 @@ export const trackingOperations: StaticOperation[] = [
       operationId: 'getUnsubscribePage',
       summary: 'The unsubscribe page: asks to confirm (changes nothing)',
       description: `${role} Its form POSTs to the same URL.`,
-      responses: { '200': html('A page with a confirm button'), '404': notFound, '500': internal },
+      responses: { '200': html('A page with a confirm button'), '404': notFound, '500': internal, '503': unavailable },
     },
   },
   {
@@ -118,6 +121,7 @@ export const trackingOperations: StaticOperation[] = [
         '413': errorResponse(['payload_too_large']),
         '415': errorResponse(['unsupported_media_type']),
         '500': internal,
+        '503': unavailable,
       },
     },
   },

@@ -3,6 +3,7 @@ import type { Deps } from '../../deps.ts';
 import { suppress } from '../suppression/repository.ts';
 import { endEnrollments, enrollmentsOfLead } from '../messages/enrollments.ts';
 import { linkTarget, markOpened } from '../messages/transitions.ts';
+import { transaction } from '../../db/transaction.ts';
 
 /**
  * Open tracking and unsubscribe links. Tokens are signed with the secret key (`o.<msg id>`,
@@ -25,11 +26,10 @@ export class TrackingService {
     const id = this.messageOf(token, 'o');
     if (!id) return false;
     const now = this.deps.clock.now();
-    let first = false;
-    const known = await this.em.transactional(async (em) => {
-      if (await markOpened(em, id, now)) first = true;
-      return !!(await linkTarget(em, id));
-    });
+    const { first, known } = await transaction(this.em, async (em) => ({
+      first: await markOpened(em, id, now),
+      known: !!(await linkTarget(em, id)),
+    }));
     if (first) this.deps.metrics.opens.inc();
     return known;
   }
@@ -50,7 +50,7 @@ export class TrackingService {
     const id = this.messageOf(token, 'u');
     if (!id) return false;
     const now = this.deps.clock.now();
-    const done = await this.em.transactional(async (em) => {
+    const done = await transaction(this.em, async (em) => {
       const m = await linkTarget(em, id);
       if (!m) return false;
       await suppress(em, m.workspace_id, [m.to_email], 'unsubscribe', id, now);

@@ -20,6 +20,7 @@ import {
   findDelivery,
   scheduleRetry,
 } from './repository.ts';
+import { transaction } from '../../db/transaction.ts';
 
 export function webhookView(w: Webhook) {
   return { id: w.id, url: w.url, events: w.events, status: w.status, createdAt: w.createdAt.toISOString(), updatedAt: w.updatedAt.toISOString() };
@@ -97,7 +98,7 @@ export class WebhookService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.em.transactional(async (em) => {
+    await transaction(this.em, async (em) => {
       // Ordered with the event writers (events/outbox.ts): an event written after this commits sees it.
       await holdOutbox(em);
       await insertWebhook(em, webhook);
@@ -124,7 +125,7 @@ export class WebhookService {
     const events = input.events !== undefined ? checkEvents(input.events) : undefined;
     // The address check may wait on DNS: before the row lock, not under it.
     if (url) await this.checkHost(input.url!, url);
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       // A change of what the webhook is owed is ordered with the event writers (events/outbox.ts
       // holdOutbox), before the row lock.
       if (events || input.status) await holdOutbox(em);
@@ -145,13 +146,13 @@ export class WebhookService {
 
   /** Deletes the registration with its deliveries and attempts; nothing more is sent to it. */
   async remove(workspaceId: string, id: string): Promise<void> {
-    const deleted = await this.em.transactional((em) => deleteWebhook(em, workspaceId, id));
+    const deleted = await transaction(this.em, (em) => deleteWebhook(em, workspaceId, id));
     if (!deleted) throw this.notFound(id);
   }
 
   /** A new signing secret, effective for every attempt from now on; the old one stops at once. */
   async rotateSecret(workspaceId: string, id: string) {
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       const webhook = await this.require(em, workspaceId, id, true);
       const signingSecret = newSigningSecret();
       webhook.signingSecretEnc = this.deps.crypto.encrypt(signingSecret);
@@ -169,7 +170,7 @@ export class WebhookService {
 
   /** Schedules an immediate attempt of one delivery (409 while the webhook is disabled). */
   async retry(workspaceId: string, id: string, deliveryId: string) {
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       const webhook = await this.require(em, workspaceId, id, true);
       // An unknown delivery is 404 whatever the webhook's state; a known one of a disabled webhook 409.
       if (webhook.status !== 'active') {

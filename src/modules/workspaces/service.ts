@@ -21,6 +21,7 @@ import { sdrOfWorkspace } from '../sdrs/repository.ts';
 import { deleteDeliveriesOf, lockWorkspaceWebhooks } from '../webhooks/repository.ts';
 import { deleteWorkspaceMessages } from '../messages/deletion.ts';
 import { requireName } from '../../shared/names.ts';
+import { transaction } from '../../db/transaction.ts';
 
 const KEY_CHECK = 'secret_key_check';
 const KEY_CHECK_PLAINTEXT = 'mailgate secret key check';
@@ -85,7 +86,7 @@ export class WorkspaceService {
    */
   async delete(idOrName: string): Promise<{ id: string }> {
     const ws = await this.resolve(idOrName);
-    await this.em.transactional(async (em) => {
+    await transaction(this.em, async (em) => {
       const hooks = await lockWorkspaceWebhooks(em, ws.id);
       // outbound_messages has no foreign keys (0017): its owner deletes them, before and after.
       await deleteWorkspaceMessages(em, ws.id);
@@ -141,7 +142,7 @@ export class WorkspaceService {
    * advisory lock so two processes starting together create it once.
    */
   async bootstrap(): Promise<CreatedKey | null> {
-    return this.em.transactional(async (em) => {
+    return transaction(this.em, async (em) => {
       await advisoryXactLockId(em, 7202612);
       const count = await countWorkspaces(em);
       const seeded = await instanceSetting(em, 'bootstrapped_at');
@@ -158,7 +159,7 @@ export class WorkspaceService {
    * a known plaintext is encrypted on first start and must decrypt on every later one.
    */
   async checkSecretKey(): Promise<void> {
-    await this.em.transactional(async (em) => {
+    await transaction(this.em, async (em) => {
       await advisoryXactLockId(em, 7202613);
       const row = await instanceSetting(em, KEY_CHECK);
       if (!row) {
