@@ -4,6 +4,7 @@ import { startTestApp, seedWorkspace, ManualClock, type TestApp } from '../suppo
 import { SmtpSink } from '../support/smtp.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { waitFor } from '../support/wait.ts';
 
 // Out-of-office answers move the sequence (issue 19 §3, contract §5): the campaign sends
 // Mon-Fri 09:00-17:00 Europe/Berlin (UTC+1 in November); step 2 follows step 1 after 48 hours.
@@ -171,5 +172,43 @@ describe('inbound: an out-of-office answer postpones the next step', function ()
     assert.deepEqual(sent('human@lead.example'), []);
     const replies = (await app.request('GET', `/v1/replies?campaignId=${c.id}`, { key: c.key })).body as Array<{ classification: string }>;
     assert.deepEqual(replies.map((r) => r.classification).sort(), ['interested', 'out_of_office']);
+  });
+
+  it('two human replies of one lead read side by side from two mailboxes count once in replied', async () => {
+    const c = await campaign(['twice@lead.example']);
+    // A second mailbox of the workspace (another sender account), as its watcher holds it.
+    const other = await app.services().senders.add({ workspaceId: c.workspaceId, email: `bob.${Date.now()}@acme.example`, name: 'Bob', smtpUrl: sink.url('bob@acme.example', 'pw'), imapUrl: 'imap://bob:pw@127.0.0.1:1' });
+    const { rows: [w2] } = await db.query(`update mailbox_watches set lease_owner = 'test', uid_validity = 1 where sender_account_id = $1 returning id`, [other.id]);
+    const answer = (watchId: string, accountId: string, n: number, body: string) =>
+      app.services().inbound.ingest({
+        watchId, workspaceId: c.workspaceId, senderAccountId: accountId, owner: 'test', uidValidity: 1n, uid: 1000 + n, receivedAt: clock.now(),
+        raw: Buffer.from([
+          'From: twice@lead.example', 'To: alice@acme.example', 'Subject: Re: Quick question', `Message-ID: <twice-${n}@lead.example>`,
+          `In-Reply-To: ${c.sent.get('twice@lead.example')}`, 'Content-Type: text/plain; charset=utf-8', '', body, '',
+        ].join('\r\n')),
+      });
+    // Both ingests reach the lead's enrollment while another transaction holds it.
+    const holder = new pg.Client({ connectionString: app.databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query(`select id from enrollments where campaign_id = $1 for update`, [c.id]);
+      const both = Promise.all([
+        answer(c.watchId, c.accountId, 1, 'Yes, interested. Call me tomorrow.'),
+        answer(w2.id, other.id, 2, 'Yes, interested: send me times for a call.'),
+      ]);
+      await waitFor('both ingests waiting for the enrollment', async () =>
+        Number((await db.query(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and pid <> pg_backend_pid()`)).rows[0].n) >= 2,
+      );
+      await holder.query('commit');
+      assert.deepEqual(await both, ['reply', 'reply']);
+    } finally {
+      await holder.end();
+    }
+    const s = await stats(c);
+    assert.equal(s.replied, 1, 'one lead replied');
+    const replies = (await app.request('GET', `/v1/replies?campaignId=${c.id}`, { key: c.key })).body as unknown[];
+    assert.equal(replies.length, 2, 'both are listed');
+    assert.equal((await lead(c, 'twice@lead.example')).status, 'replied');
   });
 });

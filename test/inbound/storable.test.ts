@@ -49,4 +49,80 @@ describe('inbound mail: every analysed field is storable text', () => {
       await db.end();
     }
   });
+
+  it('a NUL in the Message-IDs a bounce or a complaint names (text[] to find the original) is dropped: the report is not refused', async () => {
+    const headers = ['From: Alice <alice@northwind.example>', 'To: gone@example.org', 'Subject: Hello', 'Message-ID: <orig\u0000id@northwind.example>', ''];
+    const dsn = [
+      'From: Mail Delivery System <MAILER-DAEMON@mx.example.org>',
+      'To: alice@northwind.example',
+      'Subject: Undelivered Mail Returned to Sender',
+      'Message-ID: <dsn-nul@mx.example.org>',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/report; report-type=delivery-status; boundary="b1"',
+      '',
+      '--b1',
+      'Content-Type: text/plain; charset=us-ascii',
+      '',
+      'Your message could not be delivered.',
+      '--b1',
+      'Content-Type: message/delivery-status',
+      '',
+      'Reporting-MTA: dns; mx.example.org',
+      '',
+      'Final-Recipient: rfc822; gone@example.org',
+      'Action: failed',
+      'Status: 5.1.1',
+      '',
+      '--b1',
+      'Content-Type: text/rfc822-headers',
+      '',
+      ...headers,
+      '--b1--',
+      '',
+    ].join('\r\n');
+    const arf = [
+      'From: Feedback Loop <fbl@isp.example>',
+      'To: alice@northwind.example',
+      'Subject: Complaint',
+      'Message-ID: <arf-nul@isp.example>',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/report; report-type=feedback-report; boundary="b2"',
+      '',
+      '--b2',
+      'Content-Type: text/plain',
+      '',
+      'This is a spam complaint.',
+      '--b2',
+      'Content-Type: message/feedback-report',
+      '',
+      'Feedback-Type: abuse',
+      'User-Agent: ISP-FBL/1.0',
+      'Version: 1',
+      'Original-Rcpt-To: gone@example.org',
+      '',
+      '--b2',
+      'Content-Type: text/rfc822-headers',
+      '',
+      ...headers,
+      '--b2--',
+      '',
+    ].join('\r\n');
+    const bounce = await analyzeMessage(dsn);
+    const complaint = await analyzeMessage(arf);
+    assert.equal(bounce.kind, 'bounce');
+    assert.equal(complaint.kind, 'complaint');
+    const idLists = [bounce.bounce!.originalMessageIds, complaint.complaint!.originalMessageIds];
+    for (const ids of idLists) assert.ok(ids.includes('<origid@northwind.example>'), JSON.stringify(ids));
+    const db = new pg.Client({ connectionString: process.env.MAILGATE_TEST_ADMIN_URL });
+    await db.connect();
+    try {
+      // What matchByMessageIds sends, and the jsonb the ingest stores.
+      for (const [i, ids] of idLists.entries()) {
+        const { rows } = await db.query('select $1::text[] as ids, $2::jsonb as doc', [ids, JSON.stringify([bounce, complaint][i])]);
+        assert.deepEqual(rows[0].ids, ids);
+      }
+    } finally {
+      await db.end();
+    }
+  });
 });

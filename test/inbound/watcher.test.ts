@@ -406,6 +406,67 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     assert.deepEqual((await app.request('GET', '/v1/replies', { key: other.adminKey })).body, []);
     assert.equal((await app.request('GET', `/v1/replies?campaignId=${campaignId}`, { key: other.adminKey })).status, 404);
   });
+
+  /** Enrolls new leads into the running campaign and sends them their first step. */
+  async function sendTo(...emails: string[]) {
+    assert.equal((await app.request('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { key, body: { leads: emails.map((email) => ({ email })) } })).status, 200);
+    const before = sink.received.length;
+    await dispatcher.runRound();
+    for (const r of sink.received.slice(before)) sent.set(r.to[0], r.parsed.messageId!);
+    for (const e of emails) assert.ok(sent.has(e), e);
+  }
+
+  it('a session that loses its lease ends; once the lease is this worker\'s again, a new one reads on from the committed cursor', async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    await sendTo('lease1@lead.example', 'lease2@lead.example');
+    // While it ingests its first message, this worker is taken for dead: the workers' registry
+    // frees its leases (workers/registry.ts). Nobody else is running, so the lease comes back.
+    let freed = false;
+    const w = new MailboxWatcher(
+      app.deps,
+      () => {
+        const s = app.services().inbound;
+        const ingest = s.ingest.bind(s);
+        s.ingest = async (m: Parameters<typeof ingest>[0]) => {
+          if (!freed) {
+            freed = true;
+            await db.query(`update mailbox_watches set lease_owner = null, lease_until = null`);
+          }
+          return ingest(m);
+        };
+        return s;
+      },
+      { pollIntervalMs: 300, useIdle: false, tickMs: 300, leaseMs: 3_000 },
+    );
+    watchers.push(w);
+    await w.start();
+    await imap.append(SENDER, PW, mail({ from: 'lease1@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<lease-r1@lead.example>', inReplyTo: sent.get('lease1@lead.example') }, 'Yes, interested. Call me on Monday.'));
+    // The session that lost the lease did not record it; the next one does, and what follows.
+    await waitFor('the reply the lost lease interrupted', async () => (await replies()).find((x) => x.email === 'lease1@lead.example'));
+    assert.ok(freed);
+    await imap.append(SENDER, PW, mail({ from: 'lease2@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<lease-r2@lead.example>', inReplyTo: sent.get('lease2@lead.example') }, 'Not interested, thanks.'));
+    await waitFor('the next reply', async () => (await replies()).find((x) => x.email === 'lease2@lead.example'));
+    assert.equal((await replies()).filter((x) => x.email === 'lease1@lead.example').length, 1, 'recorded once');
+  });
+
+  it('mail that arrived before our first message to its sender answers nothing of ours, even read again; mail after it does', async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    // The watch began two hours ago, so mail of half an hour ago is for it to read.
+    await db.query(`update mailbox_watches set since = now() - interval '2 hours'`);
+    await imap.append(SENDER, PW, mail({ from: 'early@lead.example', to: SENDER, subject: 'A question', messageId: '<early-1@lead.example>' }, 'Yes, I am interested. Call me.'), new Date(Date.now() - 30 * 60_000));
+    await sendTo('early@lead.example');
+    // Read again from the start, as after a new UIDVALIDITY (or a backlog read after an outage).
+    await db.query(`update mailbox_watches set uid_validity = 1, last_uid = 0`);
+    await watcher({ useIdle: false }).start();
+    const last = await imap.lastUid(SENDER, PW);
+    await waitFor('the mailbox read again to its end', async () => Number((await db.query(`select last_uid from mailbox_watches`)).rows[0].last_uid) >= last);
+    assert.ok(!(await replies()).some((r) => r.email === 'early@lead.example'), 'the earlier mail is no reply');
+    assert.equal(await leadStatus('early@lead.example'), 'active');
+    await imap.append(SENDER, PW, mail({ from: 'early@lead.example', to: SENDER, subject: 'Quick question', messageId: '<early-2@lead.example>' }, 'Yes, interested. Call me tomorrow.'));
+    const r = await waitFor('the reply after our message', async () => (await replies()).find((x) => x.email === 'early@lead.example'));
+    assert.equal(r.classification, 'interested');
+    assert.equal(await leadStatus('early@lead.example'), 'replied');
+  });
 });
 
 describe('inbound: FETCH batches of bounded bytes', () => {

@@ -84,6 +84,29 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
     assert.equal(t.messages[1].direction, 'outbound');
   });
 
+  it("a copy of the SDR's own send in the mailbox (a Cc to self, sent mail filed in the inbox) is no answer of the prospect's", async () => {
+    const ours = sink.received[0].parsed;
+    // The copy as a server files it: our Message-ID and References, from the SDR.
+    await imap.append(
+      SDR,
+      'pw',
+      [`From: Sam Rep <${SDR}>`, 'To: pat@lead.example', `Cc: ${SDR}`, 'Subject: Re: Idea', `Date: ${new Date().toUTCString()}`, `Message-ID: ${ours.messageId}`, 'In-Reply-To: <p1@lead.example>', 'References: <p1@lead.example>', 'Content-Type: text/plain; charset=utf-8', '', 'Hi Pat, here is more.', ''].join('\r\n'),
+    );
+    // Another client's copy with a Message-ID of its own, still from the SDR.
+    await imap.append(
+      SDR,
+      'pw',
+      [`From: ${SDR}`, 'To: pat@lead.example', 'Subject: Re: Idea', `Date: ${new Date().toUTCString()}`, 'Message-ID: <self-copy-2@acme.example>', `In-Reply-To: ${ours.messageId}`, `References: <p1@lead.example> ${ours.messageId}`, 'Content-Type: text/plain; charset=utf-8', '', 'Following up on my note.', ''].join('\r\n'),
+    );
+    const last = await imap.lastUid(SDR, 'pw');
+    await waitFor('the copies read', async () =>
+      Number((await db.query(`select w.last_uid from mailbox_watches w join sdrs s on s.id = w.sdr_id where s.email = $1`, [SDR])).rows[0]?.last_uid ?? 0) >= last,
+    );
+    const t = await thread();
+    assert.equal(t.status, 'awaiting_reply', 'still waiting for the prospect');
+    assert.equal(t.messages.length, 2, 'no message added');
+  });
+
   it("a prospect's answer in the SDR's mailbox joins the thread and makes it replied; an out-of-office does not", async () => {
     const ours = sink.received[0].parsed.messageId!;
     await imap.append(

@@ -91,7 +91,18 @@ function storableAnalysis(a: InboundAnalysis): InboundAnalysis {
       status: storableOrNull(a.bounce.status),
       reason: storableText(a.bounce.reason),
       originalMessageId: storableOrNull(a.bounce.originalMessageId),
+      // Sent to PostgreSQL as a text[] to find the original: one NUL failed the whole message,
+      // and the report was skipped (no bounce, no suppression).
+      originalMessageIds: a.bounce.originalMessageIds.map(storableText),
       recipient: storableOrNull(a.bounce.recipient),
+    },
+    complaint: a.complaint && {
+      ...a.complaint,
+      feedbackType: storableText(a.complaint.feedbackType),
+      userAgent: storableOrNull(a.complaint.userAgent),
+      originalMessageId: storableOrNull(a.complaint.originalMessageId),
+      originalMessageIds: a.complaint.originalMessageIds.map(storableText),
+      recipient: storableOrNull(a.complaint.recipient),
     },
   };
 }

@@ -6,7 +6,7 @@ import { recordEvent } from '../events/outbox.ts';
 import { messageBounced, replyReceived, type MessageFacts } from '../events/catalogue.ts';
 import { suppress } from '../suppression/repository.ts';
 import { bumpCounters } from '../messages/counters.ts';
-import { endEnrollments, enrollmentsOfLead, noteEnrollmentEvent, postponeNextStep } from '../messages/enrollments.ts';
+import { endEnrollments, enrollmentsOfLead, lockEnrollment, noteEnrollmentEvent, postponeNextStep } from '../messages/enrollments.ts';
 import { bounceDelivered } from '../messages/transitions.ts';
 import { matchByMessageIds, matchBySender, type MatchedMessage } from '../messages/lookups.ts';
 import { oooResumeAt } from '../sending/postpone.ts';
@@ -138,13 +138,13 @@ export class InboundService {
       // the most reliable route wins), else the failed recipient among this account's messages.
       const original = await matchByMessageIds(tx, mail.workspaceId, [...report.originalMessageIds].reverse());
       if (original) return original;
-      if (report.recipient && mail.senderAccountId) return matchBySender(tx, mail.senderAccountId, report.recipient);
+      if (report.recipient && mail.senderAccountId) return matchBySender(tx, mail.senderAccountId, report.recipient, mail.receivedAt);
       return undefined;
     }
     const chain = [...a.references, ...(a.inReplyTo ? [a.inReplyTo] : [])];
     const byThread = await matchByMessageIds(tx, mail.workspaceId, chain);
     if (byThread) return byThread;
-    if (a.from && mail.senderAccountId) return matchBySender(tx, mail.senderAccountId, a.from);
+    if (a.from && mail.senderAccountId) return matchBySender(tx, mail.senderAccountId, a.from, mail.receivedAt);
     return undefined;
   }
 
@@ -180,6 +180,9 @@ export class InboundService {
 
   private async reply(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
     const now = this.deps.clock.now();
+    // Two replies of the lead in this campaign (through two sender accounts' mailboxes, ingested
+    // side by side) would both find no earlier one and both count: the enrollment is locked first.
+    await lockEnrollment(tx, m.enrollment_id);
     const firstHuman =
       HUMAN.has(a.classification) &&
       !(await hasReplyClassified(tx, m.campaign_id, m.lead_id, [...HUMAN]));

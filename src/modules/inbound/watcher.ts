@@ -7,7 +7,7 @@ import { toDate } from '../../shared/time.ts';
 import { sqlState } from '../../db/sql.ts';
 import type { IncomingMail, InboundService } from './service.ts';
 import { INBOUND_MAX_BYTES_DEFAULT } from './limits.ts';
-import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, type WatchRow, type WatchStatus } from '../mailboxes/repository.ts';
+import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, watchCursor, type WatchRow, type WatchStatus } from '../mailboxes/repository.ts';
 
 export interface WatcherOptions {
   /** Fallback poll when a server has no IDLE (MAILGATE_IMAP_POLL_INTERVAL). */
@@ -76,6 +76,7 @@ class MailboxSession {
   private stopped = false;
   private wake?: () => void;
   private failures = 0;
+  private finished = false;
   readonly done: Promise<void>;
 
   constructor(
@@ -85,7 +86,16 @@ class MailboxSession {
     private readonly inbound: () => InboundService,
     private readonly opts: Required<Omit<WatcherOptions, 'maxMailboxes' | 'owner'>>,
   ) {
-    this.done = this.run();
+    this.done = this.run().finally(() => (this.finished = true));
+  }
+
+  /**
+   * The session is over without having been told to stop: it lost the mailbox's lease (another
+   * worker took it, or this one was taken for dead). The watcher forgets it, so that when the
+   * lease is this worker's again a new session starts from the cursor as committed.
+   */
+  get ended(): boolean {
+    return this.finished;
   }
 
   /** The credentials this session connects with (encrypted), to notice when they change. */
@@ -190,6 +200,14 @@ class MailboxSession {
     client.on('exists', () => this.notify());
     await client.connect();
     try {
+      const cursor = await watchCursor(this.deps.orm.em.fork(), this.watch.id);
+      if (!cursor) {
+        // The watch is gone (its account or mailbox removed): the next lease round agrees.
+        this.stopped = true;
+        return;
+      }
+      this.watch.uid_validity = cursor.uid_validity;
+      this.watch.last_uid = cursor.last_uid;
       const mailbox = await client.mailboxOpen(this.watch.mailbox);
       await this.record('ok', null);
       const idle = this.opts.useIdle && client.capabilities.has('IDLE');
@@ -203,6 +221,7 @@ class MailboxSession {
         if (client.mailbox && client.mailbox.uidValidity !== uidValidity) {
           uidValidity = client.mailbox.uidValidity;
           await resetCursor(this.deps.orm.em.fork(), this.watch.id, uidValidity);
+          this.watch.uid_validity = String(uidValidity);
           this.watch.last_uid = '0';
         }
         await this.sync(client, uidValidity);
@@ -271,6 +290,9 @@ class MailboxSession {
         const fetched = wanted.length ? await client.fetchAll(wanted.join(','), { uid: true, source: { start: 0, maxLength: maxBytes } }, { uid: true }) : [];
         const sources = new Map(fetched.map((m) => [m.uid, m.source]));
         for (const uid of batch) {
+          // Told to stop: the cursor is committed message by message, so the next session
+          // starts right after the last one ingested.
+          if (this.stopped) return;
           const head = byUid.get(uid)!;
           let result: string;
           if (head.old) {
@@ -360,6 +382,10 @@ export class MailboxWatcher {
     if (this.stopped) return;
     try {
       const now = this.deps.clock.now();
+      // Sessions that ended on their own (a lost lease) are forgotten: one is started again
+      // below if the lease is (again) this worker's. Kept, such a session left its mailbox
+      // unread while this worker went on renewing the lease, so no other took it over.
+      for (const [id, session] of this.sessions) if (session.ended) this.sessions.delete(id);
       const leased = await leaseWatches(this.deps.orm.em.fork(), this.owner, now, new Date(now.getTime() + this.opts.leaseMs), this.opts.maxMailboxes);
       // A mailbox whose credentials changed (a reconnect through the CLI or the dashboard) gets
       // a new session with them within a lease round, as any CLI change must (contract §7).

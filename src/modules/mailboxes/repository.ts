@@ -107,6 +107,16 @@ export async function touchWatch(em: EntityManager, id: string, now: Date): Prom
   );
 }
 
+/**
+ * The mailbox's cursor as committed, read when a session (re)connects: a session started while
+ * the previous one was still ingesting (a reconnect with new credentials) or after a lost lease
+ * must not start from the cursor its lease round read.
+ */
+export async function watchCursor(em: EntityManager, id: string): Promise<{ uid_validity: string | null; last_uid: string } | undefined> {
+  const [row] = await sql<{ uid_validity: string | null; last_uid: string }>(em, `select uid_validity, last_uid from mailbox_watches where id = ?`, [id]);
+  return row;
+}
+
 /** A new UIDVALIDITY: UIDs restart, so the cursor does too (Message-IDs dedupe what was seen). */
 export async function resetCursor(em: EntityManager, id: string, uidValidity: bigint): Promise<void> {
   await sql(em, `update mailbox_watches set uid_validity = ?, last_uid = 0 where id = ?`, [String(uidValidity), id]);

@@ -143,6 +143,16 @@ export async function enrollmentsOfLead(em: EntityManager, leadId: string): Prom
   return enrollments.map((e) => e.id);
 }
 
+/**
+ * Locks one enrollment (as an update of it does) for the rest of the caller's transaction:
+ * taken first by work that reads what happened to the lead in the campaign and then writes by
+ * it (the first human reply counts once in `replied`), so two such transactions for the same
+ * lead run one after the other. The enrollment first, then its messages, then the counters.
+ */
+export async function lockEnrollment(em: EntityManager, enrollmentId: string): Promise<void> {
+  await sql(em, `select 1 from enrollments where id = ? for no key update`, [enrollmentId]);
+}
+
 /** The lead's last event on an enrollment that goes on (an open, an out-of-office). */
 export async function noteEnrollmentEvent(em: EntityManager, enrollmentId: string, event: 'opened' | 'out_of_office', now: Date): Promise<void> {
   await sql(em, `update enrollments set last_event = ?, last_event_at = ?, updated_at = ? where id = ?`, [event, now, now, enrollmentId]);

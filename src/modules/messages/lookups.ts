@@ -28,17 +28,26 @@ export async function matchByMessageIds(em: EntityManager, workspaceId: string, 
 }
 
 /**
- * The most recent campaign message this account sent to that address (also after the lead's
- * sequence completed, contract §7).
+ * Clocks disagree: the mail server's arrival time (INTERNALDATE, whole seconds) against our
+ * `sent_at`. A message sent up to this long after the mail arrived still counts as sent before.
  */
-export async function matchBySender(em: EntityManager, senderAccountId: string, address: string): Promise<MatchedMessage | undefined> {
+export const MATCH_CLOCK_SLACK_MS = 2 * 60_000;
+
+/**
+ * The most recent campaign message this account sent to that address before the mail arrived
+ * (also after the lead's sequence completed, contract §7). Mail that arrived before our first
+ * message to the address answers nothing of ours: read again later (a new UIDVALIDITY, a
+ * backlog after the mailbox was unreachable while sending went on), it would otherwise end the
+ * sequence of a lead enrolled since, or bounce it.
+ */
+export async function matchBySender(em: EntityManager, senderAccountId: string, address: string, receivedAt: Date): Promise<MatchedMessage | undefined> {
   // outbound_sender_to_idx (sender_account_id, lower(to_email), sent_at desc)
   const rows = await sql<MatchedMessage>(
     em,
     `select ${MATCH_COLUMNS} from outbound_messages m
-      where m.sender_account_id = ? and lower(m.to_email) = lower(?) and m.sent_at is not null and m.kind = 'campaign'
+      where m.sender_account_id = ? and lower(m.to_email) = lower(?) and m.sent_at is not null and m.sent_at <= ? and m.kind = 'campaign'
       order by m.sent_at desc limit 1`,
-    [senderAccountId, address],
+    [senderAccountId, address, new Date(receivedAt.getTime() + MATCH_CLOCK_SLACK_MS)],
   );
   return rows[0];
 }

@@ -9,7 +9,7 @@ import type { InboundAnalysis } from '../inbound/analyze.ts';
 import { escapeHtml, replySubject } from '../sending/render.ts';
 import { followupsOnAnswer, followupsOnSend } from './followups.ts';
 import { mailboxOf, setMailboxHealth, type DeskMailbox } from './repository.ts';
-import { addAnswer, addSentMessage, recordedSend, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
+import { addAnswer, addSentMessage, recordedSend, sentFromDesk, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
 import { recordSdrReply } from '../messages/desk.ts';
 import { transaction } from '../../db/transaction.ts';
 
@@ -168,6 +168,12 @@ export class DeskMailService {
   async prospectAnswer(tx: EntityManager, sdrId: string, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<boolean> {
     // A person's answer only: a bounce, a complaint or unclassified automatic mail never joins a thread.
     if (a.kind !== 'reply') return false;
+    // A copy of the SDR's own mail (a Cc or Bcc to self, a server filing sent mail in the inbox)
+    // carries the thread's references too, but it is no prospect's answer (contract §8): by its
+    // sender, or by the Message-ID of a send from the desk.
+    const box = await mailboxOf(tx, sdrId);
+    if (box && a.from && a.from.toLowerCase() === box.email.toLowerCase()) return false;
+    if (a.messageId && (await sentFromDesk(tx, sdrId, a.messageId))) return false;
     const chain = [...a.references, ...(a.inReplyTo ? [a.inReplyTo] : [])];
     const threadId = await threadOfAnswer(tx, sdrId, chain, a.from);
     if (!threadId) return false;
