@@ -40,11 +40,19 @@ export class Crypto {
     return createHmac('sha256', this.key).update(`${purpose}\u0000${payload}`).digest();
   }
 
-  /** The payload of a token made by sign(), or null when it is forged or malformed. */
+  /**
+   * The payload of a token made by sign(), or null when it is forged or malformed. Only sign()'s
+   * own spelling passes: Node's base64url decoder skips characters outside the alphabet and
+   * padding, so without the round trip a valid token had many working spellings (a `~` or `=`
+   * inserted, text after a second dot).
+   */
   verify(token: string): string | null {
-    const [body, mac] = token.split('.');
+    const parts = token.split('.');
+    if (parts.length !== 2) return null;
+    const [body, mac] = parts;
     if (!body || !mac) return null;
     const payload = Buffer.from(body, 'base64url').toString();
+    if (Buffer.from(payload).toString('base64url') !== body) return null;
     const expected = createHmac('sha256', this.key).update(payload).digest('base64url').slice(0, 22);
     const a = Buffer.from(mac);
     const b = Buffer.from(expected);

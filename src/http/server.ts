@@ -11,6 +11,13 @@ export function createHttpServer(listener: http.RequestListener): http.Server {
   const server = http.createServer(listener);
   server.keepAliveTimeout = 5_000;
   server.on('clientError', answerClientError);
+  // An `Expect` other than 100-continue: Node answers a bare 417 unless told otherwise.
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const body = JSON.stringify({ error: { code: 'expectation_failed', message: `Expect: ${String(req.headers.expect).slice(0, 100)} is not supported (only 100-continue)` } });
+    req.resume();
+    res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+    res.end(body);
+  });
   return server;
 }
 

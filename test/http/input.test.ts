@@ -253,7 +253,7 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     }
   });
   // Requests Node's HTTP parser refuses never reach Koa; the server answers them itself.
-  it('a request Node refuses before Koa (bad request line, 16 KB+ headers) is answered in the envelope', async () => {
+  it('a request Node refuses before Koa (bad request line, 16 KB+ headers, an unknown Expect) is answered in the envelope', async () => {
     const { port } = new URL(app.url);
     const raw = (text: string) =>
       new Promise<string>((resolve, reject) => {
@@ -273,6 +273,15 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     const huge = await raw(`GET /v1/campaigns HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assert.match(huge, /^HTTP\/1\.1 431 /);
     assert.deepEqual(envelope(huge), { error: { code: 'headers_too_large', message: 'the request headers exceed the 16 KB limit' } });
+
+    // Node answers an Expect it does not know itself, before any route.
+    const expect = await raw(`POST /v1/campaigns HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`);
+    assert.match(expect, /^HTTP\/1\.1 417 /);
+    assert.match(expect, /content-type: application\/json/i);
+    assert.equal(envelope(expect).error.code, 'expectation_failed');
+    // 100-continue goes on to the route as before.
+    const cont = await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
+    assert.match(cont, /^HTTP\/1\.1 (100 Continue\r\n\r\nHTTP\/1\.1 )?200 /);
   });
 
   it('a date-time outside years 0001-9999 once in UTC is 400 naming it and writes nothing; the timeline stops at year 0001', async () => {

@@ -266,6 +266,19 @@ describe('POST /v1/replies/:replyId/assign', function () {
     sink.users.set(SENDER, 'pw');
   });
 
+  it('assigns of one reply sent at once: one forwards it and opens the thread, the others answer 409 already_forwarded', async () => {
+    const { sdr } = await seedSdr(app, workspaceId, 'Quinn Rep');
+    // Not forwarded yet: the errors test's attempts were all refused.
+    const id = replyIds.get('four@lead.example')!;
+    const before = await count('prospect_threads');
+    const all = await Promise.all(Array.from({ length: 4 }, () => assign(id, { sdrId: sdr.id, skipIcpCheck: true })));
+    assert.deepEqual(all.map((r) => r.status).sort(), [200, 409, 409, 409], JSON.stringify(all.map((r) => r.body)));
+    for (const r of all.filter((x) => x.status === 409)) assert.equal(r.body.error.code, 'already_forwarded');
+    assert.equal(sink.received.length, 1, 'forwarded once');
+    assert.equal(await count('prospect_threads'), before + 1, 'one thread');
+    assert.equal((await db.query(`select count(*)::int as n from handoffs where reply_id = $1`, [id])).rows[0].n, 1, 'one handoff');
+  });
+
   // Added with migration 0003: whatever the tests above wrote, the inbox counters still match
   // (a describe of its own, so it runs after the nested describes above).
   describe('afterwards', () => {

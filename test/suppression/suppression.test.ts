@@ -31,6 +31,18 @@ describe('POST /v1/suppression-list', () => {
     assert.deepEqual(await stored(), ['ann@example.com', 'bob@example.org', 'cy@example.net']);
   });
 
+  it('two requests with the same addresses in opposite orders, at once: both succeed, each address counted once', async () => {
+    for (let round = 0; round < 3; round++) {
+      const emails = Array.from({ length: 1000 }, (_, i) => `race${round}.${i}@example.com`);
+      const [a, b] = await Promise.all([
+        app.request('POST', '/v1/suppression-list', { key, body: { emails } }),
+        app.request('POST', '/v1/suppression-list', { key, body: { emails: [...emails].reverse().map((e) => e.toUpperCase()) } }),
+      ]);
+      assert.deepEqual([a.status, b.status], [200, 200], JSON.stringify([a.body, b.body]));
+      assert.equal(a.body.suppressed + b.body.suppressed, 1000);
+    }
+  });
+
   it('accepts exactly 1,000 addresses and refuses 1,001 with 400', async () => {
     const emails = Array.from({ length: 1000 }, (_, i) => `bulk${i}@example.com`);
     const ok = await app.request('POST', '/v1/suppression-list', { key, body: { emails } });

@@ -28,6 +28,10 @@ describe('tracking and unsubscribe links of sent messages', function () {
     const tampered = path.slice(0, -2) + (path.endsWith('A') ? 'BB' : 'AA');
     const bad = await app.request('GET', tampered);
     assert.equal(bad.status, 404);
+    // Other spellings of the same valid token: junk or padding in the payload, a second dot.
+    const [payload, mac] = path.slice('/t/o/'.length).split('.');
+    for (const spelling of [`${payload}~~.${mac}`, `${payload.slice(0, 4)}*${payload.slice(4)}.${mac}`, `${payload}====.${mac}`, `${payload}.${mac}.anything`])
+      assert.equal((await app.request('GET', `/t/o/${spelling}`)).status, 404, spelling);
     s = await stats(t);
     assert.equal(s.opened, 1);
   });

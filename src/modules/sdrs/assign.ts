@@ -16,7 +16,7 @@ import { campaignName, leadById } from '../campaigns/repository.ts';
 import type { LeadColumns } from '../messages/send.ts';
 import { recordForward, sentSteps } from '../messages/desk.ts';
 import { priorityScore } from './priority.ts';
-import { transaction } from '../../db/transaction.ts';
+import { advisoryXactLock } from '../../db/admin.ts';
 
 export interface AssignInput {
   sdrId: string;
@@ -65,11 +65,20 @@ export class AssignmentService {
     const domain = account.email.split('@')[1] ?? 'mailgate.local';
     const mail = this.forwardMail(input, { account, sdrEmail: sdr.email, original, originalSubject, raw: reply.raw, messageId: `<${forwardId}.${randomBytes(6).toString('hex')}@${domain}>` });
 
-    const outcome = await this.deps.mailer.send(this.deps.crypto.decrypt(account.smtp_url_enc), mail);
-    if (outcome.kind !== 'accepted') throw new ApiError(502, 'forward_failed', `the forward was not accepted by the SMTP server: ${outcome.response}`);
-
     const snapshot = await this.snapshot(reply, lead, original.text ?? '', originalSubject);
-    return transaction(this.em, async (tx) => {
+    // One assignment of a reply at a time, across processes: the check that it was not forwarded
+    // yet, the forward and its record hold the reply's lock together. Checked only before the
+    // forward, concurrent assigns each found it not forwarded, and each forwarded it and opened a
+    // thread of its own. So the transaction spans the SMTP transaction, as an idempotent
+    // send-manual's does (desk-mail.ts), and runs once: it sends mail (db/transaction.ts).
+    return this.em.transactional(async (tx) => {
+      await advisoryXactLock(tx, `assign:${reply.id}`);
+      const current = await replyForHandoff(tx, workspaceId, replyId);
+      if (!current) throw ApiError.notFound('reply', `reply ${replyId} not found`);
+      if (current.forwarded_at && !input.forceForward)
+        throw new ApiError(409, 'already_forwarded', `reply ${replyId} was already forwarded (${isoOrNull(current.forwarded_at)}); set forceForward to forward it again`);
+      const outcome = await this.deps.mailer.send(this.deps.crypto.decrypt(account.smtp_url_enc), mail);
+      if (outcome.kind !== 'accepted') throw new ApiError(502, 'forward_failed', `the forward was not accepted by the SMTP server: ${outcome.response}`);
       await recordForward(
         tx,
         { id: forwardId, workspaceId, campaignId: reply.campaign_id, leadId: reply.lead_id, senderAccountId: reply.sender_account_id!, to: mail.to, subject: mail.subject, messageIdHeader: mail.messageId!, response: outcome.response },

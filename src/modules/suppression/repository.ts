@@ -17,13 +17,17 @@ export async function suppress(em: EntityManager, workspaceId: string, emails: s
   for (const e of emails) byKey.set(normalizeEmail(e), e.trim());
   if (byKey.size === 0) return 0;
   // One statement for the whole batch through unnest(); the primary key (workspace_id,
-  // email_key) makes repeats no-ops.
-  const rows = await sql<{ email_key: string }>(em, 
+  // email_key) makes repeats no-ops. In key order: two batches sharing addresses then take
+  // their rows in one order; in the request's order, two requests listing the same addresses
+  // the other way round deadlocked (each inserted one the other then waited for).
+  const keys = [...byKey.keys()].sort();
+  const rows = await sql<{ email_key: string }>(em,
     `insert into suppressions (workspace_id, email_key, email, reason, source, created_at)
      select ?, k, e, ?, ?, ? from unnest(?::text[], ?::text[]) as t(k, e)
+      order by k collate "C"
      on conflict (workspace_id, email_key) do nothing
      returning email_key`,
-    [workspaceId, reason, source, now, [...byKey.keys()], [...byKey.values()]],
+    [workspaceId, reason, source, now, keys, keys.map((k) => byKey.get(k)!)],
   );
   return rows.length;
 }
