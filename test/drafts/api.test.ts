@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { openDesk, type Desk, SDR_EMAIL, CALENDAR } from './desk-fixture.ts';
 import { waitFor } from '../support/wait.ts';
+import pg from 'pg';
 
 describe('AI drafts without an LLM: the offline composer and the draft lifecycle', function () {
   this.timeout(90_000);
@@ -247,5 +248,37 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
     } finally {
       await desk.db.query(`update sdr_mailboxes set health_state = 'active' where sdr_id = $1`, [desk.sdrId]);
     }
+  });
+
+  it('a draft edited while its send ran: 409 draft_changed, nothing sent, the edit kept', async () => {
+    const [d] = (await generate({})).body.data.drafts;
+    const mailsBefore = desk.sink.received.length;
+    // The edit commits between the send's read of the draft and its lock on it.
+    const editor = new pg.Client({ connectionString: desk.app.databaseUrl });
+    await editor.connect();
+    try {
+      await editor.query('begin');
+      await editor.query(`select id from drafts where id = $1 for update`, [d.id]);
+      const sending = req('POST', `/v1/sdr/drafts/${d.id}/send`, {});
+      await waitFor('the send waiting for the draft', async () =>
+        (await desk.db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%from drafts%' and pid <> pg_backend_pid()`)).rows.length > 0,
+      );
+      await editor.query(`update drafts set body_text = body_text || E'\\n\\nP.S. Edited meanwhile.', state = 'edited', updated_at = clock_timestamp() where id = $1`, [d.id]);
+      await editor.query('commit');
+      const res = await sending;
+      assert.equal(res.status, 409, JSON.stringify(res.body));
+      assert.equal(res.body.error.code, 'draft_changed');
+      assert.equal(res.body.state, 'edited');
+    } finally {
+      await editor.end();
+    }
+    assert.equal(desk.sink.received.length, mailsBefore, 'nothing sent');
+    const now = (await req('GET', `/v1/sdr/drafts/${d.id}`)).body.data.draft;
+    assert.equal(now.state, 'edited');
+    assert.match(now.bodyText, /P\.S\. Edited meanwhile\.$/);
+    // Sent again, it goes out with the edit.
+    const again = await req('POST', `/v1/sdr/drafts/${d.id}/send`, {});
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.match(desk.sink.received.at(-1)!.parsed.text!, /Edited meanwhile\./);
   });
 });

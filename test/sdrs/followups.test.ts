@@ -212,7 +212,7 @@ describe('Follow-ups', () => {
       await rule(d.wsId, { afterMs: DAY });
       const t = await thread(d.wsId, d.sdrA);
       await schedule();
-      await app.services().followups.onProspectAnswer(t, new Date('2026-04-10T15:30:00.000Z'));
+      await app.services().followups.onProspectAnswer(t, { returnDate: new Date('2026-04-10T15:30:00.000Z') });
       const [row] = await tasks(t);
       assert.equal(row.status, 'pending');
       assert.equal(row.due_at.toISOString(), '2026-04-11T00:00:00.000Z');
@@ -221,6 +221,37 @@ describe('Follow-ups', () => {
       await schedule();
       assert.equal((await threadRow(t)).status, 'awaiting_reply', 'not due before the return');
       assert.equal((await tasks(t)).length, 1);
+    });
+
+    it('an out-of-office without a return date is no answer: the pending task stays as it was', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY });
+      const t = await thread(d.wsId, d.sdrA);
+      await schedule();
+      const [before] = await tasks(t);
+      assert.equal(await app.services().followups.onProspectAnswer(t, { returnDate: null }), 0);
+      const [row] = await tasks(t);
+      assert.equal(row.status, 'pending');
+      assert.equal(row.due_at.toISOString(), before.due_at.toISOString());
+    });
+
+    it('an out-of-office with a return date sends a thread that needed its follow-up back to awaiting_reply until the return', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY });
+      const t = await thread(d.wsId, d.sdrA);
+      await schedule();
+      const [task] = await tasks(t);
+      clock.set(new Date(task.due_at.getTime() + 60_000));
+      await schedule();
+      assert.equal((await threadRow(t)).status, 'needs_followup');
+      const back = new Date(task.due_at.getTime() + 5 * DAY);
+      await app.services().followups.onProspectAnswer(t, { returnDate: back });
+      assert.equal((await threadRow(t)).status, 'awaiting_reply', 'nothing is due while the prospect is away');
+      const [moved] = await tasks(t);
+      assert.equal(moved.status, 'pending');
+      clock.set(new Date(moved.due_at.getTime() + 60_000));
+      await schedule();
+      assert.equal((await threadRow(t)).status, 'needs_followup', 'due again after the return');
     });
 
     it('onSend completes the pending task; without one it does nothing', async () => {

@@ -67,7 +67,7 @@ describe('priorityScore over time', () => {
     const decayed = await stored('thr_fresh');
     assert.ok(decayed < 61, String(decayed));
     await db.query('update prospect_threads set last_message_at = $1 where id = $2', [clock.now(), 'thr_fresh']);
-    await new FollowupService(app.deps, app.deps.orm.em.fork()).onProspectAnswer('thr_fresh', null);
+    await new FollowupService(app.deps, app.deps.orm.em.fork()).onProspectAnswer('thr_fresh');
     assert.equal(await stored('thr_fresh'), 80);
     clock.advance(DAY);
     await db.query('update prospect_threads set last_message_at = $1 where id = $2', [clock.now(), 'thr_yesterday']);

@@ -133,8 +133,11 @@ export const draftRoutes = [
       additionalCc: z.array(z.string().refine(isEmail, 'must be a valid email address')).max(20).optional(),
     }),
     response: z.object({ data: z.object({ messageId: z.string(), guardrails: guardrailsSchema }) }),
-    errors: { ...notFound, 409: 'draft_not_sendable | mail_not_connected', 422: 'guardrails_blocked', 502: 'send_failed' },
-    errorFields: { ...draftState, 422: { guardrails: guardrailsSchema.describe('why the send was blocked') } },
+    errors: { ...notFound, 409: 'draft_not_sendable | draft_changed | mail_not_connected', 422: 'guardrails_blocked', 502: 'send_failed' },
+    errorFields: {
+      409: { state: z.enum(['generated', 'edited', 'superseded', 'sent', 'discarded']).describe('the draft\'s state: one that cannot be sent, or (draft_changed) the state of the draft as changed meanwhile') },
+      422: { guardrails: guardrailsSchema.describe('why the send was blocked') },
+    },
     handler: ({ params, body, auth, services }) => services.drafts.send({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId, body),
   }),
 ];

@@ -7,7 +7,7 @@ import { OPEN_STATES, discard, draftOf, edit, insertDraft, insightOf, lockDraft,
 import { newId } from '../../adapters/ids.ts';
 import { LlmError, type LlmProvider } from '../../adapters/llm.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { toIso } from '../../shared/time.ts';
+import { toDate, toIso } from '../../shared/time.ts';
 import { normalizeEmail } from '../../shared/email.ts';
 import type { Deps } from '../../deps.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
@@ -173,6 +173,11 @@ export class DraftService {
     return this.em.transactional(async (tx) => {
       const locked = await lockDraft(tx, draftId);
       if (!OPEN_STATES.includes(locked.state)) throw notSendable(locked);
+      // Edited since this send read it (a PATCH while the guardrails ran): the mail would carry
+      // the old text and the record would overwrite the edit. Nothing is sent; the SDR sends
+      // what the draft says now.
+      if (toDate(locked.updated_at).getTime() !== toDate(d.updated_at).getTime())
+        throw new ApiError(409, 'draft_changed', `draft ${draftId} was changed while it was being sent; nothing was sent: send it again`, { state: locked.state });
       const sent = await this.desk.transmit(prepared, mail, { stableKey: draftId });
       await this.desk.record(tx, prepared, mail, sent);
       await markDraftSent(tx, draftId, prepared.thread.campaign_id && prepared.thread.lead_id ? sent.id : null, mail, this.deps.clock.now());

@@ -180,7 +180,7 @@ export class DeskMailService {
     const now = this.deps.clock.now();
     const ooo = a.classification === 'out_of_office';
     await addAnswer(tx, threadId, { inboundMessageId: inboundId, messageIdHeader: a.messageId, from: a.from ?? '', subject: a.subject, bodyText: a.strippedText, receivedAt, outOfOffice: ooo }, now);
-    await followupsOnAnswer(tx, this.deps.clock, threadId, ooo ? a.oooReturnDate : null);
+    await followupsOnAnswer(tx, this.deps.clock, threadId, ooo ? { returnDate: a.oooReturnDate } : null);
     return true;
   }
 }

@@ -22,7 +22,7 @@ import {
   type FollowupRuleRow,
   type TaskRow,
 } from './followup-repository.ts';
-import { backToAwaitingIfNoTask, markFollowupsDue } from './thread-repository.ts';
+import { backToAwaitingIfNothingDue, markFollowupsDue } from './thread-repository.ts';
 import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toDate, toIso } from '../../shared/time.ts';
@@ -103,9 +103,22 @@ export async function followupsOnSend(em: EntityManager, clock: Clock, threadId:
  * The prospect answered. With an out-of-office return date the pending task(s) stay pending,
  * due at the start of the UTC day after the return date; otherwise they are cancelled.
  */
-export async function followupsOnAnswer(em: EntityManager, clock: Clock, threadId: string, oooReturnDate: Date | null): Promise<number> {
+export async function followupsOnAnswer(em: EntityManager, clock: Clock, threadId: string, outOfOffice: { returnDate: Date | null } | null): Promise<number> {
   const now = clock.now();
-  const rows = oooReturnDate ? await moveTasksOfThread(em, threadId, startOfNextUtcDay(oooReturnDate)) : await cancelTasksOfThread(em, threadId, now);
+  let rows: Array<{ id: string }>;
+  if (!outOfOffice) {
+    // The prospect answered (contract §8): nothing to follow up on.
+    rows = await cancelTasksOfThread(em, threadId, now);
+  } else if (outOfOffice.returnDate) {
+    // Away until a date: the follow-up waits for the return, and a thread it had made
+    // needs_followup awaits the reply again meanwhile.
+    rows = await moveTasksOfThread(em, threadId, startOfNextUtcDay(outOfOffice.returnDate));
+    await backToAwaitingIfNothingDue(em, threadId, now);
+  } else {
+    // An auto-reply without a date is no answer: the follow-up stays as it is (the SDR still has
+    // to follow up; cancelled, it used up the rule's attempts and no reminder came again).
+    rows = [];
+  }
   await recomputeThreadPriority(em, clock, threadId);
   return rows.length;
 }
@@ -180,8 +193,8 @@ export class FollowupService {
   }
 
   /** Hook: followupsOnAnswer on this unit of work. */
-  async onProspectAnswer(threadId: string, oooReturnDate: Date | null): Promise<number> {
-    return followupsOnAnswer(this.em, this.deps.clock, threadId, oooReturnDate);
+  async onProspectAnswer(threadId: string, outOfOffice: { returnDate: Date | null } | null = null): Promise<number> {
+    return followupsOnAnswer(this.em, this.deps.clock, threadId, outOfOffice);
   }
 
   /** Pending tasks of the SDR, due first; only the due ones unless includeUpcoming. */
@@ -211,7 +224,7 @@ export class FollowupService {
       if (!existing) throw ApiError.notFound('followup', `follow-up ${id} not found`);
       throw new ApiError(409, 'followup_not_pending', `follow-up ${id} is ${existing.status}, not pending`);
     }
-    await backToAwaitingIfNoTask(this.em, row.thread_id, now);
+    await backToAwaitingIfNothingDue(this.em, row.thread_id, now);
     await recomputeThreadPriority(this.em, this.deps.clock, row.thread_id);
     return followupView(row);
   }

@@ -382,13 +382,17 @@ export async function markFollowupsDue(em: EntityManager, now: Date) {
   );
 }
 
-/** A needs_followup thread whose last pending follow-up was closed awaits a reply again. */
-export async function backToAwaitingIfNoTask(em: EntityManager, threadId: string, now: Date): Promise<void> {
+/**
+ * A needs_followup thread with no follow-up due any more awaits a reply again: its last pending
+ * task was closed, or an out-of-office moved it past the prospect's return (markFollowupsDue's
+ * rule the other way round: a thread needs a follow-up only while one is due).
+ */
+export async function backToAwaitingIfNothingDue(em: EntityManager, threadId: string, now: Date): Promise<void> {
   await sql(
     em,
     `update prospect_threads t set status = 'awaiting_reply', updated_at = ?
       where t.id = ? and t.status = 'needs_followup'
-        and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')`,
-    [now, threadId],
+        and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?)`,
+    [now, threadId, now],
   );
 }
