@@ -95,11 +95,14 @@ export interface Candidate {
 }
 
 /**
- * Due queued messages of the given campaigns, oldest first, locked; others' locks skipped.
- * Passed over: messages sticky to an account that cannot take one now (`blocked`: at its daily
- * limit or inside its interval; they wait for it, sending/capacity.ts). Filtered in the scan,
- * not after the limit: a head of the queue sticky to a full account would otherwise fill every
- * candidate list, and every other message of the pool, of any campaign, would wait behind it.
+ * Due queued messages of the given campaigns that are running now, oldest first, locked;
+ * others' locks skipped. The round's list of campaigns is read when it starts: a campaign paused
+ * since is not claimed again (each of its batches went to SMTP only for the guard to drop every
+ * connection, for as long as the round lasted). Passed over: messages sticky to an account that
+ * cannot take one now (`blocked`: at its daily limit or inside its interval; they wait for it,
+ * sending/capacity.ts). Filtered in the scan, not after the limit: a head of the queue sticky to
+ * a full account would otherwise fill every candidate list, and every other message of the
+ * pool, of any campaign, would wait behind it.
  */
 export async function dueMessages(
   em: EntityManager,
@@ -110,11 +113,13 @@ export async function dueMessages(
 ): Promise<Candidate[]> {
   // outbound_claim_order_idx (campaign_id, due_at, id) where state = 'queued', one ordered scan
   // per campaign stopped at the limit (`campaign_id = any(...)` would read and sort the queue);
-  // the enrollment (its sticky account) by its primary key per message scanned.
+  // the enrollment (its sticky account) by its primary key per message scanned; the campaign by
+  // its primary key.
   return sql<Candidate>(
     em,
     `select x.id, x.enrollment_id, x.sticky
        from unnest(?::text[]) as c(id)
+       join campaigns k on k.id = c.id and k.status = 'running'
        cross join lateral (
          select m.id, m.enrollment_id, m.due_at, e.sender_account_id as sticky
            from outbound_messages m join enrollments e on e.id = m.enrollment_id

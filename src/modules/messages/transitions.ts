@@ -32,6 +32,21 @@ export async function requeue(em: EntityManager, id: string, workerId: string, n
 }
 
 /**
+ * A batch this worker claimed and then could not start (its load or its preparation failed):
+ * none of it reached SMTP, so all of it goes back to the queue at once. Returns how many.
+ */
+export async function requeueClaimed(em: EntityManager, ids: string[], workerId: string, now: Date): Promise<number> {
+  const rows = await sql(
+    em,
+    `update outbound_messages set ${REQUEUED}, updated_at = ?
+      where id = any(?::text[]) and state = 'sending' and claimed_by is not distinct from ?
+      returning id`,
+    [now, ids, workerId],
+  );
+  return rows.length;
+}
+
+/**
  * Messages claimed by a worker that died (lease expired) go back to the queue. Those whose SMTP
  * transaction had started (or had ended with its outcome not yet committed) may have been sent:
  * they can repeat (documented). The lease of a live worker's messages is renewed until their
@@ -134,21 +149,25 @@ export const ACCEPTED_SQL = `with t as (
    ), nxt as (
      select m.*, s.step_index as next_step, s.delay_hours
        from m join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index + 1
-      where (select en.status from enrollments en where en.id = m.enrollment_id) = 'active'
-   ), ins as (
-     insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
-     select next_id, workspace_id, campaign_id, enrollment_id, lead_id, next_step,
-            case when delay_hours > 0 then 'scheduled' else 'queued' end,
-            sent::timestamptz + delay_hours * interval '1 hour', to_email, sent::timestamptz, sent::timestamptz
-       from nxt
-     on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
-     returning campaign_id, state
    ), e as (
      update enrollments en set last_event = 'sent', last_event_at = m.sent::timestamptz, updated_at = m.sent::timestamptz,
             sender_account_id = m.sender_account_id,
             status = case when en.status = 'active' and not exists (select 1 from nxt where nxt.enrollment_id = en.id) then 'completed' else en.status end
        from m where en.id = m.enrollment_id
-      returning en.id
+      returning en.id, en.status
+   ), ins as (
+     -- The next step only for an enrollment still active as updated: the update waits for a
+     -- transaction ending it (a reply, an unsubscribe) and returns the status that one wrote.
+     -- Read from this statement's snapshot instead, a reply committed meanwhile cancelled the
+     -- lead's waiting messages without this one, and it was scheduled for an ended enrollment.
+     insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
+     select next_id, workspace_id, campaign_id, enrollment_id, lead_id, next_step,
+            case when delay_hours > 0 then 'scheduled' else 'queued' end,
+            sent::timestamptz + delay_hours * interval '1 hour', to_email, sent::timestamptz, sent::timestamptz
+       from nxt
+      where nxt.enrollment_id in (select e.id from e where e.status = 'active')
+     on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
+     returning campaign_id, state
    ), k as (
      select m.campaign_id, count(*) as n,
             (select count(*) from ins where ins.campaign_id = m.campaign_id and ins.state = 'queued') as q,

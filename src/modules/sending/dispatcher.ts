@@ -11,8 +11,8 @@ import { runningCampaigns } from '../campaigns/repository.ts';
 import type { Schedule } from '../campaigns/entities.ts';
 import { promoteDue } from '../messages/queue.ts';
 import { loadForSending, guardState } from '../messages/send.ts';
-import { requeue, requeueExpired, cancel } from '../messages/transitions.ts';
-import { endEnrollments } from '../messages/enrollments.ts';
+import { requeue, requeueClaimed, requeueExpired, cancel } from '../messages/transitions.ts';
+import { endEnrollments, lockEnrollment } from '../messages/enrollments.ts';
 import { recordSenderSuccess, logSenderTransition } from '../senders/health.ts';
 
 /** Outcomes that are the account's failure, not the message's (sending/outcomes.ts). */
@@ -177,19 +177,29 @@ export class SendDispatcher {
     for (const c of campaigns) byPool.set(c.sender_pool_id!, [...(byPool.get(c.sender_pool_id!) ?? []), c.id]);
 
     const runPool = async (poolId: string, campaignIds: string[]) => {
+      // A batch's failure (the database gone while its last writes ran) is logged, not thrown:
+      // a claim failing meanwhile ends the loop, and a batch left to reject unawaited was an
+      // unhandled rejection, which ends the process. Every exit waits for the batches in flight.
       const inflight: Array<Promise<void>> = [];
-      while (!this.stopping && Date.now() - started < (this.opts.maxRoundMs ?? 25_000)) {
-        // A window that closed during the round: its campaign's messages are not claimed now.
-        const open = campaignIds.filter((id) => inWindow(this.schedules.get(id) ?? null, this.deps.clock.now()));
-        if (!open.length) break;
-        const batch = await this.claim(poolId, open);
-        if (!batch.length) break;
-        result.claimed += batch.length;
-        inflight.push(this.sendAll(batch, result));
-        // Two batches in flight: the next claim overlaps the current sends.
-        if (inflight.length >= 2) await inflight.shift();
+      try {
+        while (!this.stopping && Date.now() - started < (this.opts.maxRoundMs ?? 25_000)) {
+          // A window that closed during the round: its campaign's messages are not claimed now.
+          const open = campaignIds.filter((id) => inWindow(this.schedules.get(id) ?? null, this.deps.clock.now()));
+          if (!open.length) break;
+          const batch = await this.claim(poolId, open);
+          if (!batch.length) break;
+          result.claimed += batch.length;
+          inflight.push(
+            this.sendAll(batch, result).catch((err: unknown) =>
+              this.deps.log.error({ err, poolId }, 'a batch failed in the database; its messages not recorded stay claimed until their lease expires'),
+            ),
+          );
+          // Two batches in flight: the next claim overlaps the current sends.
+          if (inflight.length >= 2) await inflight.shift();
+        }
+      } finally {
+        await Promise.all(inflight);
       }
-      await Promise.all(inflight);
     };
     // Pools side by side (at most POOLS_AT_ONCE): a pool whose server hangs holds its own lane,
     // not every other pool's mail until its connections time out.
@@ -217,28 +227,46 @@ export class SendDispatcher {
     );
     if (!claimed.length) return [];
     const claimedAt = performance.now();
-    this.held.hold(claimed.map((c) => c.id));
-    const rows = await loadForSending(this.statements, claimed.map((c) => c.id));
-    const ready: ReadyMessage[] = [];
-    for (const row of rows) {
-      if (row.step_subject === null || row.step_body === null) {
-        // The step was removed while the campaign was paused: the sequence ends here.
-        await this.em().transactional(async (em) => {
-          await requeue(em, row.id, this.workerId, now);
-          await endEnrollments(em, [row.enrollment_id], 'completed', 'completed', now);
-        });
-        this.held.delete(row.id);
-        continue;
+    const ids = claimed.map((c) => c.id);
+    this.held.hold(ids);
+    try {
+      const rows = await loadForSending(this.statements, ids);
+      const ready: ReadyMessage[] = [];
+      for (const row of rows) {
+        if (row.step_subject === null || row.step_body === null) {
+          // The step was removed while the campaign was paused: the sequence ends here.
+          await this.em().transactional(async (em) => {
+            // The enrollment, then its messages (the lock order everywhere).
+            await lockEnrollment(em, row.enrollment_id);
+            await requeue(em, row.id, this.workerId, now);
+            const ended = await endEnrollments(em, [row.enrollment_id], 'completed', 'completed', now);
+            // An enrollment that had ended already (the lead answered while this message waited
+            // for an SMTP retry) keeps its status and leaves its message alone: cancelled here,
+            // or it was claimed and put back by every round for ever.
+            if (!ended.length) await cancel(em, row.id, row.campaign_id, (await guardState(em, row.id))?.enrollment_status ?? 'completed', now);
+          });
+          this.held.delete(row.id);
+          continue;
+        }
+        // The account's credentials are not this message's: a failure to read them is not caught here.
+        const smtpUrl = this.deps.crypto.decrypt(row.smtp_url_enc);
+        try {
+          ready.push({ ...composeMessage(row, smtpUrl, this.deps), claimedAt });
+        } catch (err) {
+          await this.failMessage(claimedOf(row), 'rendering', err);
+        }
       }
-      // The account's credentials are not this message's: a failure to read them is not caught here.
-      const smtpUrl = this.deps.crypto.decrypt(row.smtp_url_enc);
-      try {
-        ready.push({ ...composeMessage(row, smtpUrl, this.deps), claimedAt });
-      } catch (err) {
-        await this.failMessage(claimedOf(row), 'rendering', err);
-      }
+      return ready;
+    } catch (err) {
+      // Nothing of the batch reached SMTP. Held, its leases were renewed for as long as the
+      // process ran, and the messages stayed `sending`: they go back to the queue now, or, if the
+      // database refuses that too, when their leases run out.
+      for (const id of ids) this.held.delete(id);
+      await requeueClaimed(this.em(), ids, this.workerId, this.deps.clock.now()).catch((e: unknown) =>
+        this.deps.log.error({ err: e }, 'could not give back a claimed batch; it returns to the queue when its lease runs out'),
+      );
+      throw err;
     }
-    return ready;
   }
 
   private async sendAll(batch: ReadyMessage[], result: RoundResult): Promise<void> {

@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import type { Messenger, MailAccount, OutgoingMail } from '../../src/adapters/smtp.ts';
+import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { waitFor } from '../support/wait.ts';
+import { sendingWorld, HOUR } from './world.ts';
+
+// What the sending engine does when something fails or changes under it mid-round: nothing is
+// left claimed for ever, nothing kills the process, a paused campaign stops being claimed, and a
+// lead whose sequence ended gets nothing more scheduled.
+describe('sending engine: failures and changes mid-round', function () {
+  this.timeout(60_000);
+  const w = sendingWorld();
+
+  it('a claimed batch whose load fails goes back to the queue at once (it stayed sending, its lease renewed for ever)', async () => {
+    const t = await w.setup({ leads: [{ email: 'strand1@lead.example' }, { email: 'strand2@lead.example' }] });
+    const d = new SendDispatcher(w.app.deps, w.messenger, { maxConnections: 1, retryDelaysMs: [60_000], leaseMs: 300 });
+    // The statement that loads a claimed batch fails once (a connection cut by a failover).
+    const stmts = (d as unknown as { statements: { run: (name: string, text: string, params: unknown[]) => Promise<unknown> } }).statements;
+    const run = stmts.run.bind(stmts);
+    let failed = false;
+    stmts.run = async (name, text, params) => {
+      if (name === 'sending.load' && !failed) {
+        failed = true;
+        throw new Error('Connection terminated unexpectedly');
+      }
+      return run(name, text, params);
+    };
+    try {
+      await assert.rejects(d.runRound(), /Connection terminated/);
+      const { rows } = await w.db.query(`select state, claimed_by from outbound_messages where campaign_id = $1`, [t.campaignId]);
+      assert.deepEqual(rows.map((r) => [r.state, r.claimed_by]), [['queued', null], ['queued', null]], 'back in the queue, nobody holds them');
+      // This very worker's next round sends them.
+      await d.runRound();
+    } finally {
+      await d.close();
+    }
+    assert.deepEqual([w.to('strand1@lead.example').length, w.to('strand2@lead.example').length], [1, 1]);
+    assert.equal((await w.stats(t)).sent, 2);
+  });
+
+  it('a claim failing while a batch is in flight: the round rejects once, the batch finishes, no unhandled rejection', async () => {
+    await w.setup({ leads: [{ email: 'unh1@lead.example' }, { email: 'unh2@lead.example' }] });
+    // The database fails from the second update of sender_accounts on: the second claim's, then
+    // the first batch's note that its account is healthy.
+    await w.db.query(`create table trap (n int); insert into trap values (0);
+      create function trap_f() returns trigger language plpgsql as $$ declare k int; begin
+        update trap set n = n + 1 returning n into k; if k >= 2 then raise exception 'simulated outage'; end if; return new; end $$;
+      create trigger trap_t before update on sender_accounts for each row execute function trap_f();`);
+    const seen: unknown[] = [];
+    const listeners = process.listeners('unhandledRejection');
+    process.removeAllListeners('unhandledRejection');
+    process.on('unhandledRejection', (r) => seen.push(r));
+    const d = new SendDispatcher(w.app.deps, w.messenger, { maxConnections: 1, retryDelaysMs: [60_000], batchSize: 1 });
+    try {
+      await assert.rejects(d.runRound(), /simulated outage/);
+      // The first batch's message went out; its late failure is logged, not left unawaited.
+      assert.equal(w.to('unh1@lead.example').length + w.to('unh2@lead.example').length, 1);
+      await new Promise((r) => setTimeout(r, 500));
+      assert.deepEqual(seen, []);
+      assert.match(w.app.logs.text, /a batch failed in the database/);
+    } finally {
+      await d.close();
+      process.removeAllListeners('unhandledRejection');
+      for (const l of listeners) process.on('unhandledRejection', l);
+      await w.db.query(`drop trigger trap_t on sender_accounts; drop function trap_f(); drop table trap;`);
+    }
+  });
+
+  it('a campaign paused mid-round is not claimed again in that round (each batch opened and dropped SMTP transactions)', async () => {
+    const t = await w.setup({ leads: Array.from({ length: 10 }, (_, i) => ({ email: `pl${i}@lead.example` })) });
+    let transactions = 0;
+    let paused = false;
+    const m: Messenger = {
+      send: async (a: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) => {
+        transactions++;
+        if (!paused) {
+          paused = true;
+          assert.equal((await w.app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+        }
+        return w.messenger.send(a, mail, beforeEnd);
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(w.app.deps, m, { maxConnections: 1, retryDelaysMs: [60_000], batchSize: 2, maxRoundMs: 3000 });
+    try {
+      const r = await d.runRound();
+      // The batch in flight at the pause, and the one claimed beside it: nothing after.
+      assert.ok(r.claimed <= 4, `claimed ${r.claimed}`);
+      assert.ok(transactions <= 2, `${transactions} SMTP transactions started for a paused campaign`);
+    } finally {
+      await d.close();
+    }
+    const s = await w.stats(t);
+    assert.equal(s.sent + s.queued, 10);
+  });
+
+  it('a waiting message of an ended enrollment whose step was removed is cancelled (it was claimed and put back by every round)', async () => {
+    const t = await w.setup({
+      leads: [{ email: 'rs@lead.example' }],
+      steps: [{ subject: 'One', bodyHtml: '<p>1</p>' }, { subject: 'Two', bodyHtml: '<p>2</p>', delayHours: 1 }],
+    });
+    await w.dispatcher.runRound();
+    w.clock.advance(HOUR + 1000);
+    // Step 1: its guard passes, the lead unsubscribes, then the server answers 4xx: the message
+    // waits for its retry while the enrollment has ended.
+    const m: Messenger = {
+      send: async (_a: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) => {
+        await beforeEnd!();
+        const id = mail.messageId.slice(1).split('.')[0];
+        assert.ok(await w.app.services().tracking.unsubscribe(w.app.deps.crypto.sign(`u.${id}`)));
+        return { kind: 'temporary', code: 451, response: '451 try later' };
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(w.app.deps, m, { maxConnections: 1, retryDelaysMs: [60_000, 60_000] });
+    await d.runRound();
+    await d.close();
+    assert.equal((await w.app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+    assert.equal((await w.app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { sequenceSteps: [{ subject: 'One', bodyHtml: '<p>1</p>' }] } })).status, 200);
+    assert.equal((await w.app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
+    w.clock.advance(2 * 60_000);
+    await w.dispatcher.runRound();
+    const { rows } = await w.db.query(
+      `select m.step_index, m.state, m.cancel_reason, e.status from outbound_messages m join enrollments e on e.id = m.enrollment_id where m.campaign_id = $1 order by m.step_index`,
+      [t.campaignId],
+    );
+    assert.deepEqual(rows.map((r) => [r.step_index, r.state, r.cancel_reason, r.status]), [[0, 'sent', null, 'unsubscribed'], [1, 'cancelled', 'unsubscribed', 'unsubscribed']]);
+    assert.equal((await w.dispatcher.runRound()).claimed, 0, 'nothing left to claim');
+    assert.equal((await w.stats(t)).queued, 0);
+  });
+
+  it('a reply committed while a step\'s outcome is written: no next step is scheduled for the ended enrollment', async () => {
+    const t = await w.setup({
+      leads: [{ email: 'race@lead.example' }],
+      steps: [{ subject: 'One', bodyHtml: '<p>1</p>' }, { subject: 'Two', bodyHtml: '<p>2</p>', delayHours: 48 }],
+    });
+    const { rows: [enr] } = await w.db.query(`select id from enrollments where campaign_id = $1`, [t.campaignId]);
+    // The reply's transaction (as inbound/service.ts writes one): the enrollment ends; it commits
+    // while the outcome statement of step 0 waits for the enrollment.
+    const reply = new pg.Client({ connectionString: w.app.databaseUrl });
+    await reply.connect();
+    try {
+      await reply.query('begin');
+      await reply.query(`update enrollments set status = 'replied', last_event = 'replied' where id = $1`, [enr.id]);
+      const round = w.dispatcher.runRound();
+      await waitFor('the outcome waiting for the enrollment', async () =>
+        // (the statement's text is longer than pg_stat_activity keeps: its start)
+        (await w.db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'with t as (%' and pid <> pg_backend_pid()`)).rows.length > 0,
+      );
+      await reply.query('commit');
+      await round;
+    } finally {
+      await reply.end();
+    }
+    assert.equal(w.to('race@lead.example').length, 1);
+    const { rows } = await w.db.query(`select step_index, state from outbound_messages where enrollment_id = $1 order by step_index`, [enr.id]);
+    assert.deepEqual(rows.map((r) => [r.step_index, r.state]), [[0, 'sent']], 'no step 1 for a lead who replied');
+    const [lead] = (await w.app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data;
+    assert.deepEqual([lead.status, lead.nextSendAt], ['replied', null]);
+    assert.equal((await w.stats(t)).scheduled, 0);
+  });
+});
