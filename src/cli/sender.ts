@@ -26,7 +26,7 @@ export function registerSenderCommands(program: Command, ctx: CliContext) {
       .requiredOption('--smtp <url>', 'smtp://user:pass@host:port or smtps://...')
       .option('--imap <url>', 'imap://user:pass@host:port or imaps://...')
       .option('--pool <poolId>', 'add the account to this pool')
-      .option('--daily-limit <n>', 'most messages in any 24 hours', intArg('--daily-limit', 0, SENDER_LIMITS.dailyLimit))
+      .option('--daily-limit <n>', 'most messages in any 24 hours', intArg('--daily-limit', 1, SENDER_LIMITS.dailyLimit))
       .option('--min-interval <duration>', 'least time between two sends, e.g. 30s', durationArg),
   ).action(
     async (opts: { workspace: string; email: string; name: string; smtp: string; imap?: string; pool?: string; dailyLimit?: number; minInterval?: number; json?: boolean }) => {

@@ -111,6 +111,26 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     assert.equal((await stats(id)).totalEnrolled, 0);
   });
 
+  it('the 50 custom fields of a lead hold after the merge with those stored: 422 naming the index, nothing written', async () => {
+    const id = await campaign();
+    const fields = (prefix: string, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, i]));
+    // A lead's custom fields are its object's other keys.
+    assert.equal((await enroll(id, [{ email: 'cf@lead.example', ...fields('a', 40) }])).status, 200);
+    const other = await campaign();
+    const res = await enroll(other, [{ email: 'fine@lead.example' }, { email: 'CF@lead.example', ...fields('b', 20) }]);
+    assert.equal(res.status, 422, res.text);
+    assert.equal(res.body.error.code, 'validation_failed');
+    assert.deepEqual(res.body.errors.map((e: { index: number; field: string }) => [e.index, e.field]), [[1, 'customFields']]);
+    assert.match(res.body.errors[0].message, /at most 50 custom fields per lead.*60/);
+    // Nothing of the request was written: no enrollment, no new lead, the stored fields as they were.
+    assert.equal((await db.query(`select count(*)::int as n from enrollments where campaign_id = $1`, [other])).rows[0].n, 0);
+    assert.equal((await db.query(`select count(*)::int as n from leads where email_key = 'fine@lead.example'`)).rows[0].n, 0);
+    const { rows: [lead] } = await db.query(`select (select count(*) from jsonb_object_keys(custom))::int as n from leads where email_key = 'cf@lead.example'`);
+    assert.equal(lead.n, 40);
+    // Overwriting stored keys stays within the limit: fine.
+    assert.equal((await enroll(other, [{ email: 'cf@lead.example', ...fields('a', 40), ...fields('b', 10) }])).status, 200);
+  });
+
   it('400 for a malformed body, a missing or empty leads array, more than 10,000 leads; 404 for an unknown campaign', async () => {
     const id = await campaign();
     for (const body of [{}, { leads: [] }, { leads: {} }, { leads: [{ email: 'a@b.example' }], extra: true }]) {

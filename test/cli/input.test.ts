@@ -48,7 +48,7 @@ describe('mailgate CLI: text the database cannot hold is refused with one line',
     const before = [await count('sender_pools'), await count('sender_accounts'), await count('followup_rules')];
     refused(await runCliCaptured(env, ['pool', 'create', '--workspace', 'limits', '--name', 'p', '--daily-capacity', '3000000000']), /^error: --daily-capacity must be a whole number from 0 to 10,000,000\n?$/);
     const add = ['sender', 'add', '--workspace', 'limits', '--email', 'c@b.example', '--name', 'n', '--smtp', 'smtp://a:b@127.0.0.1:1'];
-    refused(await runCliCaptured(env, [...add, '--daily-limit', '3000000000']), /^error: --daily-limit must be a whole number from 0 to 1,000,000\n?$/);
+    refused(await runCliCaptured(env, [...add, '--daily-limit', '3000000000']), /^error: --daily-limit must be a whole number from 1 to 1,000,000\n?$/);
     refused(await runCliCaptured(env, [...add, '--min-interval', '999999d']), /^error: --min-interval: must be at most 24h\n?$/);
     refused(await runCliCaptured(env, ['followup-rule', 'add', '--workspace', 'limits', '--name', 'r', '--after', '2d', '--max-attempts', '3000000000']), /^error: --max-attempts must be a whole number from 1 to 100\n?$/);
     assert.deepEqual([await count('sender_pools'), await count('sender_accounts'), await count('followup_rules')], before);

@@ -61,6 +61,13 @@ describe('dashboard /v1 senders and pools', function () {
       const res = await app.request('POST', '/v1/sender-accounts', { key: adminKey, body: b });
       assert.equal(res.status, 400, `${JSON.stringify(b)}: ${res.text}`);
     }
+    // Hosts that look like IPv6 but are not, or make no URL: 400 naming the host (they were 500s).
+    for (const host of ['1:2', 'a:b', '[1:2]', '::::::::::', 'fe80::1%eth0', '[::1'])
+      for (const path of ['/v1/sender-accounts', '/v1/sender-accounts/probe']) {
+        const res = await app.request('POST', path, { key: adminKey, body: { ...(path.endsWith('probe') ? {} : body), smtp: { ...body.smtp, host } } });
+        assert.equal(res.status, 400, `${path} ${host}: ${res.text}`);
+        assert.deepEqual(res.body.errors.map((e: { field: string }) => e.field), ['smtp.host'], `${path} ${host}`);
+      }
     const noPool = await app.request('POST', '/v1/sender-accounts', { key: adminKey, body: { ...body, poolId: 'pool_nope' } });
     assert.equal(noPool.status, 404);
     assert.equal(noPool.body.error.code, 'sender_pool_not_found');

@@ -107,7 +107,10 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
   const updated = existing.length ? await patchLeads(em, workspaceId, existing, now) : [];
   const idByKey = new Map<string, string>();
   for (const r of [...inserted, ...updated]) idByKey.set(r.email_key, r.id);
-  return { leadIds: keys.map((k) => idByKey.get(k)!), created: inserted.length, updated: updated.length };
+  // Custom fields merge key by key: the count a lead ends with, for the caller to hold to the
+  // per-lead limit (the request's own fields were checked before anything was written).
+  const customCount = new Map(updated.map((r) => [r.email_key, r.custom_count]));
+  return { leadIds: keys.map((k) => idByKey.get(k)!), customCounts: keys.map((k) => customCount.get(k) ?? 0), created: inserted.length, updated: updated.length };
 }
 
 const fieldArray = (leads: LeadInput[], f: StandardField) => leads.map((l) => (l.fields[f] === undefined ? null : l.fields[f]));
@@ -125,7 +128,7 @@ async function patchLeads(em: EntityManager, workspaceId: string, leads: LeadInp
     leads.map((l) => l.emailKey),
   ]);
   // leads_workspace_email_key for the join.
-  return sql<{ id: string; email_key: string }>(
+  return sql<{ id: string; email_key: string; custom_count: number }>(
     em,
     `update leads l set
          email = p.email,
@@ -135,7 +138,7 @@ async function patchLeads(em: EntityManager, workspaceId: string, leads: LeadInp
        from unnest(?::text[], ?::text[], ?::text[], ?::boolean[], ?::text[], ?::boolean[], ?::text[], ?::boolean[], ?::text[], ?::boolean[], ?::text[])
          as p(email_key, email, custom, has_first_name, first_name, has_last_name, last_name, has_company, company, has_job_title, job_title)
       where l.workspace_id = ? and l.email_key = p.email_key
-      returning l.id, l.email_key`,
+      returning l.id, l.email_key, (select count(*) from jsonb_object_keys(l.custom))::int as custom_count`,
     [
       now,
       leads.map((l) => l.emailKey),

@@ -8,7 +8,7 @@ import { firstPool, poolOfWorkspace } from '../senders/repository.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { campaignStarted } from '../events/catalogue.ts';
 import type { Campaign, CampaignStep } from './entities.ts';
-import type { createCampaignBody, patchCampaignBody } from './schemas.ts';
+import { LIMITS, type createCampaignBody, type patchCampaignBody } from './schemas.ts';
 import { parseLeads } from './leads.ts';
 import {
   upsertLeads,
@@ -163,7 +163,11 @@ export class CampaignService {
       // pause: either the start sees these enrollments, or this sees the campaign running.
       const campaign = await lockCampaignStatus(em, workspaceId, campaignId);
       if (!campaign) throw ApiError.notFound('campaign');
-      const { leadIds, created, updated } = await upsertLeads(em, workspaceId, leads, now);
+      const { leadIds, customCounts, created, updated } = await upsertLeads(em, workspaceId, leads, now);
+      // An existing lead's custom fields merged with the request's: the same per-lead limit, or
+      // a lead grew past it request by request (the transaction rolls back: nothing written).
+      const over = customCounts.flatMap((n, index) => (n > LIMITS.customFields ? [{ index, field: 'customFields', message: `at most ${LIMITS.customFields} custom fields per lead: merged with the ${leads[index].email} already stored, it would have ${n}` }] : []));
+      if (over.length) throw new ApiError(422, 'validation_failed', `${over.length} lead(s) failed validation`, { errors: over });
       const enrollments = await enroll(
         em,
         workspaceId,
