@@ -39,7 +39,8 @@ const FIRST_PAUSE_MS = 10;
  * `fn` may run more than once, so it must only work on the database through the given
  * EntityManager (whatever it reads, it reads again) and keep no effect outside it: no mail, no
  * HTTP, no state of the caller that a second run would add to. A transaction that sends mail
- * (desk-mail's idempotent send, a draft's send) uses `em.transactional` itself.
+ * (desk-mail's idempotent send, a draft's send, a reply's assignment) uses `em.transactional`
+ * itself.
  */
 export async function transaction<T>(
   em: EntityManager,

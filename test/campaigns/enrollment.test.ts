@@ -129,6 +129,11 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     assert.equal(lead.n, 40);
     // Overwriting stored keys stays within the limit: fine.
     assert.equal((await enroll(other, [{ email: 'cf@lead.example', ...fields('a', 40), ...fields('b', 10) }])).status, 200);
+    // One lead given twice in a request merges too: named by its last item.
+    const twice = await enroll(other, [{ email: 'dup@lead.example', ...fields('c', 30) }, { email: 'ok@lead.example' }, { email: 'DUP@lead.example', ...fields('d', 30) }]);
+    assert.equal(twice.status, 422, twice.text);
+    assert.deepEqual(twice.body.errors.map((e: { index: number; field: string }) => [e.index, e.field]), [[2, 'customFields']]);
+    assert.equal((await db.query(`select count(*)::int as n from leads where email_key in ('dup@lead.example', 'ok@lead.example')`)).rows[0].n, 0);
   });
 
   it('400 for a malformed body, a missing or empty leads array, more than 10,000 leads; 404 for an unknown campaign', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { analyzeMessage } from '../../src/modules/inbound/analyze.ts';
+import { dsn } from '../support/mail.ts';
 
 // Inbound mail is never refused for its text: NUL characters are dropped and lone surrogates
 // replaced, so every field the ingest stores is accepted by PostgreSQL's text and jsonb.
@@ -52,34 +53,7 @@ describe('inbound mail: every analysed field is storable text', () => {
 
   it('a NUL in the Message-IDs a bounce or a complaint names (text[] to find the original) is dropped: the report is not refused', async () => {
     const headers = ['From: Alice <alice@northwind.example>', 'To: gone@example.org', 'Subject: Hello', 'Message-ID: <orig\u0000id@northwind.example>', ''];
-    const dsn = [
-      'From: Mail Delivery System <MAILER-DAEMON@mx.example.org>',
-      'To: alice@northwind.example',
-      'Subject: Undelivered Mail Returned to Sender',
-      'Message-ID: <dsn-nul@mx.example.org>',
-      'MIME-Version: 1.0',
-      'Content-Type: multipart/report; report-type=delivery-status; boundary="b1"',
-      '',
-      '--b1',
-      'Content-Type: text/plain; charset=us-ascii',
-      '',
-      'Your message could not be delivered.',
-      '--b1',
-      'Content-Type: message/delivery-status',
-      '',
-      'Reporting-MTA: dns; mx.example.org',
-      '',
-      'Final-Recipient: rfc822; gone@example.org',
-      'Action: failed',
-      'Status: 5.1.1',
-      '',
-      '--b1',
-      'Content-Type: text/rfc822-headers',
-      '',
-      ...headers,
-      '--b1--',
-      '',
-    ].join('\r\n');
+    const report = dsn({ to: 'alice@northwind.example', messageId: '<dsn-nul@mx.example.org>', original: '<orig\u0000id@northwind.example>', recipient: 'gone@example.org', status: '5.1.1', diagnostic: '550 5.1.1 user unknown' });
     const arf = [
       'From: Feedback Loop <fbl@isp.example>',
       'To: alice@northwind.example',
@@ -107,7 +81,7 @@ describe('inbound mail: every analysed field is storable text', () => {
       '--b2--',
       '',
     ].join('\r\n');
-    const bounce = await analyzeMessage(dsn);
+    const bounce = await analyzeMessage(report);
     const complaint = await analyzeMessage(arf);
     assert.equal(bounce.kind, 'bounce');
     assert.equal(complaint.kind, 'complaint');

@@ -26,6 +26,8 @@ export interface LeadInput {
   /** Standard fields present in the request (null clears the value). */
   fields: Partial<Record<StandardField, string | null>>;
   custom: Record<string, unknown>;
+  /** The request item it comes from: the last one, for a lead given more than once. */
+  index: number;
 }
 
 /**
@@ -83,9 +85,9 @@ export function parseLeads(items: unknown[]): { leads: LeadInput[]; errors: Fiel
     if (prev) {
       // Re-insert so that the collapsed lead takes the position of its last occurrence.
       byKey.delete(emailKey);
-      byKey.set(emailKey, { email: (email as string).trim(), emailKey, fields: { ...prev.fields, ...fields }, custom: { ...prev.custom, ...custom } });
+      byKey.set(emailKey, { email: (email as string).trim(), emailKey, fields: { ...prev.fields, ...fields }, custom: { ...prev.custom, ...custom }, index });
     } else {
-      byKey.set(emailKey, { email: (email as string).trim(), emailKey, fields, custom });
+      byKey.set(emailKey, { email: (email as string).trim(), emailKey, fields, custom, index });
     }
   });
   return { leads: [...byKey.values()], errors };

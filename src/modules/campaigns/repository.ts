@@ -78,7 +78,7 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
   // leads_workspace_email_key: the conflict target. Rows go in by email key (and are patched in
   // the same order below), so requests enrolling the same leads in any order wait for each
   // other instead of deadlocking; each row keeps the id of its place in the request.
-  const inserted = await sql<{ id: string; email_key: string }>(
+  const inserted = await sql<{ id: string; email_key: string; custom_count: number }>(
     em,
     `insert into leads (id, workspace_id, email, email_key, first_name, last_name, company, job_title, custom, created_at, updated_at)
      select t.id, ?, t.email, t.email_key, t.first_name, t.last_name, t.company, t.job_title, t.custom::jsonb, ?, ?
@@ -86,7 +86,7 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
          as t(id, email, email_key, first_name, last_name, company, job_title, custom)
       order by t.email_key
      on conflict (workspace_id, email_key) do nothing
-     returning id, email_key`,
+     returning id, email_key, (select count(*) from jsonb_object_keys(custom))::int as custom_count`,
     [
       workspaceId,
       now,
@@ -107,10 +107,10 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
   const updated = existing.length ? await patchLeads(em, workspaceId, existing, now) : [];
   const idByKey = new Map<string, string>();
   for (const r of [...inserted, ...updated]) idByKey.set(r.email_key, r.id);
-  // Custom fields merge key by key: the count a lead ends with, for the caller to hold to the
-  // per-lead limit (the request's own fields were checked before anything was written).
-  const customCount = new Map(updated.map((r) => [r.email_key, r.custom_count]));
-  return { leadIds: keys.map((k) => idByKey.get(k)!), customCounts: keys.map((k) => customCount.get(k) ?? 0), created: inserted.length, updated: updated.length };
+  // Custom fields merge key by key (with those stored, and between items of one lead): the count
+  // each lead ends with, for the caller to hold to the per-lead limit.
+  const customCount = new Map([...inserted, ...updated].map((r) => [r.email_key, r.custom_count]));
+  return { leadIds: keys.map((k) => idByKey.get(k)!), customCounts: keys.map((k) => customCount.get(k)!), created: inserted.length, updated: updated.length };
 }
 
 const fieldArray = (leads: LeadInput[], f: StandardField) => leads.map((l) => (l.fields[f] === undefined ? null : l.fields[f]));

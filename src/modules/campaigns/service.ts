@@ -164,9 +164,12 @@ export class CampaignService {
       const campaign = await lockCampaignStatus(em, workspaceId, campaignId);
       if (!campaign) throw ApiError.notFound('campaign');
       const { leadIds, customCounts, created, updated } = await upsertLeads(em, workspaceId, leads, now);
-      // An existing lead's custom fields merged with the request's: the same per-lead limit, or
-      // a lead grew past it request by request (the transaction rolls back: nothing written).
-      const over = customCounts.flatMap((n, index) => (n > LIMITS.customFields ? [{ index, field: 'customFields', message: `at most ${LIMITS.customFields} custom fields per lead: merged with the ${leads[index].email} already stored, it would have ${n}` }] : []));
+      // Custom fields merged with those stored (or between items naming the same lead): the same
+      // per-lead limit, or a lead grew past it request by request (the transaction rolls back:
+      // nothing written). Named by the request item the lead comes from.
+      const over = customCounts.flatMap((n, i) =>
+        n > LIMITS.customFields ? [{ index: leads[i].index, field: 'customFields', message: `at most ${LIMITS.customFields} custom fields per lead: merged with those of ${leads[i].email} already given, it would have ${n}` }] : [],
+      );
       if (over.length) throw new ApiError(422, 'validation_failed', `${over.length} lead(s) failed validation`, { errors: over });
       const enrollments = await enroll(
         em,

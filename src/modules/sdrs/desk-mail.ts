@@ -9,7 +9,7 @@ import type { InboundAnalysis } from '../inbound/analyze.ts';
 import { escapeHtml, replySubject } from '../sending/render.ts';
 import { followupsOnAnswer, followupsOnSend } from './followups.ts';
 import { mailboxOf, setMailboxHealth, type DeskMailbox } from './repository.ts';
-import { addAnswer, addSentMessage, recordedSend, sentFromDesk, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
+import { addAnswer, addSentMessage, recordedSend, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
 import { recordSdrReply } from '../messages/desk.ts';
 import { transaction } from '../../db/transaction.ts';
 
@@ -170,13 +170,13 @@ export class DeskMailService {
     if (a.kind !== 'reply') return false;
     // A copy of the SDR's own mail (a Cc or Bcc to self, a server filing sent mail in the inbox)
     // carries the thread's references too, but it is no prospect's answer (contract §8): by its
-    // sender, or by the Message-ID of a send from the desk.
+    // sender, or by the Message-ID of a send from the desk in that thread.
     const box = await mailboxOf(tx, sdrId);
     if (box && a.from && a.from.toLowerCase() === box.email.toLowerCase()) return false;
-    if (a.messageId && (await sentFromDesk(tx, sdrId, a.messageId))) return false;
     const chain = [...a.references, ...(a.inReplyTo ? [a.inReplyTo] : [])];
     const threadId = await threadOfAnswer(tx, sdrId, chain, a.from);
     if (!threadId) return false;
+    if (a.messageId && (await recordedSend(tx, threadId, a.messageId))) return false;
     const now = this.deps.clock.now();
     const ooo = a.classification === 'out_of_office';
     await addAnswer(tx, threadId, { inboundMessageId: inboundId, messageIdHeader: a.messageId, from: a.from ?? '', subject: a.subject, bodyText: a.strippedText, receivedAt, outOfOffice: ooo }, now);

@@ -85,17 +85,6 @@ export async function addSentMessage(
   return t;
 }
 
-/** A message the SDR sent from the desk has this Message-ID: mail carrying it is our own copy. */
-export async function sentFromDesk(em: EntityManager, sdrId: string, messageIdHeader: string): Promise<boolean> {
-  const rows = await sql(
-    em,
-    `select 1 from thread_messages m join prospect_threads t on t.id = m.thread_id
-      where t.sdr_id = ? and m.direction = 'outbound' and m.message_id_header = ? limit 1`,
-    [sdrId, messageIdHeader],
-  );
-  return rows.length > 0;
-}
-
 /** The SDR's thread an answer belongs to: the one whose messages it references, else the latest with that contact. */
 export async function threadOfAnswer(em: EntityManager, sdrId: string, chain: string[], from: string | null): Promise<string | undefined> {
   let [thread] = chain.length

@@ -20,14 +20,13 @@ export async function suppress(em: EntityManager, workspaceId: string, emails: s
   // email_key) makes repeats no-ops. In key order: two batches sharing addresses then take
   // their rows in one order; in the request's order, two requests listing the same addresses
   // the other way round deadlocked (each inserted one the other then waited for).
-  const keys = [...byKey.keys()].sort();
   const rows = await sql<{ email_key: string }>(em,
     `insert into suppressions (workspace_id, email_key, email, reason, source, created_at)
      select ?, k, e, ?, ?, ? from unnest(?::text[], ?::text[]) as t(k, e)
       order by k collate "C"
      on conflict (workspace_id, email_key) do nothing
      returning email_key`,
-    [workspaceId, reason, source, now, keys, keys.map((k) => byKey.get(k)!)],
+    [workspaceId, reason, source, now, [...byKey.keys()], [...byKey.values()]],
   );
   return rows.length;
 }
