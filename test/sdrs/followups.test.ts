@@ -363,6 +363,42 @@ describe('Follow-ups', () => {
         ],
       );
     });
+
+    it('closing a thread skips its pending follow-up; a reopen schedules nothing until the next send', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY, maxAttempts: 3 });
+      const lost = await thread(d.wsId, d.sdrA);
+      const booked = await thread(d.wsId, d.sdrA);
+      await schedule();
+      clock.set('2026-04-02T13:00:00.000Z');
+      await schedule();
+      assert.equal((await threadRow(lost)).status, 'needs_followup');
+      const before = Number((await threadRow(lost)).priority_score);
+
+      let res = await app.request('PATCH', `/v1/sdr/threads/${lost}`, { key: d.keyA, body: { status: 'lost_timing' } });
+      assert.equal(res.status, 200);
+      assert.deepEqual(
+        (await tasks(lost)).map((x) => [x.status, x.completed_at?.toISOString()]),
+        [['skipped', '2026-04-02T13:00:00.000Z']],
+      );
+      // The overdue follow-up no longer counts in the priority.
+      assert.ok(res.body.data.priorityScore < before, `${res.body.data.priorityScore} < ${before}`);
+      res = await app.request('GET', '/v1/sdr/followups/due', { key: d.keyA });
+      assert.deepEqual(res.body.data.map((t: { threadId: string }) => t.threadId), [booked]);
+
+      res = await app.request('PATCH', `/v1/sdr/threads/${booked}`, { key: d.keyA, body: { status: 'meeting_booked' } });
+      assert.equal(res.status, 200);
+      assert.equal((await tasks(booked))[0].status, 'skipped');
+      // Between closed statuses there is no task to end; a reopened thread is `new`, not
+      // awaiting a reply, so the scheduler makes none for it.
+      res = await app.request('PATCH', `/v1/sdr/threads/${lost}`, { key: d.keyA, body: { status: 'new' } });
+      assert.equal(res.status, 200);
+      clock.set('2026-04-05T13:00:00.000Z');
+      await schedule();
+      assert.equal((await tasks(lost)).length, 1);
+      res = await app.request('GET', '/v1/sdr/followups/due', { key: d.keyA });
+      assert.deepEqual(res.body.data, []);
+    });
   });
 
   // Added with migration 0003: whatever the tests above wrote, the inbox counters still match

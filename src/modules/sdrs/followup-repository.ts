@@ -89,6 +89,14 @@ export async function cancelTasksOfThread(em: EntityManager, threadId: string, n
   ]);
 }
 
+/** A closed thread's pending tasks become `skipped` (completedAt now). */
+export async function skipTasksOfThread(em: EntityManager, threadId: string, now: Date) {
+  return sql<{ id: string }>(em, `update followup_tasks set status = 'skipped', completed_at = ? where thread_id = ? and status = 'pending' returning id`, [
+    now,
+    threadId,
+  ]);
+}
+
 /** The SDR's pending tasks, due first; `dueBy` null: upcoming ones too. */
 export async function pendingTasks(em: EntityManager, scope: ThreadScope, limit: number, dueBy: Date | null): Promise<TaskRow[]> {
   const params: unknown[] = [scope.workspaceId, scope.sdrId];

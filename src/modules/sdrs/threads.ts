@@ -23,7 +23,8 @@ import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull, toDate, toIso } from '../../shared/time.ts';
 import type { Deps } from '../../deps.ts';
 import type { Clock } from '../../adapters/clock.ts';
-import { allowedTransitions, canTransition, type ThreadStatus } from './threads-state.ts';
+import { allowedTransitions, canTransition, isOpenStatus, type ThreadStatus } from './threads-state.ts';
+import { skipTasksOfThread } from './followup-repository.ts';
 import { priorityScore, type ThreadCategory } from './priority.ts';
 import { transaction } from '../../db/transaction.ts';
 
@@ -186,9 +187,16 @@ export class ThreadService {
       throw new ApiError(400, 'invalid_transition', `a thread in status ${row.status} cannot move to ${to}`, { allowedTransitions: allowedTransitions(row.status) });
     }
     // Compare-and-set on the status read, so a concurrent change cannot be overwritten blindly.
-    const updated = await setStatusIf(this.em, id, row.status, to, this.deps.clock.now());
+    // Closing an open thread (a meeting booked, lost, archived) ends its reminder with it: the
+    // pending follow-up becomes `skipped`, the SDR's decision not to follow up (docs/sdr-desk.md).
+    const updated = await transaction(this.em, async (tx) => {
+      const now = this.deps.clock.now();
+      if (!(await setStatusIf(tx, id, row.status, to, now))) return false;
+      if (isOpenStatus(row.status) && !isOpenStatus(to)) await skipTasksOfThread(tx, id, now);
+      await recomputeThreadPriority(tx, this.deps.clock, id);
+      return true;
+    });
     if (!updated) return this.setStatus(scope, id, to);
-    await this.recomputePriority(id);
     return threadView(await this.row(this.em, scope, id));
   }
 
