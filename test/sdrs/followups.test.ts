@@ -5,6 +5,7 @@ import { startTestApp, seedWorkspace, seedSdr, ManualClock, type TestApp } from 
 import { addBusinessDuration } from '../../src/modules/sdrs/followups.ts';
 import type { ThreadStatus } from '../../src/modules/sdrs/threads-state.ts';
 import { assertThreadCountsExact } from '../support/thread-counts.ts';
+import { waitFor } from '../support/wait.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -398,6 +399,69 @@ describe('Follow-ups', () => {
       assert.equal((await tasks(lost)).length, 1);
       res = await app.request('GET', '/v1/sdr/followups/due', { key: d.keyA });
       assert.deepEqual(res.body.data, []);
+    });
+  });
+
+  describe('a round against a send or a close of the same thread', () => {
+    async function dueThread() {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY, maxAttempts: 3 });
+      const t = await thread(d.wsId, d.sdrA);
+      await schedule();
+      clock.set('2026-04-02T13:00:00.000Z');
+      const [task] = await tasks(t);
+      return { ...d, t, task };
+    }
+    const lockWait = async (table: string) =>
+      (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like $1 and pid <> pg_backend_pid()`, [`%${table}%`])).rows.length > 0;
+
+    it('a send committing while the round waits: the thread awaits the reply, not a follow-up already done', async () => {
+      const d = await dueThread();
+      const sender = new pg.Client({ connectionString: app.databaseUrl });
+      await sender.connect();
+      try {
+        // What the desk's send does, in its order: the thread, then its task.
+        await sender.query('begin');
+        await sender.query(`update prospect_threads set status = 'awaiting_reply', last_message_at = $2 where id = $1`, [d.t, '2026-04-02T12:59:00.000Z']);
+        await sender.query(`update followup_tasks set status = 'done', completed_at = $2 where thread_id = $1 and status = 'pending'`, [d.t, '2026-04-02T12:59:00.000Z']);
+        let settled = false;
+        const round = schedule().finally(() => (settled = true));
+        await waitFor('the round past the thread or waiting for it', async () => settled || (await lockWait('prospect_threads')));
+        await sender.query('commit');
+        await round;
+      } finally {
+        await sender.end();
+      }
+      assert.equal((await threadRow(d.t)).status, 'awaiting_reply');
+      assert.deepEqual((await tasks(d.t)).map((x) => x.status), ['done']);
+      // The next round makes the next attempt from the send.
+      await schedule();
+      assert.deepEqual((await tasks(d.t)).map((x) => [x.attempt, x.status, x.due_at.toISOString()]), [
+        [1, 'done', '2026-04-02T12:00:00.000Z'],
+        [2, 'pending', '2026-04-03T12:59:00.000Z'],
+      ]);
+    });
+
+    it('a skip while a round holds the thread: the skip waits for it and the thread goes back to awaiting_reply', async () => {
+      const d = await dueThread();
+      const round = new pg.Client({ connectionString: app.databaseUrl });
+      await round.connect();
+      try {
+        // What markFollowupsDue does, in its order: the thread locked, then made needs_followup.
+        await round.query('begin');
+        await round.query('select id from prospect_threads where id = $1 for update', [d.t]);
+        let settled = false;
+        const skipping = app.request('POST', `/v1/sdr/followups/${d.task.id}/skip`, { key: d.keyA }).finally(() => (settled = true));
+        await waitFor('the skip done or waiting for the thread', async () => settled || (await lockWait('prospect_threads')));
+        await round.query(`update prospect_threads set status = 'needs_followup' where id = $1`, [d.t]);
+        await round.query('commit');
+        const res = await skipping;
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        assert.equal(res.body.data.status, 'skipped');
+      } finally {
+        await round.end();
+      }
+      assert.equal((await threadRow(d.t)).status, 'awaiting_reply');
     });
   });
 

@@ -22,7 +22,7 @@ import {
   type FollowupRuleRow,
   type TaskRow,
 } from './followup-repository.ts';
-import { backToAwaitingIfNothingDue, markFollowupsDue } from './thread-repository.ts';
+import { backToAwaitingIfNothingDue, markFollowupsDue, threadOfTaskForUpdate } from './thread-repository.ts';
 import { newId } from '../../adapters/ids.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toDate, toIso } from '../../shared/time.ts';
@@ -181,10 +181,12 @@ export class FollowupService {
 
   /** awaiting_reply threads with a pending task due now become needs_followup (a compare-and-set per row). */
   private async markDue(): Promise<number> {
-    const now = this.deps.clock.now();
-    const moved = await markFollowupsDue(this.em, now);
-    for (const { id } of moved) await recomputeThreadPriority(this.em, this.deps.clock, id);
-    return moved.length;
+    return transaction(this.em, async (em) => {
+      const now = this.deps.clock.now();
+      const moved = await markFollowupsDue(em, now);
+      for (const { id } of moved) await recomputeThreadPriority(em, this.deps.clock, id);
+      return moved.length;
+    });
   }
 
   /** Hook: followupsOnSend on this unit of work. */
@@ -217,15 +219,20 @@ export class FollowupService {
    * from now).
    */
   private async close(scope: ThreadScope, id: string, to: 'done' | 'skipped'): Promise<FollowupView> {
-    const now = this.deps.clock.now();
-    const row = await closeTask(this.em, scope, id, to, now);
-    if (!row) {
-      const existing = await taskStatus(this.em, scope, id);
-      if (!existing) throw ApiError.notFound('followup', `follow-up ${id} not found`);
-      throw new ApiError(409, 'followup_not_pending', `follow-up ${id} is ${existing.status}, not pending`);
-    }
-    await backToAwaitingIfNothingDue(this.em, row.thread_id, now);
-    await recomputeThreadPriority(this.em, this.deps.clock, row.thread_id);
-    return followupView(row);
+    return transaction(this.em, async (em) => {
+      // The thread first, as markFollowupsDue locks it: a round cannot make it needs_followup
+      // on the strength of this task between its close and the status check below.
+      await threadOfTaskForUpdate(em, scope, id);
+      const now = this.deps.clock.now();
+      const row = await closeTask(em, scope, id, to, now);
+      if (!row) {
+        const existing = await taskStatus(em, scope, id);
+        if (!existing) throw ApiError.notFound('followup', `follow-up ${id} not found`);
+        throw new ApiError(409, 'followup_not_pending', `follow-up ${id} is ${existing.status}, not pending`);
+      }
+      await backToAwaitingIfNothingDue(em, row.thread_id, now);
+      await recomputeThreadPriority(em, this.deps.clock, row.thread_id);
+      return followupView(row);
+    });
   }
 }

@@ -359,16 +359,38 @@ export async function setSnooze(em: EntityManager, id: string, until: Date | nul
   else await sql(em, 'update prospect_threads set snoozed_until = null, updated_at = ? where id = ?', [now, id]);
 }
 
-/** awaiting_reply threads with a pending follow-up due now become needs_followup (a compare-and-set per row). */
+/**
+ * awaiting_reply threads with a pending follow-up due now become needs_followup. In the caller's
+ * transaction, in two statements: the threads are locked first (others' locks skipped: they
+ * are next round's), then the update reads the tasks in a snapshot taken after the locks. One
+ * statement read the tasks in its own snapshot while it waited for a send's lock on the thread:
+ * the send completed the task, and the thread still became needs_followup with no task pending
+ * (the scheduler makes tasks only for awaiting_reply threads, so it stayed so). Whoever closes a
+ * task locks its thread first (threadOfTaskForUpdate), so neither can slip between the two.
+ */
 export async function markFollowupsDue(em: EntityManager, now: Date) {
+  const due = `exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?)`;
+  const locked = await sql<{ id: string }>(em, `select t.id from prospect_threads t where t.status = 'awaiting_reply' and ${due} for update of t skip locked`, [now]);
+  if (locked.length === 0) return [];
   return sql<{ id: string }>(
     em,
     `update prospect_threads t set status = 'needs_followup', updated_at = ?
-      where t.status = 'awaiting_reply'
-        and exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?)
+      where t.id = any(?::text[]) and t.status = 'awaiting_reply' and ${due}
       returning t.id`,
-    [now, now],
+    [now, locked.map((r) => r.id), now],
   );
+}
+
+/** Locks the thread of the SDR's task (before the task is closed: markFollowupsDue's order); undefined without such a task. */
+export async function threadOfTaskForUpdate(em: EntityManager, scope: ThreadScope, taskId: string): Promise<string | undefined> {
+  const [row] = await sql<{ id: string }>(
+    em,
+    `select t.id from prospect_threads t
+      where t.id = (select f.thread_id from followup_tasks f where f.id = ? and f.workspace_id = ? and f.sdr_id = ?)
+      for update of t`,
+    [taskId, scope.workspaceId, scope.sdrId],
+  );
+  return row?.id;
 }
 
 /**
