@@ -57,6 +57,8 @@ describe('tracking and unsubscribe links of sent messages', function () {
     assert.equal(s.scheduled, 0);
     const lead = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data[0];
     assert.equal(lead.status, 'unsubscribed');
+    // The lead got step 0 only: the cancelled step 1 is not its current step.
+    assert.deepEqual([lead.currentStep, lead.nextSendAt], [0, null]);
     assert.equal((await db.query(`select reason from suppressions where email_key = 'unsub@lead.example'`)).rows[0].reason, 'unsubscribe');
     clock.advance(2 * HOUR);
     await dispatcher.runRound();

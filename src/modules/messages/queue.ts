@@ -163,7 +163,7 @@ export async function listEnrollments(em: EntityManager, campaignId: string, opt
     em,
     `select e.id as enrollment_id, e.status, e.last_event, e.last_event_at, e.created_at,
             l.id as lead_id, l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom,
-            (select max(m.step_index) from outbound_messages m where m.enrollment_id = e.id and m.kind = 'campaign') as current_step,
+            (select max(m.step_index) from outbound_messages m where m.enrollment_id = e.id and m.kind = 'campaign' and m.state <> 'cancelled') as current_step,
             (select min(m.due_at) from outbound_messages m
               where m.enrollment_id = e.id and m.kind = 'campaign' and m.state in ('queued', 'scheduled', 'sending')) as next_send_at,
             case when e.last_event = 'failed' then
