@@ -21,6 +21,7 @@ import { Migration0020SentTallies } from './0020_sent_tallies.ts';
 import { Migration0021EventsOwedWebhooks } from './0021_events_owed_webhooks.ts';
 import { Migration0022PoolMemberOrder } from './0022_pool_member_order.ts';
 import { Migration0023MessageNotBefore } from './0023_message_not_before.ts';
+import { Migration0024HeldDeliveries } from './0024_held_deliveries.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -47,4 +48,5 @@ export const migrations = [
   { name: '0021_events_owed_webhooks', class: Migration0021EventsOwedWebhooks },
   { name: '0022_pool_member_order', class: Migration0022PoolMemberOrder },
   { name: '0023_message_not_before', class: Migration0023MessageNotBefore },
+  { name: '0024_held_deliveries', class: Migration0024HeldDeliveries },
 ];

@@ -173,8 +173,11 @@ function toDelivery(r: DeliveryRow): Delivery {
   };
 }
 
-const DELIVERY_SELECT = `select d.id, d.webhook_id, d.event_id, e.type as event, d.state, d.next_attempt_at, d.created_at, d.attempts
-   from webhook_deliveries d join events e on e.id = d.event_id`;
+// A disabled webhook's pending deliveries show no due time (held), including one whose retry
+// outcome was written while the disable committed (the outcome read the webhook as active).
+const DELIVERY_SELECT = `select d.id, d.webhook_id, d.event_id, e.type as event, d.state,
+          case when w.status = 'active' then d.next_attempt_at end as next_attempt_at, d.created_at, d.attempts
+   from webhook_deliveries d join events e on e.id = d.event_id join webhooks w on w.id = d.webhook_id`;
 
 /** A webhook's deliveries, newest first (webhook_deliveries_webhook_idx), each with its attempts. */
 export async function listDeliveries(
@@ -476,11 +479,25 @@ export async function releaseFanOuts(db: Statements, batches: FanOutLease[], now
  * (next_attempt_at = lease_until), so the deliveries in flight stay out of the claim's range
  * and its scan reads only what it can take. Fresh deliveries come leased from fanOut; the claim
  * takes retries, manual retries and the deliveries of workers that died.
+ *
+ * And held deliveries (no due time) whose webhook is active again. Enabling a webhook makes its
+ * held deliveries due, but the writers decide to hold a delivery from the webhook's status in
+ * their statement's snapshot: one whose snapshot predates an enable can hold a delivery after
+ * the enable's release (the retry outcome of an attempt in flight across a disable and an
+ * enable; the fan-out of an event owed to it). Due here, whatever the interleaving.
  */
 export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limit: number, owner: string | null = null): Promise<ClaimedDelivery[]> {
   const rows = await db.run<DeliveryTargetRow & { id: string; attempt_count: number }>(
     'webhooks.claim',
-    `with due as (
+    `with held as (
+       -- Held deliveries of webhooks that are active (webhook_deliveries_held_idx per active
+       -- webhook; usually none): first, they have waited since their webhook was disabled.
+       select d.id from webhooks w join webhook_deliveries d on d.webhook_id = w.id
+        where w.status = 'active' and d.state = 'pending' and d.next_attempt_at is null
+          and (d.lease_until is null or d.lease_until <= ?)
+        limit ?
+        for update of d skip locked
+     ), due as (
        select d.id from webhook_deliveries d
         where d.state = 'pending' and d.next_attempt_at <= ?
           and (d.lease_until is null or d.lease_until <= ?)
@@ -488,14 +505,16 @@ export async function claimDue(db: Statements, now: Date, leaseUntil: Date, limi
         order by d.next_attempt_at
         limit ?
         for update of d skip locked
+     ), picked as (
+       (select id from held) union all (select id from due) limit ?
      ), claimed as (
        update webhook_deliveries d set lease_until = ?, lease_owner = ?, next_attempt_at = ?, updated_at = ?
-         from due where d.id = due.id
+         from picked where d.id = picked.id
        returning d.id, d.webhook_id, d.event_id, d.attempt_count
      )
      select c.id, c.attempt_count, w.id as webhook_id, w.url, w.signing_secret_enc, e.id as event_id, e.type, e.data, ${isoTime('e.created_at')} as created_at
        from claimed c join webhooks w on w.id = c.webhook_id join events e on e.id = c.event_id`,
-    [now, now, limit, leaseUntil, owner, leaseUntil, now],
+    [now, limit, now, now, limit, limit, leaseUntil, owner, leaseUntil, now],
   );
   return rows.map((r) => claimOf(r, r.id, r.attempt_count, leaseUntil));
 }
