@@ -31,6 +31,14 @@ describe('POST /v1/suppression-list', () => {
     assert.deepEqual(await stored(), ['ann@example.com', 'bob@example.org', 'cy@example.net']);
   });
 
+  it('keeps the first spelling of an address for display, within one request as across requests', async () => {
+    const res = await app.request('POST', '/v1/suppression-list', { key, body: { emails: ['First.Spelling@Example.com', 'first.spelling@example.com', 'FIRST.SPELLING@EXAMPLE.COM'] } });
+    assert.deepEqual(res.body, { suppressed: 1 });
+    await app.request('POST', '/v1/suppression-list', { key, body: { emails: ['first.SPELLING@example.com'] } });
+    const list = await app.request('GET', '/v1/suppression-list?q=first.spelling', { key });
+    assert.deepEqual(list.body.data.map((s: { email: string }) => s.email), ['First.Spelling@Example.com']);
+  });
+
   it('two requests with the same addresses in opposite orders, at once: both succeed, each address counted once', async () => {
     for (let round = 0; round < 3; round++) {
       const emails = Array.from({ length: 1000 }, (_, i) => `race${round}.${i}@example.com`);

@@ -168,9 +168,11 @@ export class InboundService {
    */
   private async complaint(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
     const now = this.deps.clock.now();
+    // The lead's enrollments first, then the suppression (the other writers' order).
+    const enrollments = await enrollmentsOfLead(tx, m.lead_id);
     const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
     await suppress(tx, m.workspace_id, [m.to_email], 'complaint', replyId, now);
-    await endEnrollments(tx, await enrollmentsOfLead(tx, m.lead_id), 'unsubscribed', 'complained', now);
+    await endEnrollments(tx, enrollments, 'unsubscribed', 'complained', now);
     await bumpCounters(tx, m.campaign_id, { complained: 1 });
     this.deps.log.warn(
       { campaignId: m.campaign_id, leadId: m.lead_id, email: m.to_email, messageId: m.message_id_header, feedbackType: a.complaint?.feedbackType, userAgent: a.complaint?.userAgent },

@@ -4,7 +4,7 @@ import type { PreparedStatements } from '../../db/statements.ts';
 import { messageSentJsonb } from '../events/catalogue.ts';
 import { owedWebhooksSql } from '../events/outbox.ts';
 import { bumpCounters } from './counters.ts';
-import { endEnrollments } from './enrollments.ts';
+import { endEnrollments, lockEnrollment } from './enrollments.ts';
 import { GUARD_PASSES } from './send.ts';
 import { tallyInsert } from './tallies.ts';
 
@@ -349,8 +349,16 @@ export async function cancel(em: EntityManager, id: string, campaignId: string, 
   return true;
 }
 
-/** The first open of a sent message (counted once); null when it was not the first, or not sent. */
+/**
+ * The first open of a sent message (counted once); null when it was not the first, or not sent.
+ * In the lock order of the other writers (lockEnrollment): the enrollment, then the message,
+ * then the counters. The pixel bumped the counters before it touched the enrollment, and
+ * deadlocked with a reply of the same lead (enrollment, then counters).
+ */
 export async function markOpened(em: EntityManager, id: string, now: Date): Promise<{ campaign_id: string; enrollment_id: string } | null> {
+  const [unopened] = await sql<{ enrollment_id: string }>(em, `select enrollment_id from outbound_messages where id = ? and opened_at is null and sent_at is not null`, [id]);
+  if (!unopened) return null;
+  await lockEnrollment(em, unopened.enrollment_id);
   const [m] = await sql<{ campaign_id: string; enrollment_id: string }>(
     em,
     `update outbound_messages set opened_at = ?, updated_at = ? where id = ? and opened_at is null and sent_at is not null
@@ -358,8 +366,8 @@ export async function markOpened(em: EntityManager, id: string, now: Date): Prom
     [now, now, id],
   );
   if (!m) return null;
-  await bumpCounters(em, m.campaign_id, { opened: 1 });
   await sql(em, `update enrollments set last_event = 'opened', last_event_at = ?, updated_at = ? where id = ?`, [now, now, m.enrollment_id]);
+  await bumpCounters(em, m.campaign_id, { opened: 1 });
   return m;
 }
 

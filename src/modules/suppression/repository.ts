@@ -14,7 +14,11 @@ export type SuppressionReason = 'manual' | 'hard_bounce' | 'unsubscribe' | 'repl
  */
 export async function suppress(em: EntityManager, workspaceId: string, emails: string[], reason: SuppressionReason, source: string | null, now: Date): Promise<number> {
   const byKey = new Map<string, string>();
-  for (const e of emails) byKey.set(normalizeEmail(e), e.trim());
+  // The first spelling of an address in the call is the one kept for display (decisions.md).
+  for (const e of emails) {
+    const k = normalizeEmail(e);
+    if (!byKey.has(k)) byKey.set(k, e.trim());
+  }
   if (byKey.size === 0) return 0;
   // One statement for the whole batch through unnest(); the primary key (workspace_id,
   // email_key) makes repeats no-ops. In key order: two batches sharing addresses then take

@@ -20,13 +20,16 @@ const services = (ctx: Context): Services => ctx.state.services;
 /** The public links put into emails: no API key, signed tokens instead. */
 export function mountTrackingRoutes(router: Router) {
   router.get('/t/o/:token', async (ctx) => {
-    const known = await services(ctx).tracking.open(ctx.params.token);
+    // A HEAD (link scanners, security gateways) is no open: the same answer, nothing recorded.
+    const known = ctx.method === 'HEAD' ? await services(ctx).tracking.pixelKnown(ctx.params.token) : await services(ctx).tracking.open(ctx.params.token);
     if (!known) throw new ApiError(404, 'not_found', 'unknown tracking link');
     ctx.set('Cache-Control', 'no-store, max-age=0');
     ctx.type = 'image/gif';
     ctx.body = PIXEL;
   });
 
+  // The form posts back to the page's own address (no action): behind a proxy that serves
+  // mailgate under a path (MAILGATE_PUBLIC_URL with a path), /u/... would miss it.
   router.get('/u/:token', async (ctx) => {
     const target = await services(ctx).tracking.unsubscribeTarget(ctx.params.token);
     if (!target) throw new ApiError(404, 'not_found', 'unknown unsubscribe link');
@@ -35,7 +38,7 @@ export function mountTrackingRoutes(router: Router) {
     ctx.body = page(
       'Unsubscribe',
       `<h1>Unsubscribe</h1><p>Stop all emails to <strong>${escapeHtml(target.email)}</strong>?</p>
-<form method="post" action="/u/${encodeURIComponent(ctx.params.token)}"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`,
+<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`,
     );
   });
 

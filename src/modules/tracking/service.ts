@@ -34,6 +34,12 @@ export class TrackingService {
     return known;
   }
 
+  /** Whether an open-tracking token names a message (a HEAD of the pixel: nothing recorded). */
+  async pixelKnown(token: string): Promise<boolean> {
+    const id = this.messageOf(token, 'o');
+    return !!id && !!(await linkTarget(this.em, id));
+  }
+
   /** The address a valid unsubscribe token is for, or null. */
   async unsubscribeTarget(token: string): Promise<{ email: string; messageId: string } | null> {
     const id = this.messageOf(token, 'u');
@@ -53,11 +59,15 @@ export class TrackingService {
     const done = await transaction(this.em, async (em) => {
       const m = await linkTarget(em, id);
       if (!m) return false;
-      await suppress(em, m.workspace_id, [m.to_email], 'unsubscribe', id, now);
-      await endEnrollments(em, await enrollmentsOfLead(em, m.lead_id), 'unsubscribed', 'unsubscribed', now);
-      return true;
+      // The lead's enrollments first, then the suppression (a reply's and a bounce's order: two
+      // unsubscribes of one lead, by link and by reply, deadlocked).
+      const enrollments = await enrollmentsOfLead(em, m.lead_id);
+      const added = await suppress(em, m.workspace_id, [m.to_email], 'unsubscribe', id, now);
+      const ended = await endEnrollments(em, enrollments, 'unsubscribed', 'unsubscribed', now);
+      return { changed: added > 0 || ended.length > 0 };
     });
-    if (done) this.deps.metrics.unsubscribes.inc({ source: 'link' });
-    return done;
+    // Counted when it changed something: a repeat of the link (or a mail client's second POST) is no new unsubscribe.
+    if (done && done.changed) this.deps.metrics.unsubscribes.inc({ source: 'link' });
+    return !!done;
   }
 }
