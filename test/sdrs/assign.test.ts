@@ -45,7 +45,7 @@ describe('POST /v1/replies/:replyId/assign', function () {
       key,
       body: { name: 'Assign', senderPoolId: pool.id, sequenceSteps: [{ subject: 'Idea for {{company}}', bodyHtml: '<p>Hi {{firstName}}, a quick idea for {{company}}.</p>' }] },
     });
-    const leads = ['one', 'two', 'three', 'four'].map((n) => ({ email: `${n}@lead.example`, firstName: n[0].toUpperCase() + n.slice(1), lastName: 'Lead', company: `${n} Corp` }));
+    const leads = ['one', 'two', 'three', 'four', 'five'].map((n) => ({ email: `${n}@lead.example`, firstName: n[0].toUpperCase() + n.slice(1), lastName: 'Lead', company: `${n} Corp` }));
     await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key, body: { leads } });
     await app.request('POST', `/v1/campaigns/${c.body.id}/start`, { key });
     await dispatcher.runRound();
@@ -70,11 +70,11 @@ describe('POST /v1/replies/:replyId/assign', function () {
         ].join('\r\n'),
       );
     }
-    for (let i = 0; i < 150 && replyIds.size < 4; i++) {
+    for (let i = 0; i < 150 && replyIds.size < 5; i++) {
       await new Promise((r) => setTimeout(r, 100));
       for (const r of (await app.request('GET', '/v1/replies', { key })).body) replyIds.set(r.email, r.id);
     }
-    assert.equal(replyIds.size, 4);
+    assert.equal(replyIds.size, 5);
     sink.received.length = 0;
   });
   after(async () => {
@@ -264,6 +264,31 @@ describe('POST /v1/replies/:replyId/assign', function () {
     assert.deepEqual([await count('handoffs'), await count('prospect_threads'), await count(`outbound_messages where kind = 'forward'`)], before);
     assert.equal((await db.query(`select forwarded_at from replies where id = $1`, [id])).rows[0].forwarded_at, null);
     sink.users.set(SENDER, 'pw');
+  });
+
+  it('a stored reply with a NUL in its text: assigned once, its thread message and snapshot without the NUL', async () => {
+    const { sdr } = await seedSdr(app, workspaceId, 'Nul Rep', 'nul@acme.example');
+    const sdrA = sdr.id;
+    const replyId = replyIds.get('five@lead.example')!;
+    // Mail as it came, with a NUL byte in its body (mailparser keeps it; PostgreSQL refuses it in text and jsonb).
+    await db.query(
+      `update inbound_messages i set raw = convert_to(replace(convert_from(i.raw, 'UTF8'), 'Yes, interested!', 'Yes,' || chr(1) || ' interested!'), 'UTF8')
+        from replies r where r.id = $1 and i.id = r.inbound_message_id`,
+      [replyId],
+    );
+    await db.query(
+      `update inbound_messages i set raw = overlay(i.raw placing '\\x00'::bytea from position(convert_to(chr(1), 'UTF8') in i.raw) for 1)
+        from replies r where r.id = $1 and i.id = r.inbound_message_id`,
+      [replyId],
+    );
+    const res = await assign(replyId, { sdrId: sdrA, skipIcpCheck: true });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(sink.received.length, 1, 'one forward');
+    const { rows } = await db.query(`select body_text from thread_messages where thread_id = $1`, [res.body.data.threadId]);
+    assert.equal(rows[0].body_text, 'Yes, interested! Can you send pricing and a time for a call?\n');
+    const again = await assign(replyId, { sdrId: sdrA, skipIcpCheck: true });
+    assert.equal(again.status, 409);
+    assert.equal(sink.received.length, 1);
   });
 
   it('assigns of one reply sent at once: one forwards it and opens the thread, the others answer 409 already_forwarded', async () => {

@@ -5,6 +5,7 @@ import type { OutgoingMail } from '../../adapters/smtp.ts';
 import type { ParsedMail } from '../../adapters/mailparse.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull } from '../../shared/time.ts';
+import { storableText } from '../../shared/text.ts';
 import type { Deps } from '../../deps.ts';
 import { escapeHtml, renderText, renderSubject, type LeadValues } from '../sending/render.ts';
 import { checkIcp } from './icp.ts';
@@ -59,13 +60,18 @@ export class AssignmentService {
     const account = await accountForSending(this.em, reply.sender_account_id);
     const lead = (await leadById(this.em, reply.lead_id))!;
     const original = await this.deps.mailParser.parse(reply.raw);
-    const originalSubject = original.subject ?? reply.inbound_subject ?? '';
+    // What the thread and the handoff store of the original is repaired as at ingestion (a NUL
+    // in the body made the thread's insert fail after the forward had gone out: a 500, and a
+    // new forward on every retry). The forward itself carries the original as it came.
+    const originalSubject = storableText(original.subject ?? reply.inbound_subject ?? '');
+    const originalText = storableText(original.text ?? '');
+    const originalHtml = typeof original.html === 'string' ? storableText(original.html) : null;
     const now = this.deps.clock.now();
     const forwardId = newId('msg');
     const domain = account.email.split('@')[1] ?? 'mailgate.local';
-    const mail = this.forwardMail(input, { account, sdrEmail: sdr.email, original, originalSubject, raw: reply.raw, messageId: `<${forwardId}.${randomBytes(6).toString('hex')}@${domain}>` });
+    const mail = this.forwardMail(input, { account, sdrEmail: sdr.email, original, originalSubject, originalText, raw: reply.raw, messageId: `<${forwardId}.${randomBytes(6).toString('hex')}@${domain}>` });
 
-    const snapshot = await this.snapshot(reply, lead, original.text ?? '', originalSubject);
+    const snapshot = await this.snapshot(reply, lead, originalText, originalSubject);
     // One assignment of a reply at a time, across processes: the check that it was not forwarded
     // yet, the forward and its record hold the reply's lock together. Checked only before the
     // forward, concurrent assigns each found it not forwarded, and each forwarded it and opened a
@@ -110,7 +116,7 @@ export class AssignmentService {
             receivedAt,
             mailThreadId: reply.message_id_header,
           },
-          { from: reply.email, to: [account.email], bodyText: original.text ?? '', bodyHtml: typeof original.html === 'string' ? original.html : null },
+          { from: reply.email, to: [account.email], bodyText: originalText, bodyHtml: originalHtml },
           now,
         );
       }
@@ -157,12 +163,12 @@ export class AssignmentService {
 
   private forwardMail(
     input: AssignInput,
-    f: { account: { email: string; name: string }; sdrEmail: string; original: ParsedMail; originalSubject: string; raw: Buffer; messageId: string },
+    f: { account: { email: string; name: string }; sdrEmail: string; original: ParsedMail; originalSubject: string; originalText: string; raw: Buffer; messageId: string },
   ): OutgoingMail {
     const from = f.original.from?.text ?? '';
     const date = f.original.date ? f.original.date.toUTCString() : '';
     const to = f.original.to ? (Array.isArray(f.original.to) ? f.original.to.map((a) => a.text).join(', ') : f.original.to.text) : '';
-    const body = (f.original.text ?? '').trim();
+    const body = f.originalText.trim();
     const header = ['---------- Forwarded message ---------', `From: ${from}`, `Date: ${date}`, `Subject: ${f.originalSubject}`, `To: ${to}`];
     const quoted = body
       .split(/\r?\n/)
