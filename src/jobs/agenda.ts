@@ -1,5 +1,6 @@
 import { Agenda, type Job } from 'agenda';
 import { PostgresBackend } from '@agendajs/postgres-backend';
+import pg from 'pg';
 import type { Logger } from '../adapters/logger.ts';
 import type { Metrics } from '../adapters/metrics.ts';
 
@@ -20,6 +21,7 @@ export interface RecurringJob {
 
 export class JobRunner {
   private readonly agenda: Agenda;
+  private readonly pool: pg.Pool;
 
   constructor(
     databaseUrl: string,
@@ -27,9 +29,17 @@ export class JobRunner {
     private readonly log: Logger,
     opts: { processEvery?: string; workerName?: string; metrics?: Metrics } = {},
   ) {
+    // Our own pool, with an 'error' listener: a connection the server ends while it idles (a
+    // PostgreSQL restart, a terminated backend) is an 'error' event on the pool, and the
+    // backend's own pool has no listener for it, so the event ended the worker process. The
+    // notification channel's LISTEN session re-emits its errors too, before it reconnects.
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+    this.pool.on('error', (err) => log.warn({ err }, 'job runner: a database connection failed (it is replaced)'));
+    const backend = new PostgresBackend({ pool: this.pool, ensureSchema: false });
+    backend.notificationChannel?.on('error', (err: unknown) => log.warn({ err }, 'job runner: the job notification channel failed (it reconnects)'));
     this.agenda = new Agenda({
       // The table is created by our migrations: several processes starting at once would race.
-      backend: new PostgresBackend({ connectionString: databaseUrl, ensureSchema: false }),
+      backend,
       name: opts.workerName,
       processEvery: opts.processEvery ?? '1 second',
       defaultLockLifetime: 60_000,
@@ -73,6 +83,8 @@ export class JobRunner {
   /** Stops taking jobs and waits (up to timeoutMs) for running ones, releasing their locks. */
   async stop(timeoutMs: number): Promise<void> {
     const result = await this.agenda.drain({ timeout: timeoutMs, closeConnection: true });
+    // A pool passed in is not the backend's to close.
+    await this.pool.end().catch((err: unknown) => this.log.warn({ err }, 'job runner: closing its database pool failed'));
     this.log.info({ result }, 'job runner drained');
   }
 }
