@@ -91,3 +91,14 @@ export function findTextViolation(root: unknown, prefix: PropertyKey[] = [], max
   }
   return null;
 }
+
+/**
+ * A LIKE pattern (with `escape '\\'`) matching `s` as a plain substring: its `\`, `%` and `_`
+ * escaped. Case: lower-case it in SQL (`like lower(?)`) against text PostgreSQL lower-cased,
+ * never in JavaScript: the two disagree (a Turkish dotted I, a Greek final sigma, any non-ASCII
+ * letter in a database whose ctype is C), and a search missed names stored exactly as typed.
+ */
+export function likeSubstring(s: string): string {
+  return `%${s.replace(/[\\%_]/g, (c) => '\\' + c)}%`;
+}
+

@@ -155,6 +155,7 @@ describe('dashboard /v1 admin: SDR profiles, step preview, lead search', functio
       { email: 'ann@globex.example', firstName: 'Ann', company: 'Globex' },
       { email: 'bob@initech.example', firstName: 'Bob', lastName: 'Annan', company: 'Initech' },
       { email: 'cy@umbrella.example', firstName: 'Cy', company: 'Umbrella 100%' },
+      { email: 'sisyphos@hellas.example', firstName: 'ΣΊΣΥΦΟΣ', company: 'İstanbul Kargo' },
     ]);
     const search = async (q: string, extra = '') => {
       const res = await app.request('GET', `/v1/campaigns/${campaign.id}/leads?q=${encodeURIComponent(q)}${extra}`, { key: adminKey });
@@ -166,8 +167,11 @@ describe('dashboard /v1 admin: SDR profiles, step preview, lead search', functio
     assert.deepEqual((await search('100%')).data.map((l: { email: string }) => l.email), ['cy@umbrella.example']);
     assert.equal((await search('%')).total, 1);
     assert.equal((await search('_')).total, 0);
+    // Names as stored, whatever the database's locale: the term is lower-cased by PostgreSQL
+    // like the names (in JavaScript, 'ΣΊΣΥΦΟΣ' became 'σίσυφος' and 'İ' two code points).
+    for (const q of ['ΣΊΣΥΦΟΣ', 'İstanbul', 'ΣΊΣ']) assert.deepEqual((await search(q)).data.map((l: { email: string }) => l.email), ['sisyphos@hellas.example'], q);
     const paged = await search('a', '&limit=1&offset=1');
-    assert.equal(paged.total, 3);
+    assert.equal(paged.total, 4);
     assert.equal(paged.data.length, 1);
     assert.equal(paged.hasMore, true);
     assert.equal((await search('ann', '&status=completed')).total, 0);

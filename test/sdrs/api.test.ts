@@ -218,6 +218,18 @@ describe('SDR desk API: mail status, inbox, threads', () => {
       assert.equal((await inbox('?search=nobody')).total, 0);
     });
 
+    it('finds non-ASCII names as stored, whatever the database locale (the term lower-cased by PostgreSQL, like the text)', async () => {
+      const { sdr, sdrKey } = await seedSdr(app, wsId, 'Una');
+      const greek = await thread({ sdrId: sdr.id, email: 'sisyphos@hellas.example', name: 'ΣΊΣΥΦΟΣ Papadopoulos', subject: 'Re: offer' });
+      const turkish = await thread({ sdrId: sdr.id, email: 'ismail@kargo.example', name: 'İsmail Yılmaz', subject: 'Re: İstanbul office' });
+      const found = async (q: string) =>
+        (await app.request('GET', `/v1/sdr/inbox?search=${encodeURIComponent(q)}`, { key: sdrKey })).body.data.threads.map((t: { id: string }) => t.id);
+      assert.deepEqual(await found('ΣΊΣΥΦΟΣ'), [greek]);
+      assert.deepEqual(await found('İsmail'), [turkish]);
+      assert.deepEqual(await found('İstanbul'), [turkish]);
+      assert.deepEqual(await found('Yılmaz'), [turkish]);
+    });
+
     it('snoozed=true is snoozed now, false is not, omitted is both (per the injected clock)', async () => {
       assert.deepEqual((await inbox('?snoozed=true')).threads.map((t) => t.id), [ids.c]);
       assert.deepEqual((await inbox('?snoozed=false')).threads.map((t) => t.id), [ids.a, ids.d, ids.b]);
@@ -366,9 +378,10 @@ describe('SDR desk API: mail status, inbox, threads', () => {
     });
 
     it('recomputes the stored priorityScore with the injected clock', async () => {
-      const id = await thread({ category: 'A', priority: 0, lastMessageAt: '2026-03-31T12:00:00.000Z' });
+      // A reopen (closing a thread would skip its pending follow-ups: followups.test.ts).
+      const id = await thread({ status: 'lost_timing', category: 'A', priority: 0, lastMessageAt: '2026-03-31T12:00:00.000Z' });
       await db.query(`insert into followup_tasks (id, workspace_id, thread_id, sdr_id, status, due_at, created_at) values ('fup_t1', $1, $2, $3, 'pending', '2026-04-01T00:00:00Z', $4), ('fup_t2', $1, $2, $3, 'pending', '2026-04-09T00:00:00Z', $4), ('fup_t3', $1, $2, $3, 'done', '2026-03-01T00:00:00Z', $4)`, [wsId, id, sdrA.id, T0]);
-      const res = await app.request('PATCH', `/v1/sdr/threads/${id}`, { key: keyA, body: { status: 'meeting_booked' } });
+      const res = await app.request('PATCH', `/v1/sdr/threads/${id}`, { key: keyA, body: { status: 'new' } });
       // A 50 + unknown classification 10 + recency (24h old) 10 + one overdue pending follow-up 10.
       assert.equal(res.body.data.priorityScore, 80);
     });

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
+import { likeSubstring } from '../../shared/text.ts';
 import { orderedIds } from '../../adapters/ids.ts';
 import { bumpCounters } from './counters.ts';
 import type { LeadColumns } from './send.ts';
@@ -153,10 +154,12 @@ export async function listEnrollments(em: EntityManager, campaignId: string, opt
     params.push(opts.status);
   }
   if (opts.q) {
-    const like = `%${opts.q.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`;
-    conditions.push(`and exists (select 1 from leads s where s.id = e.lead_id and (s.email_key like ? escape '\\' or lower(coalesce(s.first_name, '')) like ? escape '\\'
-                      or lower(coalesce(s.last_name, '')) like ? escape '\\' or lower(coalesce(s.company, '')) like ? escape '\\'))`);
-    params.push(like, like, like, like);
+    // email_key is lower-cased by normalizeEmail (JavaScript), the names by PostgreSQL's
+    // lower(): each compared with the term lower-cased the same way (likeSubstring).
+    const like = likeSubstring(opts.q);
+    conditions.push(`and exists (select 1 from leads s where s.id = e.lead_id and (s.email_key like ? escape '\\' or lower(coalesce(s.first_name, '')) like lower(?) escape '\\'
+                      or lower(coalesce(s.last_name, '')) like lower(?) escape '\\' or lower(coalesce(s.company, '')) like lower(?) escape '\\'))`);
+    params.push(likeSubstring(opts.q.toLowerCase()), like, like, like);
   }
   const filter = conditions.join(' ');
   const rows = await sql<EnrollmentRow>(

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { newId } from '../../adapters/ids.ts';
 import type { ThreadStatus } from './threads-state.ts';
+import { likeSubstring } from '../../shared/text.ts';
 import type { ThreadCategory } from './priority.ts';
 import type { HandoffRow, ProspectThreadRow, ThreadMessageRow } from './rows.ts';
 
@@ -201,11 +202,6 @@ export type ThreadRow = Pick<
 
 const THREAD_COLUMNS = 'id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, snoozed_until';
 
-/** Escapes LIKE wildcards so the search is a plain substring match. */
-function likeLiteral(s: string): string {
-  return s.replace(/[\\%_]/g, (c) => '\\' + c);
-}
-
 const ORDER_KEY: Record<InboxQuery['orderBy'], string> = {
   priority: 'priority_score',
   lastMessage: 'last_message_at',
@@ -234,7 +230,8 @@ export function inboxStatement(scope: ThreadScope, q: InboxQuery, now: Date): { 
   const threadWhere = [...counterWhere];
   const search = q.search !== undefined && q.search !== '';
   // search_text is lower(contact_email || ' ' || contact_name || ' ' || subject), trigram-indexed.
-  if (search) threadWhere.push({ text: `search_text like ? escape '\\'`, params: ['%' + likeLiteral(q.search!.toLowerCase()) + '%'] });
+  // search_text is PostgreSQL's lower(); the term is lower-cased by the same function (likeSubstring).
+  if (search) threadWhere.push({ text: `search_text like lower(?) escape '\\'`, params: [likeSubstring(q.search!)] });
   const snoozedNow: Piece = { text: 'snoozed_until > ?', params: [now] };
   if (q.snoozed === true) threadWhere.push(snoozedNow);
   if (q.snoozed === false) threadWhere.push({ text: '(snoozed_until is null or snoozed_until <= ?)', params: [now] });

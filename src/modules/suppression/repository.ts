@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { normalizeEmail } from '../../shared/email.ts';
 import { toIso } from '../../shared/time.ts';
+import { likeSubstring } from '../../shared/text.ts';
 
 // suppressions: workspace-wide, primary key (workspace_id, email_key). Owned here; the claim
 // guard and enrollment read it (messages/), nothing else writes it; the dashboard lists it here.
@@ -49,11 +50,6 @@ export async function isSuppressed(em: EntityManager, workspaceId: string, email
   return rows.length > 0;
 }
 
-/** Escapes LIKE wildcards so a search is a plain substring match. */
-function likeLiteral(s: string): string {
-  return s.replace(/[\\%_]/g, (c) => '\\' + c);
-}
-
 /** The suppression list as the dashboard pages and searches it, newest first. Scope first. */
 export async function listSuppressions(em: EntityManager, workspaceId: string, opts: { q?: string; reason?: string; limit: number; offset: number }) {
   const where = ['workspace_id = ?'];
@@ -61,7 +57,7 @@ export async function listSuppressions(em: EntityManager, workspaceId: string, o
   // email_key is the lower-cased, trimmed address: suppressions_email_trgm_idx answers the substring.
   if (opts.q) {
     where.push(`email_key like ? escape '\\'`);
-    params.push(`%${likeLiteral(opts.q.trim().toLowerCase())}%`);
+    params.push(likeSubstring(opts.q.trim().toLowerCase()));
   }
   if (opts.reason) {
     where.push('reason = ?');
