@@ -2,6 +2,8 @@ import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { sql } from '../db/sql.ts';
 import { transactionRetries } from '../db/transaction.ts';
+import { firstSlot, inWindow } from '../modules/sending/schedule.ts';
+import type { Schedule } from '../modules/campaigns/entities.ts';
 
 /**
  * The process's Prometheus metrics (docs/operating.md lists them). One registry per process,
@@ -101,7 +103,7 @@ export class Metrics {
     });
     new Gauge({
       name: 'mailgate_queue_oldest_due_seconds',
-      help: 'Age of the oldest queued message past its due time (0 when none waits): the sending lag',
+      help: 'How long the oldest message that could be sent now has been due (running campaigns inside their schedule window; 0 when none waits): the sending lag',
       registers: [this.registry],
       async collect() {
         this.set((await db()).queueLag);
@@ -195,20 +197,37 @@ export class Metrics {
       `select state, sender_account_id as account, count(*) as n, grouping(sender_account_id) as g
          from outbound_messages group by grouping sets ((state), (state, sender_account_id))`,
     );
-    const [other] = await sql<{ queue_lag: number | null; webhooks: string; sync_age: number | null; senders: Array<{ health: string; n: number }> | null; watches: Array<{ state: string; n: number }> | null }>(
+    const [other] = await sql<{ now: Date; webhooks: string; sync_age: number | null; senders: Array<{ health: string; n: number }> | null; watches: Array<{ state: string; n: number }> | null }>(
       em,
-      `select extract(epoch from now() - (select min(due_at) from outbound_messages where state = 'queued' and due_at <= now()))::float8 as queue_lag,
+      `select now() as now,
               (select count(*) from webhook_deliveries where state = 'pending') as webhooks,
               extract(epoch from now() - (select min(coalesce(last_synced_at, since)) from mailbox_watches))::float8 as sync_age,
               (select json_agg(json_build_object('health', health, 'n', n)) from (select health, count(*) as n from sender_accounts group by health) h) as senders,
               (select json_agg(json_build_object('state', status, 'n', n)) from (select status, count(*) as n from mailbox_watches group by status) w) as watches`,
     );
+    // The sending lag counts only what could be sent now: the oldest due message of each running
+    // campaign inside its schedule window (outbound_claim_order_idx, the first entry per
+    // campaign), due since its first slot. A paused campaign's queue, or one waiting for its
+    // window, lags nothing: counted, the alert fired every night for every scheduled campaign
+    // and a campaign paused for days pinned the gauge (docs/operating.md).
+    const running = await sql<{ schedule: Schedule | null; oldest: Date | null }>(
+      em,
+      `select c.schedule, (select m.due_at from outbound_messages m where m.campaign_id = c.id and m.state = 'queued' and m.due_at <= now()
+                            order by m.due_at limit 1) as oldest
+         from campaigns c where c.status = 'running'`,
+    );
+    const now = new Date(other.now);
+    let queueLag = 0;
+    for (const c of running) {
+      if (!c.oldest || !inWindow(c.schedule, now)) continue;
+      queueLag = Math.max(queueLag, (now.getTime() - firstSlot(c.schedule, new Date(c.oldest)).getTime()) / 1000);
+    }
     return {
       byState: messages.filter((r) => r.g === 1).map((r) => ({ state: r.state, n: Number(r.n) })),
       byAccount: messages.filter((r) => r.g === 0 && r.account).map((r) => ({ account: r.account!, state: r.state, n: Number(r.n) })),
       senders: other.senders ?? [],
       watches: other.watches ?? [],
-      queueLag: Math.max(0, other.queue_lag ?? 0),
+      queueLag,
       webhooksPending: Number(other.webhooks),
       syncAge: Math.max(0, other.sync_age ?? 0),
     };

@@ -147,6 +147,48 @@ describe('metrics and access logs', function () {
     }
   });
 
+  it('the sending lag counts running campaigns inside their window only, from the window\'s opening', async () => {
+    const own = await startTestApp({ database: await createTestDatabase() });
+    const ownDb = new pg.Client({ connectionString: own.databaseUrl });
+    await ownDb.connect();
+    try {
+      const { adminKey: key, workspace } = await seedWorkspace(own);
+      const s = own.services();
+      const account = await s.senders.add({ workspaceId: workspace.id, email: 'lag@acme.example', name: 'L', smtpUrl: 'smtp://lag:pw@127.0.0.1:9' });
+      const pool = await s.senders.createPool(workspace.id, 'p', 1000, [account.id]);
+      const h = new Date().getUTCHours();
+      const hh = (n: number) => `${String((n + 24) % 24).padStart(2, '0')}:00`;
+      const all = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+      /** A started campaign with one queued first step, due `ago` seconds ago. */
+      const campaign = async (name: string, ago: number, schedule: unknown = null) => {
+        const c = await own.request('POST', '/v1/campaigns', { key, body: { name, senderPoolId: pool.id, schedule, sequenceSteps: [{ subject: 'Hi', bodyHtml: 'x' }] } });
+        assert.equal(c.status, 201, c.text);
+        await own.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key, body: { leads: [{ email: `${name}@lead.example` }] } });
+        await own.request('POST', `/v1/campaigns/${c.body.id}/start`, { key });
+        await ownDb.query(`update outbound_messages set due_at = now() - make_interval(secs => $2) where campaign_id = $1`, [c.body.id, ago]);
+        return c.body.id as string;
+      };
+      const lag = async () => sample(await new Metrics(own.deps.orm).text(), 'mailgate_queue_oldest_due_seconds')!;
+      await campaign('running', 600);
+      const paused = await campaign('paused', 2 * 86_400);
+      await own.request('POST', `/v1/campaigns/${paused}/pause`, { key });
+      // Its window opens in two hours: nothing of it could be sent now.
+      await campaign('closed', 86_400, { timezone: 'UTC', days: all, start: hh(h + 2), end: hh(h + 3) });
+      const first = await lag();
+      assert.ok(first >= 600 && first < 660, `the running campaign's 600 s, not the paused one's nor the closed window's: ${first}`);
+      // Due three hours ago, before its window opened an hour before this hour: late since the opening.
+      await campaign('open', 3 * 3600, { timezone: 'UTC', days: all, start: hh(h - 1), end: hh(h + 1) });
+      const opening = new Date();
+      opening.setUTCMinutes(0, 0, 0);
+      const expected = (Date.now() - (opening.getTime() - 3_600_000)) / 1000;
+      const second = await lag();
+      assert.ok(Math.abs(second - expected) < 60, `since the window opened (${expected} s): ${second}`);
+    } finally {
+      await ownDb.end();
+      await own.close();
+    }
+  });
+
   it('the Grafana dashboard and docs/operating.md name only metrics that exist', () => {
     const m = new Metrics();
     m.collectProcessMetrics();
