@@ -134,9 +134,10 @@ function packageVersion(): string {
 }
 
 async function queryOn<T>(url: string, fn: (query: Query) => Promise<T>): Promise<T> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+  // With the start's time limit and its one line naming DATABASE_URL (a server that accepts
+  // and never answers hung a list command for ever; a refused one printed the driver's words).
+  const { connectChecked } = await import('../db/database.ts');
+  const client = await connectChecked(url);
   try {
     return await fn(async (text, params = []) => {
       try {

@@ -1,5 +1,5 @@
-import type { Command } from 'commander';
-import { jsonOption, type CliContext } from './context.ts';
+import { Option, type Command } from 'commander';
+import { jsonOption, usageError, type CliContext } from './context.ts';
 
 export function registerWorkspaceCommands(program: Command, ctx: CliContext) {
   const workspace = program.command('workspace').description('workspaces');
@@ -22,10 +22,13 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext) {
       .command('create')
       .description('create an API key (shown only once)')
       .requiredOption('--workspace <workspace>', 'workspace id or name')
-      .option('--role <role>', 'admin or sdr', 'admin')
-      .option('--sdr <sdrId>', 'the SDR an sdr key acts for')
+      // A malformed value is a usage error (exit 2), refused before the database is opened.
+      .addOption(new Option('--role <role>', 'admin or sdr').choices(['admin', 'sdr']).default('admin'))
+      .option('--sdr <sdrId>', 'the SDR an sdr key acts for (required with --role sdr)')
       .option('--name <name>', 'a label for the key'),
   ).action(async (opts: { workspace: string; role: 'admin' | 'sdr'; sdr?: string; name?: string; json?: boolean }) => {
+    if (opts.role === 'sdr' && !opts.sdr) throw usageError('--sdr: required with --role sdr');
+    if (opts.role === 'admin' && opts.sdr) throw usageError('--sdr: only with --role sdr');
     const k = await ctx.withServices((s) => s.workspaces.createKey({ workspace: opts.workspace, role: opts.role, sdrId: opts.sdr, name: opts.name }));
     ctx.print(
       opts,

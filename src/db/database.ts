@@ -35,16 +35,19 @@ function migrationFailure(err: unknown): string {
 }
 
 /**
- * One connection before anything else, with a time limit: an address that refuses, a host that
- * does not exist, a port that accepts and never answers or a refused login each end the start
- * with one line naming DATABASE_URL, instead of a driver message or a wait without end.
+ * One connection, with a time limit: an address that refuses, a host that does not exist, a
+ * port that accepts and never answers or a refused login each end with one line naming
+ * DATABASE_URL, instead of a driver message or a wait without end. The start checks with it
+ * before anything else; the CLI's read-only commands query through it (cli/program.ts).
  */
-async function checkReachable(url: string): Promise<void> {
+export async function connectChecked(url: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   client.on('error', () => {});
   try {
     await client.connect();
+    return client;
   } catch (err) {
+    await client.end().catch(() => {});
     const e = err as NodeJS.ErrnoException;
     const why =
       e.code === 'ECONNREFUSED' ? 'connection refused'
@@ -52,9 +55,12 @@ async function checkReachable(url: string): Promise<void> {
       : /timeout/i.test(e.message) ? `no answer within ${CONNECT_TIMEOUT_MS / 1000} s`
       : e.message.split('\n')[0];
     throw new StartupError(`cannot connect to DATABASE_URL ${shown(url)}: ${why}: correct DATABASE_URL, or unset it to use the embedded PostgreSQL`);
-  } finally {
-    await client.end().catch(() => {});
   }
+}
+
+async function checkReachable(url: string): Promise<void> {
+  const client = await connectChecked(url);
+  await client.end().catch(() => {});
 }
 
 export interface Database {
