@@ -232,6 +232,20 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     this.maxRetryAfterMs = opts.maxRetryAfterMs ?? 30_000;
     this.log = opts.log;
     this.observe = opts.observe;
+    this.apiKey = opts.apiKey;
+  }
+
+  private readonly apiKey?: string;
+
+  /**
+   * An error answer's text without the API key: it reaches the draft's rationale and the
+   * guardrails' warning, which SDRs read, and a proxy or a local server that echoes the
+   * request's headers back would show them the key.
+   */
+  private withoutKey(text: string): string {
+    let out = text.replace(/\b(Bearer)\s+[^\s"',;]+/gi, '$1 ***');
+    if (this.apiKey && this.apiKey.length >= 4) out = out.split(this.apiKey).join('***');
+    return out;
   }
 
   async complete<T>(req: LlmRequest<T>): Promise<LlmResult<T>> {
@@ -334,7 +348,7 @@ export class OpenAiCompatibleProvider implements LlmProvider {
       }
       if (!RETRYABLE.has(x.kind) || retry >= this.maxRetries) {
         const tries = retry + 1;
-        throw new LlmError(x.kind, `${x.detail} (${tries} attempt${tries === 1 ? '' : 's'})`, { status: x.status });
+        throw new LlmError(x.kind, `${this.withoutKey(x.detail)} (${tries} attempt${tries === 1 ? '' : 's'})`, { status: x.status });
       }
       const retryAfter = x.kind === 'rate_limited' ? x.retryAfterMs : undefined;
       const delayMs = Math.round(

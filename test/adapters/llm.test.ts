@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { OpenAiCompatibleProvider, LlmError, extractJson, isAzureHost, parseRetryAfter, retryDelayFrom, type OpenAiOptions, type LlmErrorKind } from '../../src/adapters/llm.ts';
 import { FakeOpenAi } from '../support/fake-openai.ts';
+// The daemon's zod messages (set globally, as every entry point does): this file alone ran with zod's defaults.
+import '../../src/shared/zod-messages.ts';
 
 const Variants = z.object({
   variants: z.array(z.object({ subject: z.string().min(1), body: z.string() })).min(1),
@@ -248,6 +250,14 @@ describe('LLM adapter (OpenAI-compatible)', () => {
     const err = await rejectsWith(provider(server).complete(request), 'auth');
     assert.equal(err.status, 401);
     assert.equal(server.requests.length, 1);
+  });
+
+  it('an error answer that echoes the request headers: the error names no key (it reaches SDRs in the rationale)', async () => {
+    const server = await fake();
+    server.enqueue({ status: 401, body: { error: { message: 'proxy refused: header authorization=Bearer sk-test-secret, key sk-test-secret', type: 'auth' } } });
+    const err = await rejectsWith(provider(server).complete(request), 'auth');
+    assert.ok(!err.message.includes('sk-test-secret'), err.message);
+    assert.match(err.message, /Bearer \*\*\*, key \*\*\*/);
   });
 
   it('a wrong base URL (404) is bad_request: no retry, no fallback', async () => {
