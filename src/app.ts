@@ -86,6 +86,12 @@ export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
 
   // Outside the error middleware: the access log and metrics see the status as answered.
   app.use(observeRequests(deps.log, deps.metrics));
+  // API answers are never stored by a browser or a proxy: some carry secrets shown once (a new
+  // key, a webhook's signing secret), all carry a workspace's data.
+  app.use(async (ctx, next) => {
+    await next();
+    if ((ctx.path.startsWith('/v1/') || ctx.path.startsWith('/dashboard/api/')) && !ctx.response.get('Cache-Control')) ctx.set('Cache-Control', 'no-store');
+  });
   app.use(errorMiddleware(deps.log));
   // One EntityManager (identity map) per request.
   app.use(async (ctx, next) => {

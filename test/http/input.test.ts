@@ -282,6 +282,26 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     // 100-continue goes on to the route as before.
     const cont = await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
     assert.match(cont, /^HTTP\/1\.1 (100 Continue\r\n\r\nHTTP\/1\.1 )?200 /);
+
+    // CONNECT had no listener (the socket closed without an answer); a request without Host
+    // got Node's bare 400 with an empty body.
+    const connect = await raw(`CONNECT /v1/campaigns HTTP/1.1\r\nHost: x\r\n\r\n`);
+    assert.match(connect, /^HTTP\/1\.1 405 /);
+    assert.equal(envelope(connect).error.code, 'method_not_allowed');
+    const hostless = await raw(`GET /v1/campaigns HTTP/1.1\r\nConnection: close\r\n\r\n`);
+    assert.match(hostless, /^HTTP\/1\.1 400 /);
+    assert.deepEqual(envelope(hostless), { error: { code: 'invalid_request', message: 'an HTTP/1.1 request must have a Host header' } });
+    // HTTP/1.0 has no Host to require.
+    const old = await raw(`GET /healthz HTTP/1.0\r\n\r\n`);
+    assert.match(old, /^HTTP\/1\.1 200 /);
+  });
+
+  it('API answers are never stored: Cache-Control no-store on /v1 answers, errors included', async () => {
+    const { adminKey } = await seedWorkspace(app);
+    for (const [path, key] of [['/v1/campaigns', adminKey], ['/v1/campaigns', undefined], ['/v1/campaigns/cmp_missing', adminKey]] as const) {
+      const res = await app.request('GET', path, { key });
+      assert.equal(res.headers.get('cache-control'), 'no-store', `${path} ${res.status}`);
+    }
   });
 
   it('a date-time outside years 0001-9999 once in UTC is 400 naming it and writes nothing; the timeline stops at year 0001', async () => {
