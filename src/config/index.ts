@@ -27,6 +27,14 @@ const duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
   }
 });
 
+/**
+ * A duration a process waits with a timer (setTimeout, setInterval): Node keeps at most
+ * 2^31-1 ms (about 24.8 days) and fires a longer one after 1 ms, with a warning. Refused at
+ * start instead (a 30d webhook timeout timed out every attempt at once).
+ */
+const TIMER_MAX_MS = 2 ** 31 - 1;
+const timer = duration.refine((ms) => ms <= TIMER_MAX_MS, 'must be at most 24d (the longest a timer waits)');
+
 const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2 };
 const byteSize = z.union([z.string(), z.number()]).transform((v, ctx) => {
   const m = /^\s*(\d{1,12})\s*(B|KB|MB)?\s*$/i.exec(String(v));
@@ -97,7 +105,7 @@ export const settings = {
   },
   imapPollInterval: {
     env: 'MAILGATE_IMAP_POLL_INTERVAL',
-    schema: duration,
+    schema: timer,
     default: '60s',
     doc: 'fallback poll of a mailbox whose server has no IDLE (and the IDLE safety-net re-check)',
   },
@@ -109,19 +117,19 @@ export const settings = {
   },
   sendLease: {
     env: 'MAILGATE_SEND_LEASE',
-    schema: duration,
+    schema: timer,
     default: '10m',
     doc: 'how long a worker holds claimed messages; a dead worker\'s claims return to the queue after it',
   },
   workerHeartbeat: {
     env: 'MAILGATE_WORKER_HEARTBEAT',
-    schema: duration.refine((ms) => ms >= 100, 'must be at least 100ms'),
+    schema: timer.refine((ms) => ms >= 100, 'must be at least 100ms'),
     default: '5s',
     doc: 'how often a worker process writes its heartbeat and checks for dead workers',
   },
   workerDeadAfter: {
     env: 'MAILGATE_WORKER_DEAD_AFTER',
-    schema: duration.refine((ms) => ms >= 1_000, 'must be at least 1s'),
+    schema: timer.refine((ms) => ms >= 1_000, 'must be at least 1s'),
     default: '15s',
     doc: 'a worker whose heartbeat is older than this is dead: the others take over its claimed messages, webhook deliveries and mailboxes (at least twice MAILGATE_WORKER_HEARTBEAT)',
   },
@@ -139,13 +147,13 @@ export const settings = {
   },
   shutdownTimeout: {
     env: 'MAILGATE_SHUTDOWN_TIMEOUT',
-    schema: duration,
+    schema: timer,
     default: '30s',
     doc: 'how long a graceful shutdown waits for in-flight work before exiting',
   },
   webhookTimeout: {
     env: 'MAILGATE_WEBHOOK_TIMEOUT',
-    schema: duration.refine((ms) => ms > 0, 'must be more than 0'),
+    schema: duration.refine((ms) => ms > 0, 'must be more than 0').refine((ms) => ms <= 600_000, 'must be at most 10m (its leases are multiples of it)'),
     default: '10s',
     doc: 'how long a webhook receiver has to answer (connect, TLS and status line); later is a failed attempt',
   },
@@ -199,7 +207,7 @@ export const settings = {
   },
   llmTimeout: {
     env: 'MAILGATE_LLM_TIMEOUT',
-    schema: duration.refine((ms) => ms > 0, 'must be more than 0'),
+    schema: timer.refine((ms) => ms > 0, 'must be more than 0'),
     default: '30s',
     doc: 'how long one LLM request may take before it counts as failed (then retried, at most 3 times)',
   },

@@ -62,6 +62,17 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ MAILGATE_INBOUND_MAX_BYTES: '257MB' }), /invalid setting MAILGATE_INBOUND_MAX_BYTES.*at most 256MB/);
   });
 
+  it('a duration waited with a timer is at most 24d; the webhook timeout at most 10m', () => {
+    // Node fires a timer over 2^31-1 ms after 1 ms: a 30d webhook timeout timed out every attempt at once.
+    for (const env of ['MAILGATE_IMAP_POLL_INTERVAL', 'MAILGATE_SEND_LEASE', 'MAILGATE_SHUTDOWN_TIMEOUT', 'MAILGATE_LLM_TIMEOUT', 'MAILGATE_WORKER_DEAD_AFTER']) {
+      assert.throws(() => loadConfig({ [env]: '25d' }), new RegExp(`invalid setting ${env}.*at most 24d`), env);
+      assert.doesNotThrow(() => loadConfig({ [env]: '24d' }), env);
+    }
+    assert.throws(() => loadConfig({ MAILGATE_WEBHOOK_TIMEOUT: '30d' }), /invalid setting MAILGATE_WEBHOOK_TIMEOUT.*at most 10m/);
+    assert.throws(() => loadConfig({ MAILGATE_WEBHOOK_TIMEOUT: '11m' }), /invalid setting MAILGATE_WEBHOOK_TIMEOUT.*at most 10m/);
+    assert.equal(loadConfig({ MAILGATE_WEBHOOK_TIMEOUT: '10m' }).webhookTimeout, 600_000);
+  });
+
   it('unknown keys and broken JSON in config/ stop start-up', () => {
     assert.throws(() => loadConfig({}, {}, dir({ 'default.json': { prot: 1 } })), /unknown setting in config\/: prot/);
     assert.throws(() => loadConfig({}, {}, dir({ 'default.json': '{"port": ' })), /not valid JSON/);
