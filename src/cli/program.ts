@@ -43,9 +43,11 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
       const cfg = ctx.config();
       const [{ openRuntime }, { createServices }] = await Promise.all([import('../runtime.ts'), import('../services.ts')]);
       const runtime = await openRuntime(cfg, await ctx.logger(), { mailProbe: io.mailProbe, poolMax: 2 });
+      const release = closeOnSignal(() => runtime.close());
       try {
         return await fn(createServices(runtime.deps, runtime.deps.orm.em.fork()), runtime.deps);
       } finally {
+        release();
         await runtime.close();
       }
     },
@@ -56,9 +58,11 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
       if (url) return queryOn(url, fn);
       const { openDatabase } = await import('../db/database.ts');
       const db = await openDatabase(cfg, await ctx.logger(), { poolMax: 1 });
+      const release = closeOnSignal(() => db.close());
       try {
         return await queryOn(db.url, fn);
       } finally {
+        release();
         await db.close();
       }
     },
@@ -131,6 +135,25 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
 function packageVersion(): string {
   // package.json is two levels up from src/cli/ and from dist/cli/ alike.
   return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
+/**
+ * While a command holds the database, Ctrl-C or SIGTERM closes it before the process ends: an
+ * embedded cluster the command started is stopped (or left to the processes still using it),
+ * instead of running on with no owner (it runs detached). Returns the function that removes
+ * the handlers.
+ */
+function closeOnSignal(close: () => Promise<void>): () => void {
+  const handlers = (['SIGINT', 'SIGTERM'] as const).map((signal) => {
+    const handler = () => {
+      void close()
+        .catch(() => {})
+        .finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    };
+    process.once(signal, handler);
+    return () => process.off(signal, handler);
+  });
+  return () => handlers.forEach((off) => off());
 }
 
 async function queryOn<T>(url: string, fn: (query: Query) => Promise<T>): Promise<T> {

@@ -63,6 +63,38 @@ async function checkReachable(url: string): Promise<void> {
   await client.end().catch(() => {});
 }
 
+/**
+ * Every mailgate process using the embedded cluster holds one session under this name for as
+ * long as it does: its pools close idle connections (an idle API process may hold none), so
+ * only a session of its own says it is there.
+ */
+const PRESENCE = 'mailgate embedded user';
+
+async function presence(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, application_name: PRESENCE, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
+/** Whether other mailgate processes use the cluster (false if it cannot be reached). */
+async function othersConnected(url: string): Promise<boolean> {
+  let client: pg.Client;
+  try {
+    client = await connectChecked(url);
+  } catch {
+    return false;
+  }
+  try {
+    const { rows } = await client.query(`select count(*)::int as n from pg_stat_activity where application_name = $1`, [PRESENCE]);
+    return rows[0].n > 0;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 export interface Database {
   orm: MikroORM;
   url: string;
@@ -78,8 +110,10 @@ export interface Database {
 export async function openDatabase(config: Config, log: Logger, opts: { migrate?: boolean; poolMax?: number } = {}): Promise<Database> {
   let url = config.databaseUrl;
   let embedded: EmbeddedDatabase | undefined;
+  let attached = false;
   if (!url) {
     url = EmbeddedDatabase.runningUrl(config.dataDir);
+    attached = !!url;
     if (url) {
       log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL already running in the data dir');
     } else {
@@ -90,10 +124,13 @@ export async function openDatabase(config: Config, log: Logger, opts: { migrate?
     }
   }
   let orm: MikroORM;
+  let present: pg.Client | undefined;
   try {
     if (config.databaseUrl) await checkReachable(url);
+    if (embedded || attached) present = await presence(url);
     orm = await openOrm(url, opts.poolMax);
   } catch (err) {
+    await present?.end().catch(() => {});
     await embedded?.stop();
     throw err;
   }
@@ -103,6 +140,7 @@ export async function openDatabase(config: Config, log: Logger, opts: { migrate?
       if (applied.length) log.info({ applied }, 'applied migrations');
     } catch (err) {
       await orm.close(true);
+      await present?.end().catch(() => {});
       await embedded?.stop();
       throw new StartupError(`applying the database migrations failed: ${migrationFailure(err)}`, { cause: err });
     }
@@ -113,7 +151,19 @@ export async function openDatabase(config: Config, log: Logger, opts: { migrate?
     embedded,
     async close() {
       await orm.close(true);
-      await embedded?.stop();
+      if (!embedded && !attached) return;
+      await present?.end().catch(() => {});
+      // The embedded cluster is stopped by the last mailgate process to leave it, whichever
+      // started it: a CLI command that started it while a daemon attached meanwhile stopped it
+      // under the daemon (and a daemon that attached to a CLI's cluster never stopped it).
+      if (await othersConnected(url!)) {
+        log.info({ dataDir: config.dataDir }, 'leaving the embedded PostgreSQL running: other processes use it');
+        embedded?.release();
+      } else if (embedded) {
+        await embedded.stop();
+      } else {
+        await EmbeddedDatabase.stopRunning(config.dataDir);
+      }
     },
   };
 }

@@ -145,6 +145,14 @@ function runToEnd(file: string, args: string[], opts: { ids?: Ids; env: NodeJS.P
   });
 }
 
+/** The postmaster of the cluster in dataDir, when one runs. */
+function postmasterPid(dataDir: string): number | undefined {
+  const pidFile = path.join(dataDir, 'pg', 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  return pid && pidAlive(pid) ? pid : undefined;
+}
+
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -171,6 +179,27 @@ export class EmbeddedDatabase {
   constructor(private readonly opts: EmbeddedOptions) {
     this.pgDir = path.join(opts.dataDir, 'pg');
     this.credFile = path.join(opts.dataDir, 'pg-credentials.json');
+  }
+
+  /**
+   * Stops the cluster running in dataDir that another process started (fast shutdown, SIGINT to
+   * its postmaster), and waits up to `waitMs` for it to exit. False when none was running.
+   */
+  static async stopRunning(dataDir: string, waitMs = 30_000): Promise<boolean> {
+    const pid = postmasterPid(dataDir);
+    if (!pid) return false;
+    try {
+      process.kill(pid, 'SIGINT');
+    } catch {
+      return false;
+    }
+    for (const until = Date.now() + waitMs; pidAlive(pid) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+    return true;
+  }
+
+  /** Forgets the server this process started without stopping it: another process uses it. */
+  release(): void {
+    this.proc = undefined;
   }
 
   /** The URL of a cluster in dataDir already running (started by another mailgate process). */
