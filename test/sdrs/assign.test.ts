@@ -193,7 +193,7 @@ describe('POST /v1/replies/:replyId/assign', function () {
   it('to and subject overrides; 409 already_forwarded unless forceForward', async () => {
     const { sdr } = await seedSdr(app, workspaceId, 'Pat Rep', 'pat@acme.example');
     const id = replyIds.get('two@lead.example')!;
-    const first = await assign(id, { sdrId: sdr.id, to: 'desk@acme.example', subject: 'New MQL: Two', skipIcpCheck: true });
+    const first = await assign(id, { sdrId: sdr.id, to: 'desk@acme.example', subject: 'New MQL: Two', skipIcpCheck: true, category: 'A' });
     assert.equal(first.status, 200);
     assert.deepEqual(sink.received[0].to, ['desk@acme.example']);
     assert.equal(sink.received[0].parsed.subject, 'New MQL: Two');
@@ -205,6 +205,12 @@ describe('POST /v1/replies/:replyId/assign', function () {
     assert.equal(forced.body.data.threadId, first.body.data.threadId, 'the same SDR keeps one thread for the reply');
     assert.notEqual(forced.body.data.handoffId, first.body.data.handoffId);
     assert.equal(sink.received.length, 2);
+    // Forwarded again without a category: the thread keeps its A (it was set back to B).
+    const thread = async () => (await db.query(`select category, priority_score from prospect_threads where id = $1`, [first.body.data.threadId])).rows[0];
+    assert.equal((await thread()).category, 'A');
+    const forcedC = await assign(id, { sdrId: sdr.id, skipIcpCheck: true, forceForward: true, category: 'C' });
+    assert.equal(forcedC.status, 200);
+    assert.equal((await thread()).category, 'C');
   });
 
   it('the ICP gate: values required, unknown values 400, outside the criteria 400 icp_failed', async () => {

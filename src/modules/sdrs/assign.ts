@@ -17,6 +17,7 @@ import { campaignName, leadById } from '../campaigns/repository.ts';
 import type { LeadColumns } from '../messages/send.ts';
 import { recordForward, sentSteps } from '../messages/desk.ts';
 import { priorityScore } from './priority.ts';
+import { recomputeThreadPriority } from './threads.ts';
 import { advisoryXactLock } from '../../db/admin.ts';
 
 export interface AssignInput {
@@ -90,15 +91,18 @@ export class AssignmentService {
         { id: forwardId, workspaceId, campaignId: reply.campaign_id, leadId: reply.lead_id, senderAccountId: reply.sender_account_id!, to: mail.to, subject: mail.subject, messageIdHeader: mail.messageId!, response: outcome.response },
         now,
       );
-      const category = input.category ?? 'B';
       const contactName = [lead.first_name, lead.last_name].filter(Boolean).join(' ');
       const receivedAt = new Date(isoOrNull(reply.received_at)!);
       const existing = await lockThreadOfReply(tx, reply.id, sdr.id);
-      const threadId = existing ?? newId('thr');
-      const score = priorityScore({ category, classification: reply.classification, lastMessageAt: receivedAt, now, overdueFollowups: 0 });
+      // A forward again (forceForward) to the SDR who has the thread keeps its category unless
+      // one is given (it was set back to B), and its priority from what the thread holds now.
+      const category = input.category ?? existing?.category ?? 'B';
+      const threadId = existing?.id ?? newId('thr');
       if (existing) {
-        await recategorize(tx, threadId, category, score, now);
+        if (category !== existing.category) await recategorize(tx, threadId, category, now);
+        await recomputeThreadPriority(tx, this.deps.clock, threadId);
       } else {
+        const score = priorityScore({ category, classification: reply.classification, lastMessageAt: receivedAt, now, overdueFollowups: 0 });
         await openThread(
           tx,
           {

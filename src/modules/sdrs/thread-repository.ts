@@ -122,13 +122,13 @@ export async function addAnswer(
 }
 
 /** The SDR's thread opened for this reply, locked, if it was handed to them before. */
-export async function lockThreadOfReply(em: EntityManager, replyId: string, sdrId: string): Promise<string | undefined> {
-  const [existing] = await sql<{ id: string }>(em, `select id from prospect_threads where reply_id = ? and sdr_id = ? for update`, [replyId, sdrId]);
-  return existing?.id;
+export async function lockThreadOfReply(em: EntityManager, replyId: string, sdrId: string): Promise<{ id: string; category: ThreadCategory } | undefined> {
+  const [existing] = await sql<{ id: string; category: ThreadCategory }>(em, `select id, category from prospect_threads where reply_id = ? and sdr_id = ? for update`, [replyId, sdrId]);
+  return existing;
 }
 
-export async function recategorize(em: EntityManager, threadId: string, category: string, score: number, now: Date): Promise<void> {
-  await sql(em, `update prospect_threads set category = ?, priority_score = ?, updated_at = ? where id = ?`, [category, score, now, threadId]);
+export async function recategorize(em: EntityManager, threadId: string, category: string, now: Date): Promise<void> {
+  await sql(em, `update prospect_threads set category = ?, updated_at = ? where id = ?`, [category, now, threadId]);
 }
 
 /** A new thread in the SDR's inbox for a handed-off reply, with the reply as its first message. */
