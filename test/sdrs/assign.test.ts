@@ -140,6 +140,12 @@ describe('POST /v1/replies/:replyId/assign', function () {
     // The forward is not a campaign message: stats do not move.
     const msgs = await db.query(`select count(*)::int as n from thread_messages where thread_id = $1`, [threadId]);
     assert.equal(msgs.rows[0].n, 1);
+    // The replies list says who has it; the others are not forwarded.
+    const listed = (await app.request('GET', '/v1/replies', { key })).body as Array<{ email: string; forwardedAt: string | null; assignedTo: unknown[] }>;
+    const one = listed.find((r) => r.email === 'one@lead.example')!;
+    assert.ok(one.forwardedAt && Date.parse(one.forwardedAt) > 0);
+    assert.deepEqual(one.assignedTo, [{ sdrId: sdr.id, name: 'Sam Rep' }]);
+    assert.deepEqual(listed.filter((r) => r.email === 'two@lead.example').map((r) => [r.forwardedAt, r.assignedTo]), [[null, []]]);
   });
 
   it('end to end: the assigned thread is answered from the SDR mailbox and the prospect’s answer comes back', async () => {

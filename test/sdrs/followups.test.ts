@@ -283,7 +283,10 @@ describe('Follow-ups', () => {
         [t2, t1],
       );
       const [first] = res.body.data;
-      assert.deepEqual(Object.keys(first).sort(), ['attempt', 'createdAt', 'dueAt', 'id', 'ruleId', 'sdrId', 'status', 'threadId']);
+      assert.deepEqual(Object.keys(first).sort(), ['attempt', 'createdAt', 'dueAt', 'id', 'ruleId', 'sdrId', 'status', 'thread', 'threadId']);
+      // Who and what it is about, without opening the thread.
+      const { rows: [t2row] } = await db.query('select contact_email, contact_name, subject from prospect_threads where id = $1', [t2]);
+      assert.deepEqual(first.thread, { contactEmail: t2row.contact_email, contactName: t2row.contact_name, subject: t2row.subject });
       assert.equal(first.status, 'pending');
       assert.equal(first.sdrId, d.sdrA);
       assert.equal(first.dueAt, '2026-03-30T12:00:00.000Z');

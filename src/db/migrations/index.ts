@@ -22,6 +22,7 @@ import { Migration0021EventsOwedWebhooks } from './0021_events_owed_webhooks.ts'
 import { Migration0022PoolMemberOrder } from './0022_pool_member_order.ts';
 import { Migration0023MessageNotBefore } from './0023_message_not_before.ts';
 import { Migration0024HeldDeliveries } from './0024_held_deliveries.ts';
+import { Migration0025ThreadOfReply } from './0025_thread_of_reply.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -49,4 +50,5 @@ export const migrations = [
   { name: '0022_pool_member_order', class: Migration0022PoolMemberOrder },
   { name: '0023_message_not_before', class: Migration0023MessageNotBefore },
   { name: '0024_held_deliveries', class: Migration0024HeldDeliveries },
+  { name: '0025_thread_of_reply', class: Migration0025ThreadOfReply },
 ];

@@ -147,9 +147,9 @@ export async function listReplies(em: EntityManager, workspaceId: string, q: Rep
     params.push(q.since);
   }
   // replies_workspace_received_idx / replies_campaign_received_idx
-  const rows = await sql<Pick<ReplyRow, 'id' | 'email' | 'campaign_id' | 'classification' | 'received_at' | 'thread_snippet'>>(
+  const rows = await sql<Pick<ReplyRow, 'id' | 'email' | 'campaign_id' | 'classification' | 'received_at' | 'thread_snippet' | 'forwarded_at'>>(
     em,
-    `select r.id, r.email, r.campaign_id, r.classification, r.received_at, r.thread_snippet from replies r
+    `select r.id, r.email, r.campaign_id, r.classification, r.received_at, r.thread_snippet, r.forwarded_at from replies r
       where ${where.join(' and ')} order by r.received_at desc, r.id desc limit ? offset ?`,
     [...params, q.pageSize, (q.page - 1) * q.pageSize],
   );

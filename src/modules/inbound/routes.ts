@@ -14,6 +14,10 @@ const reply = z
     classification: z.enum(CLASSIFICATIONS),
     receivedAt: isoTime,
     threadSnippet: z.string().describe('a short excerpt of the reply body'),
+    forwardedAt: isoTime.nullable().describe('when it was last forwarded to an SDR (POST /v1/replies/{replyId}/assign); null: never'),
+    assignedTo: z
+      .array(z.object({ sdrId: z.string(), name: z.string() }))
+      .describe('the SDRs it was forwarded to, first first (an extension: the dashboard shows who has it)'),
   })
   .meta({ id: 'Reply' });
 
@@ -53,6 +57,7 @@ export const replyRoutes = [
         pageSize: q.pageSize,
       });
       ctx.set('X-Total-Count', String(total));
+      const holders = await services.sdrs.holdersOfReplies(auth.workspaceId, rows.filter((r) => r.forwarded_at).map((r) => r.id));
       return rows.map((r) => ({
         id: r.id,
         email: r.email,
@@ -60,6 +65,8 @@ export const replyRoutes = [
         classification: r.classification,
         receivedAt: isoOrNull(r.received_at)!,
         threadSnippet: r.thread_snippet,
+        forwardedAt: isoOrNull(r.forwarded_at),
+        assignedTo: holders.filter((h) => h.reply_id === r.id).map((h) => ({ sdrId: h.sdr_id, name: h.name })),
       }));
     },
   }),

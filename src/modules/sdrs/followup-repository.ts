@@ -8,10 +8,11 @@ import type { FollowupRuleRow, FollowupStatus, FollowupTaskRow, ProspectThreadRo
 
 export type { FollowupStatus, FollowupRuleRow };
 
-/** A task as the API shows it (TASK_COLUMNS). */
-export type TaskRow = Pick<FollowupTaskRow, 'id' | 'thread_id' | 'sdr_id' | 'rule_id' | 'attempt' | 'status' | 'due_at' | 'created_at'>;
+/** A task as the API shows it (TASK_COLUMNS of the task `f` and its thread `t`). */
+export type TaskRow = Pick<FollowupTaskRow, 'id' | 'thread_id' | 'sdr_id' | 'rule_id' | 'attempt' | 'status' | 'due_at' | 'created_at'> &
+  Pick<ProspectThreadRow, 'contact_email' | 'contact_name' | 'subject'>;
 
-export const TASK_COLUMNS = 'id, thread_id, sdr_id, rule_id, attempt, status, due_at, created_at';
+export const TASK_COLUMNS = 'f.id, f.thread_id, f.sdr_id, f.rule_id, f.attempt, f.status, f.due_at, f.created_at, t.contact_email, t.contact_name, t.subject';
 
 /** Claims up to `limit` awaiting_reply threads (id > after) without a pending task, with the time their next task counts from. */
 export async function claimThreadsWithoutTask(em: EntityManager, after: string, limit: number) {
@@ -107,7 +108,8 @@ export async function pendingTasks(em: EntityManager, scope: ThreadScope, limit:
   }
   return sql<TaskRow>(
     em,
-    `select ${TASK_COLUMNS} from followup_tasks where workspace_id = ? and sdr_id = ? and status = 'pending' ${due} order by due_at asc, id asc limit ?`,
+    `select ${TASK_COLUMNS} from followup_tasks f join prospect_threads t on t.id = f.thread_id
+      where f.workspace_id = ? and f.sdr_id = ? and f.status = 'pending' ${due.replace('due_at', 'f.due_at')} order by f.due_at asc, f.id asc limit ?`,
     [...params, limit],
   );
 }
@@ -116,7 +118,8 @@ export async function pendingTasks(em: EntityManager, scope: ThreadScope, limit:
 export async function closeTask(em: EntityManager, scope: ThreadScope, id: string, to: 'done' | 'skipped', now: Date): Promise<TaskRow | undefined> {
   const [row] = await sql<TaskRow>(
     em,
-    `update followup_tasks set status = ?, completed_at = ? where id = ? and workspace_id = ? and sdr_id = ? and status = 'pending' returning ${TASK_COLUMNS}`,
+    `update followup_tasks f set status = ?, completed_at = ? from prospect_threads t
+      where f.id = ? and f.workspace_id = ? and f.sdr_id = ? and f.status = 'pending' and t.id = f.thread_id returning ${TASK_COLUMNS}`,
     [to, now, id, scope.workspaceId, scope.sdrId],
   );
   return row;

@@ -14,6 +14,9 @@ const followup = z.object({
   ruleId: z.string().nullable().describe('the follow-up rule that scheduled it'),
   attempt: z.number().int(),
   createdAt: isoTime,
+  thread: z
+    .object({ contactEmail: z.string(), contactName: z.string().describe('empty when unknown'), subject: z.string() })
+    .describe('who and what the follow-up is about: its thread\'s contact and subject'),
 }).meta({ id: 'FollowupTask' });
 
 const params = z.object({ followupId: z.string().min(1).describe('a follow-up task id') });

@@ -45,6 +45,7 @@ export function followupView(r: TaskRow) {
     ruleId: r.rule_id,
     attempt: Number(r.attempt),
     createdAt: toIso(r.created_at),
+    thread: { contactEmail: r.contact_email, contactName: r.contact_name, subject: r.subject },
   };
 }
 export type FollowupView = ReturnType<typeof followupView>;

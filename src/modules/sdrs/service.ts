@@ -23,6 +23,7 @@ import {
 } from './repository.ts';
 import { deleteRule, insertRule, rulesOfWorkspace, type FollowupRuleRow } from './followup-repository.ts';
 import { watchSdrMailbox } from '../mailboxes/repository.ts';
+import { holdersOfReplies } from './thread-repository.ts';
 import { isoOrNull, toIso } from '../../shared/time.ts';
 import type { IcpCriteria } from './icp.ts';
 import { probeFailed } from '../mailboxes/probe-failure.ts';
@@ -164,6 +165,11 @@ export class SdrService {
   }
 
   /** Active SDRs of the workspace with their mail connection. */
+  /** Who holds each of these replies (GET /v1/replies' assignedTo). */
+  async holdersOfReplies(workspaceId: string, replyIds: string[]) {
+    return holdersOfReplies(this.em, workspaceId, replyIds);
+  }
+
   async listActive(workspaceId: string) {
     const sdrs = await activeSdrs(this.em, workspaceId);
     const boxes = await mailboxesOf(this.em, sdrs.map((s) => s.id));

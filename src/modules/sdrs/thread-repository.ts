@@ -127,6 +127,21 @@ export async function lockThreadOfReply(em: EntityManager, replyId: string, sdrI
   return existing;
 }
 
+/** The SDRs holding a thread of each reply (a reply forwarded to two SDRs has two), by name. */
+export async function holdersOfReplies(em: EntityManager, workspaceId: string, replyIds: string[]) {
+  if (replyIds.length === 0) return [];
+  // handoffs_reply_idx per reply (a handoff per forward; the first of each SDR's); sdrs by primary key.
+  return sql<{ reply_id: string; sdr_id: string; name: string }>(
+    em,
+    `select h.reply_id, h.sdr_id, s.name from (
+       select distinct on (reply_id, sdr_id) reply_id, sdr_id, created_at from handoffs
+        where workspace_id = ? and reply_id = any(?::text[]) order by reply_id, sdr_id, created_at) h
+       join sdrs s on s.id = h.sdr_id
+      order by h.reply_id, h.created_at, h.sdr_id`,
+    [workspaceId, replyIds],
+  );
+}
+
 export async function recategorize(em: EntityManager, threadId: string, category: string, now: Date): Promise<void> {
   await sql(em, `update prospect_threads set category = ?, updated_at = ? where id = ?`, [category, now, threadId]);
 }
