@@ -133,7 +133,18 @@ export class WorkerRegistry {
 
   private async connect(): Promise<pg.Client> {
     if (this.client) return this.client;
-    const client = new pg.Client({ connectionString: this.url, application_name: 'mailgate worker heartbeat' });
+    // Every query of the heartbeat has a time limit, and the connection TCP keepalives: a
+    // connection frozen under it (a failover that moved the address, a dead NAT entry) hung the
+    // beat, so this live worker was taken for dead and its work handed to others while it kept
+    // sending. Timed out, the connection is dropped and the next tick opens a new one.
+    const limit = Math.max(1_000, Math.floor(this.opts.deadAfterMs / 3));
+    const client = new pg.Client({
+      connectionString: this.url,
+      application_name: 'mailgate worker heartbeat',
+      keepAlive: true,
+      connectionTimeoutMillis: limit,
+      query_timeout: limit,
+    });
     // A dropped connection is replaced at the next tick; the error must not crash the process.
     client.on('error', (err) => {
       this.log.warn({ err }, 'the worker heartbeat connection failed; reconnecting');
@@ -162,7 +173,8 @@ export class WorkerRegistry {
       this.log.error({ err, workerId: this.id }, 'worker heartbeat failed');
       const c = this.client;
       this.client = undefined;
-      await c?.end().catch(() => {});
+      // Not awaited: on a frozen connection the goodbye never completes.
+      c?.end().catch(() => {});
     }
   }
 
