@@ -173,9 +173,12 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
  * any answer gets one more try) under one timer for the whole attempt, answered through a
  * callback once. A class, not closures or promises, because it runs for every delivery.
  */
+/** How long a final answer's body may take to end after its status line before it is cut off. */
+const BODY_GRACE_MS = 1_000;
+
 class Attempt {
   private readonly started = performance.now();
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
   private current: AttemptHandler;
   private tries = 0;
   private done = false;
@@ -224,8 +227,15 @@ class Attempt {
       return;
     }
     this.done = true;
-    // The timer stays until the body has been read (ended), so a body that never ends is cut off.
     if (r.statusCode === null) clearTimeout(this.timer);
+    else {
+      // The answer is known; the body only holds the connection. It gets BODY_GRACE_MS to end
+      // (it usually came with the status line), then it is cut off: kept until the attempt's
+      // timer, a body trickling in held the connection for the whole timeout, and the attempts
+      // queued behind it for the same receiver timed out on their own timers.
+      clearTimeout(this.timer);
+      this.timer = setTimeout(Attempt.timeUp, Math.max(0, Math.min(BODY_GRACE_MS, this.timeoutMs - elapsed)), this);
+    }
     this.cb({ statusCode: r.statusCode, error: r.error, durationMs: Math.round(elapsed) });
   }
 

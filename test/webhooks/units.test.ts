@@ -4,6 +4,9 @@ import { nonPublicReason, v6Bytes } from '../../src/adapters/http-address.ts';
 import { parseWebhookUrl, checkWebhookHost, describeRequestError, SsrfRefusal, WebhookHttpClient } from '../../src/adapters/http-client.ts';
 import { envelope, signature, deliveryHeaders } from '../../src/modules/webhooks/payload.ts';
 import { loadConfig, ConfigError } from '../../src/config/index.ts';
+import https from 'node:https';
+import type net from 'node:net';
+import { testCertificates } from '../support/https.ts';
 
 describe('webhook units: address rules, URL checks, payload, settings', () => {
   describe('nonPublicReason', () => {
@@ -127,6 +130,41 @@ describe('webhook units: address rules, URL checks, payload, settings', () => {
       const cut = describeRequestError(withCode('z'.repeat(499) + '\u{1F600}tail')).error!;
       assert.equal(cut, 'z'.repeat(499) + '\ufffd');
       assert.equal(describeRequestError(withCode('a\ud800b', 'E_Y')).error, 'E_Y: a\ufffdb');
+    });
+
+    it('a receiver that answers 2xx and then trickles its body frees the connection within a second, not at the timeout', async () => {
+      // Found by a review (2026-11-29): the slot was free at the status line but the connection
+      // stayed busy until the attempt's timer cut the body, and the attempts queued behind it
+      // for the same receiver timed out on their own timers.
+      const tls = testCertificates();
+      const trickles = new Set<NodeJS.Timeout>();
+      const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+        req.resume();
+        if (req.url === '/slow') {
+          res.writeHead(200, { 'content-type': 'text/plain' });
+          const t = setInterval(() => res.write('.'), 100);
+          trickles.add(t);
+          res.on('close', () => clearInterval(t));
+          return;
+        }
+        res.writeHead(204).end();
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const base = `https://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+      const client = new WebhookHttpClient({ timeoutMs: 3_000, allowPrivate: true, maxSockets: 1, ca: tls.ca });
+      try {
+        const slow = client.post(`${base}/slow`, Buffer.from('{}'), {});
+        const next = client.post(`${base}/fast`, Buffer.from('{}'), {});
+        assert.equal((await slow).statusCode, 200);
+        const r = await next;
+        assert.equal(r.statusCode, 204, r.error ?? '');
+        assert.ok(r.durationMs < 2_500, `the next attempt waited ${r.durationMs} ms for the connection`);
+      } finally {
+        client.close();
+        trickles.forEach(clearInterval);
+        server.closeAllConnections();
+        await new Promise((r) => server.close(r));
+      }
     });
 
     it('a request the HTTP client refuses outright is an answer with its reason, not a throw', async () => {
