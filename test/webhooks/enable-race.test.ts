@@ -12,15 +12,21 @@ describe('webhooks: a retry outcome written across a disable and an enable', fun
   this.timeout(60_000);
   const d = deliveryWorld();
 
-  it('the enable committing while the outcome waits: the next claim takes the delivery', async () => {
-    const { w, db } = d;
+  /** One webhook, one event, its delivery fanned out and claimed: an attempt in flight. */
+  async function inFlight() {
     const { key, workspaceId, hook } = await d.oneHookOneEvent();
-    const orm = w.app.deps.orm;
+    const orm = d.w.app.deps.orm;
     const stmts = viaOrm(orm.em.fork());
-    const t0 = w.clock.now();
+    const t0 = d.w.clock.now();
     await fanOut(stmts, t0, 10);
     const [claim] = await claimDue(stmts, t0, new Date(t0.getTime() + 60_000), 10);
     assert.ok(claim);
+    return { key, workspaceId, hook, orm, stmts, t0, claim };
+  }
+
+  it('the enable committing while the outcome waits: the next claim takes the delivery', async () => {
+    const { w, db } = d;
+    const { key, workspaceId, hook, orm, stmts, t0, claim } = await inFlight();
     // While the attempt is in flight the webhook is disabled (its pending deliveries held) ...
     await w.app.services().webhooks.update(workspaceId, hook.id, { status: 'disabled' });
     // ... and enabled again, by WebhookService.update's statements; the worker writes the
@@ -66,12 +72,7 @@ describe('webhooks: a retry outcome written across a disable and an enable', fun
 
   it('an outcome written while the disable commits: the delivery shows no due time and is not claimed until the enable', async () => {
     const { w, db } = d;
-    const { key, workspaceId, hook } = await d.oneHookOneEvent();
-    const orm = w.app.deps.orm;
-    const stmts = viaOrm(orm.em.fork());
-    const t0 = w.clock.now();
-    await fanOut(stmts, t0, 10);
-    const [claim] = await claimDue(stmts, t0, new Date(t0.getTime() + 60_000), 10);
+    const { key, workspaceId, hook, stmts, t0, claim } = await inFlight();
     // The outcome read the webhook as active and wrote its retry time after the disable held
     // the webhook's deliveries (as a statement whose snapshot predates the disable's commit).
     await w.app.services().webhooks.update(workspaceId, hook.id, { status: 'disabled' });
