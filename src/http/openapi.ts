@@ -196,7 +196,8 @@ function operationOf(r: AnyRoute, defs: Record<string, unknown>): Json {
     security: r.dashboard ? DASHBOARD_SECURITY[r.dashboard] : SECURITY[r.access],
     'x-mailgate-role': r.dashboard ? `dashboard-${r.dashboard}` : r.access,
     ...(parameters.length ? { parameters } : {}),
-    ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input', defs) } } } } : {}),
+    // A body schema that takes nothing (undefined: every field optional) makes the body optional.
+    ...(r.body ? { requestBody: { required: !r.body.safeParse(undefined).success, content: { 'application/json': { schema: jsonSchema(r.body, 'input', defs) } } } } : {}),
     responses,
   };
 }

@@ -131,7 +131,10 @@ export const draftRoutes = [
       finalBodyText: z.string().max(100_000).optional(),
       finalBodyHtml: z.string().max(256 * 1024).optional(),
       additionalCc: z.array(z.string().refine(isEmail, 'must be a valid email address')).max(20).optional(),
-    }),
+    })
+      // Every field is optional, so is the body: a send with none sends the draft as it is.
+      .optional()
+      .default({}),
     response: z.object({ data: z.object({ messageId: z.string(), guardrails: guardrailsSchema }) }),
     errors: { ...notFound, 409: 'draft_not_sendable | draft_changed | mail_not_connected', 422: 'guardrails_blocked', 502: 'send_failed' },
     errorFields: {
