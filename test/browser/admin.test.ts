@@ -2,13 +2,23 @@
 // (probe fails, then passes), create a pool and a campaign, write a step with its preview,
 // import a CSV, start the campaign and watch the stats change as the sink receives the mail,
 // create a key and see it once, remove a suppressed address, retry a failed webhook delivery.
+// Along the way: validation errors once and on their fields, keyboard focus kept through
+// actions, #hash links, no sideways scrolling at 390 px, and the sign-in page after a session ended.
 // Every page is checked with axe-core, for console errors and for CSP violations.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import type { BrowserContext } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { seedWorkspace } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 import { World, UserPage, axeLog, axeSummary } from './env.ts';
+
+/** The focused element: its id, its text and its aria-label. */
+async function activeElement(p: Page): Promise<{ id: string; text: string; label: string }> {
+  return p.evaluate(() => {
+    const e = document.activeElement as HTMLElement | null;
+    return { id: e?.id ?? '', text: e?.innerText?.trim() ?? '', label: e?.getAttribute('aria-label') ?? '' };
+  });
+}
 
 describe('dashboard in Chromium: the admin', function () {
   this.timeout(180_000);
@@ -152,6 +162,8 @@ describe('dashboard in Chromium: the admin', function () {
     await p.getByRole('heading', { name: 'Q4 outreach', level: 1 }).waitFor();
     campaignId = p.url().split('/campaigns/')[1];
     assert.match(campaignId, /^cmp_/);
+    // The page loads its campaign first: its heading still takes the focus when it appears.
+    await waitFor('the focus on the campaign\'s heading', async () => (await activeElement(p)).id === 'page-title');
 
     await p.getByRole('button', { name: 'Add a step' }).click();
     await p.getByLabel('Step 1 subject').fill('Hello {{firstName}}');
@@ -164,6 +176,59 @@ describe('dashboard in Chromium: the admin', function () {
     await p.getByRole('button', { name: 'Save steps' }).click();
     await p.getByRole('status').filter({ hasText: 'Steps saved.' }).waitFor();
     await u.check('campaign, step and preview');
+
+    // Starting without leads fails below the header: the header and the button keep their place and size.
+    const title = p.getByRole('heading', { name: 'Q4 outreach', level: 1 });
+    const start = p.locator('.page-head').getByRole('button', { name: 'Start' });
+    await start.scrollIntoViewIfNeeded();
+    const [titleBox, startBox] = [await title.boundingBox(), await start.boundingBox()];
+    await start.click();
+    const noLeads = p.getByRole('alert').filter({ hasText: 'the campaign has no enrolled leads' });
+    await noLeads.waitFor();
+    assert.equal(await noLeads.innerText(), 'Start: the campaign has no enrolled leads');
+    assert.deepEqual(await title.boundingBox(), titleBox, 'the heading did not move');
+    assert.deepEqual(await start.boundingBox(), startBox, 'the button kept its size');
+    assert.equal(await p.locator('.page-head').getByRole('alert').count(), 0, 'the error is not inside the header');
+    await u.check('campaign, start refused');
+
+    // A follow-up step without a body: the problem once, in the form's words, marked on its field.
+    await p.getByRole('button', { name: 'Add a step' }).click();
+    await p.getByRole('button', { name: 'Save steps' }).click();
+    const stepError = p.getByRole('alert').filter({ hasText: 'Save steps:' });
+    await stepError.waitFor();
+    const stepWords = await stepError.innerText();
+    assert.match(stepWords, /Step 2 HTML body: must not be empty/);
+    assert.doesNotMatch(stepWords, /sequenceSteps|listed in errors/);
+    assert.equal(stepWords.split('must not be empty').length - 1, 1, `each problem once: ${stepWords}`);
+    const body2 = p.getByLabel('Step 2 HTML body');
+    assert.equal(await body2.getAttribute('aria-invalid'), 'true');
+    assert.equal(await p.evaluate(() => document.activeElement?.getAttribute('aria-invalid')), 'true', 'the focus goes to the field to fix');
+    const describedBy = (await body2.getAttribute('aria-describedby'))!.split(' ');
+    assert.ok((await Promise.all(describedBy.map((id) => p.locator(`[id="${id}"]`).innerText()))).some((t) => t === 'must not be empty'));
+    await u.check('campaign, step refused');
+    // Its subject may stay empty (sent as "Re: " the previous subject), and it still previews.
+    await body2.fill('<p>Any thoughts, {{firstName}}?</p>');
+    assert.equal(await body2.getAttribute('aria-invalid'), null);
+    await waitFor('the follow-up preview', async () => /^Re: Hello \S+$/.test(await p.getByTestId('preview-subject').innerText()));
+    await p.frameLocator('iframe[title="Rendered HTML body"]').getByText(/Any thoughts/).waitFor();
+    await p.getByRole('button', { name: 'Save steps' }).click();
+    await p.getByRole('status').filter({ hasText: 'Steps saved.' }).waitFor();
+    assert.equal(await stepError.count(), 0, 'the error went with its cause');
+
+    // A schedule's bad time zone: once, named as the form names it, on the field.
+    await p.getByLabel('Send only inside a window').check();
+    await p.getByLabel('Time zone').fill('Mars/Olympus_Mons');
+    await p.getByRole('button', { name: 'Save schedule and sending' }).click();
+    const tzError = p.getByRole('alert').filter({ hasText: 'Save schedule and sending:' });
+    await tzError.waitFor();
+    const tzWords = await tzError.innerText();
+    assert.match(tzWords, /Time zone: must be an IANA time zone name/);
+    assert.doesNotMatch(tzWords, /schedule\.timezone/);
+    assert.equal(tzWords.split('must be an IANA').length - 1, 1, `each problem once: ${tzWords}`);
+    assert.equal(await p.getByLabel('Time zone').getAttribute('aria-invalid'), 'true');
+    await u.check('campaign, schedule refused');
+    await p.getByLabel('Send only inside a window').uncheck();
+    await tzError.waitFor({ state: 'detached' });
 
     const csv = ['Email,First Name,Company,Plan', 'ada@lead.example,Ada,Analytical Engines,gold', 'not-an-address,Bob,Nowhere,silver', '"grace@lead.example","Grace","Navy, US",gold', ''].join('\r\n');
     await p.getByLabel('CSV file').setInputFiles({ name: 'leads.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
@@ -178,6 +243,8 @@ describe('dashboard in Chromium: the admin', function () {
     assert.match(invalid, /^Email,First Name,Company,Plan,line,error\r\nnot-an-address,Bob,Nowhere,silver,3,/);
     await p.locator('#leads tbody tr').nth(1).waitFor();
     assert.equal(await p.locator('#leads tbody tr').count(), 2);
+    // The leads are there now: the Start error's cause is gone, and so is the error.
+    await noLeads.waitFor({ state: 'detached' });
     await u.check('campaign, imported');
     await u.screenshot('campaign.png');
 
@@ -187,8 +254,14 @@ describe('dashboard in Chromium: the admin', function () {
     await waitFor('one matching lead', async () => (await p.locator('#leads tbody tr').count()) === 1);
     assert.match(await p.locator('#leads tbody tr').innerText(), /grace@lead.example/);
 
+    const leadRow = p.locator('#leads tbody tr');
+    assert.deepEqual(await leadRow.locator('td').evaluateAll((tds) => tds.slice(-2).map((td) => td.textContent)), ['—', '—'], 'nothing sent or queued yet');
     await p.getByRole('button', { name: 'Start' }).click();
     await p.locator('.page-head .pill', { hasText: 'running' }).waitFor();
+    // The leads table shows the start (queued or sent) at once, not at its next poll (20 s).
+    await waitFor('the lead queued or sent', async () => (await leadRow.locator('td').evaluateAll((tds) => tds.slice(-2).map((td) => td.textContent))).some((t) => t !== '—'), 8_000);
+    // The same button, now Pause, still has the focus.
+    assert.equal((await activeElement(p)).text, 'Pause');
   });
 
   it('shows the campaign\'s stats change as the sink receives the mail, without a reload', async () => {
@@ -214,22 +287,37 @@ describe('dashboard in Chromium: the admin', function () {
     const p = u.page;
     await p.getByRole('link', { name: 'Q4 outreach' }).click();
     await p.getByRole('heading', { name: 'Q4 outreach', level: 1 }).waitFor();
+    await waitFor('the focus on the campaign\'s heading', async () => (await activeElement(p)).id === 'page-title');
     await p.locator('[data-stat="sent"] .n', { hasText: '2' }).waitFor();
     await p.getByRole('button', { name: 'Pause' }).click();
     await p.locator('.page-head .pill', { hasText: 'paused' }).waitFor();
     assert.equal((await world.app.request('GET', `/v1/campaigns/${campaignId}`, { key })).body.status, 'paused');
+    // The keyboard focus stays on the button, which now says Resume.
+    assert.equal((await activeElement(p)).text, 'Resume');
     await u.check('campaign, paused');
-    await p.getByRole('button', { name: 'Resume' }).click();
+    await p.keyboard.press('Enter');
     await p.locator('.page-head .pill', { hasText: 'running' }).waitFor();
     assert.equal((await world.app.request('GET', `/v1/campaigns/${campaignId}`, { key })).body.status, 'running');
+    assert.equal((await activeElement(p)).text, 'Pause');
+
+    // "delivered 2" style numbers with #leads scroll to the rows they count.
+    assert.ok((await p.locator('#leads').boundingBox())!.y > 860, 'the leads start below the fold');
+    await p.locator('[data-stat="bounced"] a').click();
+    await waitFor('the page scrolled to the leads', async () => {
+      const box = (await p.locator('#leads').boundingBox())!;
+      return box.y > -1 && box.y + box.height <= 860 && (await p.evaluate(() => window.scrollY)) > 0;
+    });
+    assert.equal(await p.getByLabel('State').inputValue(), 'bounced');
 
     await u.nav('Senders');
     const row = p.locator(`tr[data-sender="${SENDER}"]`);
     await row.getByRole('button', { name: `Pause ${SENDER}` }).click();
     await row.locator('.pill', { hasText: /^paused$/ }).waitFor();
     assert.equal((await world.app.request('GET', '/v1/sender-accounts', { key })).body[0].status, 'paused');
-    await row.getByRole('button', { name: `Resume ${SENDER}` }).click();
+    assert.equal((await activeElement(p)).label, `Resume ${SENDER}`, 'the focus stays on the button, now Resume');
+    await p.keyboard.press('Enter');
     await row.locator('.pill', { hasText: /^active$/ }).waitFor();
+    assert.equal((await activeElement(p)).label, `Pause ${SENDER}`);
     assert.match(await row.innerText(), /2 \/ 500/, 'the rolling 24-hour usage counts the two sends');
   });
 
@@ -295,13 +383,23 @@ describe('dashboard in Chromium: the admin', function () {
     await u.check('API keys, revoke confirmation');
     await dialog.getByRole('button', { name: 'Revoke the key' }).click();
     await row.locator('.pill', { hasText: 'revoked' }).waitFor();
+    // The Revoke button is gone: the focus is on what happened, not on <body>.
+    await waitFor('the focus on the result', async () => /The key "CRM sync" was revoked/.test((await activeElement(p)).text));
     assert.equal((await world.app.request('GET', '/v1/campaigns', { key: shown })).status, 401);
   });
 
-  it('removes a suppressed address (dashboard only), after searching for it', async () => {
+  it('removes a suppressed address (dashboard only), after searching for it; a bad address is named', async () => {
     await world.app.request('POST', '/v1/suppression-list', { key, body: { emails: ['gone@lead.example', 'keep@lead.example'] } });
     const p = u.page;
     await u.nav('Suppression');
+    await p.getByLabel('Addresses (one per line, or separated by commas)').fill('fine@lead.example\nnot-an-address@');
+    await p.getByRole('button', { name: 'Suppress' }).click();
+    const refused = p.getByRole('alert');
+    await refused.waitFor();
+    const words = await refused.innerText();
+    assert.match(words, /^"not-an-address@": not a valid email address\. Nothing was added: fix the address and add again\.$/);
+    assert.doesNotMatch(words, /row \d/);
+    await u.check('suppression, address refused');
     await p.getByLabel('Search addresses').fill('gone');
     await p.getByRole('button', { name: 'Search', exact: true }).click();
     await waitFor('one match', async () => (await p.locator('tbody tr').count()) === 1 && (await p.locator('tbody tr').innerText()).includes('gone@lead.example'));
@@ -310,8 +408,73 @@ describe('dashboard in Chromium: the admin', function () {
     await p.getByRole('button', { name: 'Remove gone@lead.example' }).click();
     await p.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
     await p.getByText('gone@lead.example was removed from the suppression list.').waitFor();
+    // The row and its button are gone: the focus is on the result, not on <body>.
+    await waitFor('the focus on the result', async () => (await activeElement(p)).text === 'gone@lead.example was removed from the suppression list.');
     const left = (await world.app.request('GET', '/v1/suppression-list', { key })).body.data.map((s: { email: string }) => s.email);
     assert.deepEqual(left, ['keep@lead.example']);
+  });
+
+  it('fits a 390 px phone (and 200% zoom) without sideways scrolling', async () => {
+    // A long campaign name makes the campaign pickers (the overview's chart, the replies' filter) wide.
+    const long = await world.app.request('POST', '/v1/campaigns', { key, body: { name: 'Q1 enterprise re-engagement: EMEA and North America, VP Sales and RevOps, second wave' } });
+    assert.equal(long.status, 201, long.text);
+    const narrow = await world.browser.newContext({ baseURL: world.daemon.url, viewport: { width: 390, height: 844 } });
+    try {
+      const n = await world.page(narrow);
+      await n.signIn(key);
+      await n.page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+      await n.page.locator('.chart canvas').first().waitFor();
+      await n.assertNoHorizontalScroll('overview at 390 px');
+      await n.page.goto(`/?chart=${long.body.id}`);
+      await n.page.getByRole('heading', { name: /^Activity: Q1 enterprise/ }).waitFor();
+      await n.assertNoHorizontalScroll('overview charting the long-named campaign at 390 px');
+      await n.page.getByRole('link', { name: 'Q4 outreach' }).first().click();
+      await n.page.getByRole('heading', { name: 'Q4 outreach', level: 1 }).waitFor();
+      await n.page.locator('#leads tbody tr').first().waitFor();
+      await n.assertNoHorizontalScroll('campaign at 390 px');
+      await n.check('campaign at 390 px');
+      for (const [nav, heading] of [['Senders', 'Senders'], ['Replies', 'Replies'], ['Suppression', 'Suppression list'], ['Webhooks', 'Webhooks'], ['API keys', 'API keys']]) {
+        await n.nav(nav);
+        await n.page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+        await n.page.waitForLoadState('networkidle');
+        await n.assertNoHorizontalScroll(`${nav} at 390 px`);
+      }
+      // At 1280 px the pool's "add a member" control stays inside its card.
+      await n.page.setViewportSize({ width: 1280, height: 860 });
+      await n.nav('Senders');
+      const pool = n.page.locator('tr[data-pool="Main pool"]');
+      await pool.waitFor();
+      const card = (await n.page.locator('section[aria-labelledby="pools-h"]').boundingBox())!;
+      for (const box of await pool.locator('select, button').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().right))) assert.ok(box <= card.x + card.width, `a pool control ends at ${box}, past its card (${card.x + card.width})`);
+    } finally {
+      await narrow.close();
+    }
+  });
+
+  it('says why on the sign-in page when the session ended under the page', async () => {
+    const created = await world.app.services().workspaces.createKey({ workspace: workspaceId, role: 'admin' });
+    const other = await world.context();
+    try {
+      const o = await world.page(other);
+      await o.signIn(created.key);
+      // A page that does not poll, so the next request is the search below.
+      await o.nav('Suppression');
+      await o.page.getByRole('heading', { name: 'Suppression list', level: 1 }).waitFor();
+      await world.app.services().workspaces.revokeKey(created.id);
+      await o.page.getByLabel('Search addresses').fill('keep');
+      await o.page.getByRole('button', { name: 'Search', exact: true }).click();
+      const ended = o.page.getByTestId('session-ended');
+      await ended.waitFor();
+      assert.match(await ended.innerText(), /^Your session ended .*sign in again/);
+      await o.check('sign-in after the session ended');
+      // Signing in again returns to the page that was asked for, and the note goes.
+      await o.page.getByLabel('API key').fill(key);
+      await o.page.getByRole('button', { name: 'Sign in' }).click();
+      await o.page.getByRole('heading', { name: 'Suppression list', level: 1 }).waitFor();
+      assert.equal(await ended.count(), 0);
+    } finally {
+      await other.close();
+    }
   });
 
   it('follows the dark colour scheme and still passes axe', async () => {
@@ -333,6 +496,7 @@ describe('dashboard in Chromium: the admin', function () {
     const p = u.page;
     await p.getByRole('button', { name: 'Sign out' }).click();
     await p.getByRole('heading', { name: 'Sign in to mailgate' }).waitFor();
+    assert.equal(await p.getByTestId('session-ended').count(), 0, 'signing out on purpose needs no explanation');
     const status = await p.evaluate(async () => (await fetch('/v1/campaigns')).status);
     assert.equal(status, 401);
     u.assertClean('after sign-out');

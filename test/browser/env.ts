@@ -167,6 +167,22 @@ export class UserPage {
     assert.deepEqual(this.problems.cspViolations, [], `${name}: Content-Security-Policy violations`);
   }
 
+  /**
+   * No page-level horizontal scrolling (at 390 px, or 1280 px at 200% zoom): the document is no
+   * wider than the window. On failure, names the elements that stick out.
+   */
+  async assertNoHorizontalScroll(name: string): Promise<void> {
+    const r = await this.page.evaluate(() => {
+      const width = window.innerWidth;
+      const wide = [...document.querySelectorAll('body *')]
+        .filter((e) => e.getBoundingClientRect().right > width + 1 && !e.closest('.table-wrap'))
+        .slice(0, 8)
+        .map((e) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}${e.className && typeof e.className === 'string' ? `.${e.className.split(' ').join('.')}` : ''} right=${Math.round(e.getBoundingClientRect().right)}`);
+      return { scrollWidth: document.documentElement.scrollWidth, width, wide };
+    });
+    assert.ok(r.scrollWidth <= r.width, `${name}: the page scrolls sideways (${r.scrollWidth} px wide in a ${r.width} px window): ${r.wide.join(', ')}`);
+  }
+
   /** Follows a link of the main navigation. */
   async nav(name: string): Promise<void> {
     await this.page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();

@@ -3,13 +3,32 @@
 // no, then yes) and creates an SDR key; the SDR signs in, connects the mailbox through the form
 // (a wrong password first), opens the thread, generates a draft, edits it (a blocked send
 // explains why), sends it, and sees the thread's status change; the prospect's answer appears
-// without a reload.
+// without a reload. A second SDR's busy desk (55 threads, a mailbox needing reauth, follow-ups
+// overdue and due today) checks that the open thread stays in view and keeps the keyboard focus,
+// at 1280 and 390 px, and that an ended session keeps the reply being written.
 import assert from 'node:assert/strict';
-import type { BrowserContext } from 'playwright-core';
+import pg from 'pg';
+import type { BrowserContext, Page } from 'playwright-core';
 import { seedWorkspace, seedSdr } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 import { World, UserPage, axeLog, axeSummary } from './env.ts';
 import { allowedTransitions } from '../../src/modules/sdrs/threads-state.ts';
+
+/** The focused element: the thread of the list it is in, its text and its id. */
+async function focused(p: Page): Promise<{ thread: string | null; text: string; id: string; tag: string }> {
+  return p.evaluate(() => {
+    const e = document.activeElement as HTMLElement | null;
+    return { thread: e?.closest('[data-thread]')?.getAttribute('data-thread') ?? null, text: e?.innerText?.trim() ?? '', id: e?.id ?? '', tag: e?.tagName.toLowerCase() ?? '' };
+  });
+}
+
+/** Where an element is against the window: fully or partly in view. */
+async function inView(p: Page, selector: string): Promise<boolean> {
+  return p.evaluate((sel) => {
+    const r = document.querySelector(sel)?.getBoundingClientRect();
+    return !!r && r.top >= 0 && r.top < window.innerHeight - 40 && r.bottom > 0;
+  }, selector);
+}
 
 describe('dashboard in Chromium: the SDR desk', function () {
   this.timeout(180_000);
@@ -23,6 +42,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
   let admin: BrowserContext;
   let a: UserPage;
   let sdrKey = '';
+  let busyCtx: BrowserContext | undefined;
   const replyIds = new Map<string, string>();
 
   before(async () => {
@@ -73,6 +93,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await s?.dump(`sdr ${this.currentTest.title}`);
   });
   after(async () => {
+    await busyCtx?.close();
     await sdrCtx?.close();
     await admin?.close();
     await world.stop();
@@ -103,6 +124,14 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await form.getByRole('button', { name: 'Assign and forward' }).click();
     await form.getByRole('status').filter({ hasText: /Forwarded to Sam Rep/ }).waitFor();
     await waitFor('the forward at the SDR', async () => world.sink.received.some((r) => r.to.includes(SDR_MAIL)));
+    // Assigning it again: refused in plain words, and the earlier success is no longer shown.
+    await form.getByRole('button', { name: 'Assign and forward' }).click();
+    const again = form.getByRole('alert').filter({ hasText: 'This reply was already forwarded' });
+    await again.waitFor();
+    assert.match(await again.innerText(), /tick "Forward again if already forwarded"/);
+    assert.doesNotMatch(await again.innerText(), /forceForward|rep_/);
+    assert.equal(await form.getByRole('status').filter({ hasText: /Forwarded to Sam Rep/ }).count(), 0);
+    await a.check('replies, already forwarded');
     // The second reply through the API, so the inbox has two threads.
     const r2 = await world.app.request('POST', `/v1/replies/${replyIds.get('grace@lead.example')}/assign`, { key: adminKey, body: { sdrId, category: 'B', skipIcpCheck: true } });
     assert.equal(r2.status, 200, JSON.stringify(r2.body));
@@ -176,15 +205,22 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await p.keyboard.press('j');
     await p.locator('[data-thread-view]').waitFor();
     const first = await p.locator('[data-thread-view]').getAttribute('data-thread-view');
+    // The keyboard focus follows j/k in the list (not back to the page's heading).
+    assert.equal((await focused(p)).thread, first);
     await p.keyboard.press('j');
     await waitFor('the second thread open', async () => (await p.locator('[data-thread-view]').getAttribute('data-thread-view')) !== first);
+    const second = await p.locator('[data-thread-view]').getAttribute('data-thread-view');
+    assert.equal((await focused(p)).thread, second);
     await p.keyboard.press('k');
     await waitFor('the first thread open again', async () => (await p.locator('[data-thread-view]').getAttribute('data-thread-view')) === first);
+    assert.equal((await focused(p)).thread, first);
     // Open Ada's thread (category A, so first in priority order or not: by name).
     await items.filter({ hasText: 'ada@lead.example' }).or(items.filter({ hasText: 'Ada' })).first().getByRole('link').click();
     const view = p.locator('[data-thread-view]');
     await waitFor('Ada\'s thread', async () => (await view.innerText()).includes('ada@lead.example'));
     threadId = (await view.getAttribute('data-thread-view'))!;
+    const onLink = await focused(p);
+    assert.deepEqual([onLink.thread, onLink.tag], [threadId, 'a'], 'the clicked thread keeps the focus');
     const offered = await view.locator('[data-transition]').evaluateAll((els) => els.map((e) => e.getAttribute('data-transition')));
     assert.deepEqual(offered, allowedTransitions('new'));
     // Prospect mail is shown as text: the message body is in a <pre>, never parsed as HTML.
@@ -204,6 +240,8 @@ describe('dashboard in Chromium: the SDR desk', function () {
     const draft = view.locator('[data-draft]').first();
     await draft.waitFor({ timeout: 60_000 });
     await draft.locator('.scores').first().waitFor();
+    // Each variant is told apart by its number, then its approach.
+    assert.match(await draft.getByRole('heading', { level: 4 }).innerText(), /^Variant 1 · \S/);
     const text = draft.getByLabel('Draft text');
     const original = await text.inputValue();
     assert.ok(original.length > 20, original);
@@ -229,6 +267,10 @@ describe('dashboard in Chromium: the SDR desk', function () {
     assert.match(sent.parsed.text ?? '', /Tuesday at 10:00 works on our side/);
     await view.locator('p .pill', { hasText: 'awaiting reply' }).waitFor();
     assert.match(await view.locator('.message').last().innerText(), /Tuesday at 10:00/);
+    // The draft's card is gone with the send: the confirmation stays in view, in the drafts' section.
+    assert.equal(await view.locator('[data-draft]').count(), 0);
+    assert.match(await view.getByTestId('draft-sent').innerText(), /^Sent from your mailbox\./);
+    assert.ok(await view.getByTestId('draft-sent').isVisible());
     s.assertClean('draft sent');
   });
 
@@ -297,11 +339,14 @@ describe('dashboard in Chromium: the SDR desk', function () {
 
     await view.getByRole('button', { name: '1 day' }).click();
     await view.getByRole('button', { name: 'Unsnooze' }).waitFor();
+    // The pressed button is gone: the focus moves to its replacement, not to <body>.
+    await waitFor('the focus on Unsnooze', async () => (await focused(p)).text === 'Unsnooze');
     // The list hides snoozed threads by default: it refreshes in place.
     await waitFor('Grace out of the default list', async () => (await items.filter({ hasText: 'Grace' }).count()) === 0);
     await s.check('thread, snoozed');
-    await view.getByRole('button', { name: 'Unsnooze' }).click();
+    await p.keyboard.press('Enter');
     await view.getByRole('button', { name: '1 day' }).waitFor();
+    await waitFor('the focus back in the snooze group', async () => (await focused(p)).text === '4 hours');
     await waitFor('Grace back in the list', async () => (await items.filter({ hasText: 'Grace' }).count()) === 1);
 
     await view.getByRole('heading', { name: /Compilers Inc/ }).click();
@@ -314,5 +359,189 @@ describe('dashboard in Chromium: the SDR desk', function () {
     assert.match(sent.parsed.text ?? '', /plans start at 49 per seat/);
     await p.locator(`[data-thread-view="${graceId}"] p .pill`, { hasText: 'awaiting reply' }).waitFor();
     await s.check('thread, manual reply sent');
+  });
+
+  // A busy desk: another SDR with 55 threads (a page of 50), a follow-up overdue and one due
+  // today, and a mailbox that refused mailgate's login (needs_reauth).
+  let busy: { id: string; key: string; keyId: string };
+  let busyThreads: string[] = [];
+  let b: UserPage;
+
+  it('a long inbox: the open thread stays in view beside the list, which scrolls on its own', async () => {
+    const seeded = await seedSdr(world.app, workspaceId, 'Nia Busy', 'nia@acme.example');
+    busy = { id: seeded.sdr.id, key: seeded.sdrKey, keyId: seeded.sdrKeyId };
+    const db = new pg.Client({ connectionString: world.app.databaseUrl });
+    await db.connect();
+    try {
+      const now = Date.now();
+      for (let i = 1; i <= 55; i++) {
+        const id = `thr_busy${String(i).padStart(2, '0')}`;
+        busyThreads.push(id);
+        await db.query(
+          `insert into prospect_threads (id, workspace_id, sdr_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, updated_at)
+           values ($1, $2, $3, $4, $5, $6, 'new', 'B', $7, $8, $8, $8)`,
+          [id, workspaceId, busy.id, `p${i}@prospect.example`, `Prospect ${String(i).padStart(2, '0')}`, `Re: question ${i}`, 100 - i, new Date(now - i * 60_000)],
+        );
+      }
+      const crypto = world.app.deps.crypto;
+      await db.query(
+        `insert into sdr_mailboxes (sdr_id, workspace_id, email, smtp_url_enc, imap_url_enc, health_state, last_sync_error, connected_at, updated_at)
+         values ($1, $2, 'nia@acme.example', $3, $4, 'needs_reauth', 'IMAP: 535 authentication failed', now(), now())`,
+        [busy.id, workspaceId, crypto.encrypt('smtp://nia:old@127.0.0.1:1'), crypto.encrypt('imap://nia:old@127.0.0.1:1')],
+      );
+      await db.query(
+        `insert into followup_tasks (id, workspace_id, thread_id, sdr_id, attempt, status, due_at, created_at)
+         values ('fu_busy_overdue', $1, $2, $3, 1, 'pending', now() - interval '2 days', now() - interval '3 days'),
+                ('fu_busy_today', $1, $4, $3, 1, 'pending', now(), now() - interval '1 day')`,
+        [workspaceId, busyThreads[0], busy.id, busyThreads[1]],
+      );
+    } finally {
+      await db.end();
+    }
+    busyCtx = await world.context();
+    b = await world.page(busyCtx);
+    await b.signIn(busy.key);
+    const p = b.page;
+    const items = p.locator('ul.threads > li');
+    await waitFor('a page of 50 threads', async () => (await items.count()) === 50);
+    const target = (await items.nth(30).getAttribute('data-thread'))!;
+    await items.nth(30).getByRole('link').click();
+    const view = p.locator(`[data-thread-view="${target}"]`);
+    await view.waitFor();
+    assert.ok(await inView(p, `[data-thread-view="${target}"]`), 'the 31st thread opens in view');
+    assert.ok(await inView(p, `li[data-thread="${target}"]`), 'beside its place in the list');
+    assert.equal((await focused(p)).thread, target);
+    // Further down the list (scrolled inside its pane), the thread is still in view.
+    const [at48, at47] = [(await items.nth(48).getAttribute('data-thread'))!, (await items.nth(47).getAttribute('data-thread'))!];
+    await items.nth(48).getByRole('link').click();
+    await p.locator(`[data-thread-view="${at48}"]`).waitFor();
+    assert.ok(await inView(p, `[data-thread-view="${at48}"]`), 'the 49th thread opens in view');
+    await p.keyboard.press('k');
+    await p.locator(`[data-thread-view="${at47}"]`).waitFor();
+    assert.ok(await inView(p, `[data-thread-view="${at47}"]`));
+    assert.equal((await focused(p)).thread, at47);
+    await b.check('inbox, long list');
+  });
+
+  it('a mailbox that needs reauth: amber everywhere, and a refused send says how to fix it', async () => {
+    const p = b.page;
+    const warning = p.getByTestId('mail-warning');
+    await warning.waitFor();
+    assert.equal(await warning.locator('.pill').innerText(), 'needs reauth');
+    assert.match((await warning.locator('.pill').getAttribute('class'))!, /tone-warn/);
+    const view = p.locator('[data-thread-view]');
+    await view.getByLabel('Your reply').fill('Thanks, here are the details you asked for.');
+    await view.getByRole('button', { name: 'Send reply' }).click();
+    const refused = view.getByTestId('send-error');
+    await refused.waitFor();
+    assert.match(await refused.innerText(), /^Not sent: your mailbox refused mailgate's login/);
+    assert.doesNotMatch(await refused.innerText(), /needs_reauth|not usable/);
+    await b.check('thread, send refused for the mailbox');
+    await refused.getByRole('link', { name: /reconnect it on Mail connection/ }).click();
+    await p.getByRole('heading', { name: 'Mail connection', level: 1 }).waitFor();
+    const status = p.getByTestId('mail-status');
+    await status.filter({ hasText: /^Needs reconnecting nia@acme.example/ }).waitFor();
+    assert.match((await status.locator('.pill').getAttribute('class'))!, /tone-warn/);
+    assert.equal(await status.locator('.pill').innerText(), 'needs reauth');
+    await b.check('mail connection, needs reauth');
+
+    // The admin sees the same word and colour, and the way to fix it.
+    const ap = a.page;
+    await a.nav('SDRs');
+    const card = ap.locator(`section[data-sdr="${busy.id}"]`);
+    await card.waitFor();
+    const pill = card.locator('.pill', { hasText: 'needs reauth' });
+    await pill.waitFor();
+    assert.match((await pill.getAttribute('class'))!, /tone-warn/);
+    await card.getByRole('button', { name: 'Reconnect mail' }).waitFor();
+    await a.check('SDRs, a mailbox needs reauth');
+  });
+
+  it('follow-ups tell overdue from due today', async () => {
+    const p = b.page;
+    await b.nav('Follow-ups');
+    const rows = p.locator('tbody tr');
+    await waitFor('two follow-ups', async () => (await rows.count()) === 2);
+    const words = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelectorAll('td')[1].textContent ?? ''));
+    assert.equal(words.filter((w) => /overdue/.test(w)).length, 1, words.join(' | '));
+    assert.equal(words.filter((w) => /due today/.test(w)).length, 1, words.join(' | '));
+    await b.check('follow-ups, overdue and due today');
+    // Done takes the row away: the focus goes to what happened, not to <body>.
+    await rows.filter({ hasText: 'overdue' }).getByRole('button', { name: 'Done' }).click();
+    await waitFor('one follow-up left', async () => (await rows.count()) === 1);
+    await waitFor('the focus on the result', async () => /^The follow-up of thread \S+ was marked done\.$/.test((await focused(p)).text));
+  });
+
+  it('fits a 390 px phone: opening a thread shows it; no sideways scrolling', async () => {
+    const p = b.page;
+    await p.setViewportSize({ width: 390, height: 844 });
+    try {
+      await b.assertNoHorizontalScroll('follow-ups at 390 px');
+      await b.nav('Mail connection');
+      await p.getByTestId('mail-status').waitFor();
+      await b.assertNoHorizontalScroll('mail connection at 390 px');
+      await b.nav('Inbox');
+      const items = p.locator('ul.threads > li');
+      await waitFor('the list', async () => (await items.count()) === 50);
+      await b.assertNoHorizontalScroll('inbox at 390 px');
+      const fifth = (await items.nth(4).getAttribute('data-thread'))!;
+      await items.nth(4).getByRole('link').click();
+      await p.locator(`[data-thread-view="${fifth}"]`).waitFor();
+      await waitFor('the thread at the top of the window', () => p.evaluate((sel) => Math.abs(document.querySelector(sel)!.getBoundingClientRect().top) < 60, `[data-thread-view="${fifth}"]`));
+      await b.assertNoHorizontalScroll('thread at 390 px');
+      await b.check('thread at 390 px');
+      // And back to the list, at the thread's place.
+      await p.getByRole('button', { name: 'Back to the list' }).click();
+      await waitFor('the thread\'s list item in view', () => inView(p, `li[data-thread="${fifth}"]`));
+      assert.equal((await focused(p)).thread, fifth);
+
+      const ap = a.page;
+      await ap.setViewportSize({ width: 390, height: 844 });
+      await a.nav('Replies');
+      await ap.locator('tr[data-reply]').first().waitFor();
+      await a.assertNoHorizontalScroll('replies at 390 px');
+      await a.nav('SDRs');
+      await ap.locator('section[data-sdr]').first().waitFor();
+      await a.assertNoHorizontalScroll('SDRs at 390 px');
+      await ap.setViewportSize({ width: 1280, height: 860 });
+    } finally {
+      await p.setViewportSize({ width: 1280, height: 860 });
+    }
+  });
+
+  it('an ended session says so on the sign-in page, and the reply being written is still there after signing in', async () => {
+    const p = b.page;
+    const thread = busyThreads[2];
+    await p.goto(`/inbox/${thread}`);
+    const view = p.locator(`[data-thread-view="${thread}"]`);
+    await view.waitFor();
+    await view.getByLabel('Your reply').fill('Half-written answer about pricing');
+    await world.app.services().workspaces.revokeKey(busy.keyId);
+    await view.getByRole('button', { name: 'Send reply' }).click();
+    const ended = p.getByTestId('session-ended');
+    await ended.waitFor();
+    assert.match(await ended.innerText(), /^Your session ended .*sign in again.*not sent yet is kept/);
+    await b.check('sign-in, session ended');
+    const fresh = await world.app.services().workspaces.createKey({ workspace: workspaceId, role: 'sdr', sdrId: busy.id });
+    await p.getByLabel('API key').fill(fresh.key);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await view.waitFor();
+    assert.equal(await view.getByLabel('Your reply').inputValue(), 'Half-written answer about pricing');
+  });
+
+  it('an empty inbox teaches what comes next, and to connect the mailbox first', async () => {
+    const empty = await seedSdr(world.app, workspaceId, 'Olu New', 'olu@acme.example');
+    const ctx = await world.context();
+    try {
+      const o = await world.page(ctx);
+      await o.signIn(empty.sdrKey);
+      const note = o.page.locator('.empty', { hasText: 'Your inbox is empty' });
+      await note.waitFor();
+      await note.getByRole('link', { name: 'Mail connection' }).waitFor();
+      assert.equal(await o.page.locator('ul.threads').count(), 0, 'no empty list drawn');
+      await o.check('inbox, empty');
+    } finally {
+      await ctx.close();
+    }
   });
 });

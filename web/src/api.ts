@@ -103,7 +103,45 @@ export function qs(params: Record<string, string | number | boolean | undefined 
   return s ? `?${s}` : '';
 }
 
-/** What to tell a person about a failure: the server's own words plus what to do next. */
+/** A field of a request body named as the dashboard's forms name it ("Step 2 HTML body", not sequenceSteps[1].bodyHtml). */
+export function fieldWords(field: string): string {
+  const step = /^sequenceSteps\[(\d+)\](?:\.(\w+))?$/.exec(field);
+  if (step) {
+    const part: Record<string, string> = { subject: 'subject', bodyHtml: 'HTML body', delayHours: 'delay' };
+    return `Step ${Number(step[1]) + 1}${step[2] ? ` ${part[step[2]] ?? step[2]}` : ''}`;
+  }
+  const known: Record<string, string> = {
+    sequenceSteps: 'Steps',
+    schedule: 'Sending window',
+    'schedule.timezone': 'Time zone',
+    'schedule.start': 'From',
+    'schedule.end': 'To',
+    'schedule.days': 'Days',
+    senderPoolId: 'Sender pool',
+    name: 'Name',
+    email: 'Email',
+  };
+  return known[field] ?? field;
+}
+
+/** One failing item in the dashboard's words: the offending value (an address) or the field, then what is wrong. */
+export function problemWords(e: ErrorItem): string {
+  const what = typeof e.value === 'string' && e.value !== '' ? `"${e.value.length > 80 ? `${e.value.slice(0, 80)}…` : e.value}"` : e.field ? fieldWords(e.field) : e.index !== undefined ? `Item ${e.index + 1}` : '';
+  return what ? `${what}: ${e.message}` : e.message;
+}
+
+/** The failing fields of a validation error, by the request's field path (for aria-invalid and a message next to the field). */
+export function fieldErrors(err: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (err instanceof ApiError) for (const e of err.errors) if (e.field && e.index === undefined && !(e.field in out)) out[e.field] = e.message;
+  return out;
+}
+
+/**
+ * What to tell a person about a failure: the server's own words plus what to do next. A
+ * validation failure lists each problem once, in the dashboard's terms: the server's message
+ * restates the first item (and counts the others), so only the items are shown then.
+ */
 export function describeError(err: unknown): string {
   if (!(err instanceof ApiError)) return err instanceof Error ? err.message : String(err);
   const next: Record<string, string> = {
@@ -111,9 +149,14 @@ export function describeError(err: unknown): string {
     csrf_failed: 'Reload the page and try again.',
     forbidden: 'This needs a key with another role.',
   };
-  const items = err.errors
-    .slice(0, 5)
-    .map((e) => (e.index !== undefined ? `row ${e.index + 1}: ` : '') + (e.field ? `${e.field}: ` : '') + e.message)
-    .join('; ');
-  return [err.message, items, next[err.code]].filter(Boolean).join(' ');
+  const items = [...new Set(err.errors.map(problemWords))];
+  let message = err.message;
+  if (items.length) {
+    message = message.replace(/\s*\(and \d+ more problems?, listed in errors\)/, '');
+    // "body schedule.timezone: must be ..." says no more than the item itself.
+    if (err.errors.some((e) => e.field && message.endsWith(`${e.field}: ${e.message}`)) || err.errors.some((e) => message === e.message)) message = '';
+  }
+  const shown = items.slice(0, 5).join('; ') + (items.length > 5 ? `; and ${items.length - 5} more` : '');
+  const head = message && shown ? `${message.replace(/[.:]?$/, ':')} ${shown}.` : message || (shown ? `${shown}.` : '');
+  return [head, next[err.code]].filter(Boolean).join(' ');
 }

@@ -2,9 +2,9 @@
 // and the page chosen by the path.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call, describeError, get, setSession, whenSignedOut, type Session } from './api.ts';
-import { Link, match, navigate, useLocation } from './router.tsx';
-import { Field } from './ui.tsx';
+import { call, describeError, get, session as currentSession, setSession, whenSignedOut, type Session } from './api.ts';
+import { Link, match, navigate, scrollToHash, useLocation } from './router.tsx';
+import { Field, focusPageTitle, forgetUnsentTexts, hasUnsentTexts } from './ui.tsx';
 import { Overview } from './pages/overview.tsx';
 import { CampaignPage } from './pages/campaign.tsx';
 import { KeysPage } from './pages/keys.tsx';
@@ -19,6 +19,8 @@ import { MailPage } from './pages/mail.tsx';
 
 type Theme = 'system' | 'light' | 'dark';
 
+let signingOut = false;
+
 function applyTheme(t: Theme) {
   if (t === 'system') delete document.documentElement.dataset.theme;
   else document.documentElement.dataset.theme = t;
@@ -26,18 +28,27 @@ function applyTheme(t: Theme) {
 
 export function App() {
   const [session, setCurrent] = useState<Session | null | undefined>(undefined);
+  const [ended, setEnded] = useState(false);
   const [theme, setTheme] = useState<Theme>(() => (localStorage.getItem('mailgate.theme') as Theme) || 'system');
   const { path } = useLocation();
 
   useEffect(() => {
+    // The session ended under the page (idle expiry, its key revoked): say so on the sign-in
+    // page. The address stays, so signing in again returns to the same page, and unsent text
+    // (useUnsentText) is still there.
     whenSignedOut(() => {
+      // A poll answered 401 while (or after) signing out on purpose: nothing to explain.
+      if (signingOut || !currentSession()) return;
       setSession(null);
       setCurrent(null);
+      setEnded(true);
     });
     get<Session>('/dashboard/api/session')
       .then((s) => {
         setSession(s);
         setCurrent(s);
+        // An address with #hash (a link from elsewhere): the target exists once its page renders.
+        if (location.hash) scrollToHash(location.hash);
       })
       .catch(() => setCurrent(null));
   }, []);
@@ -46,20 +57,34 @@ export function App() {
     localStorage.setItem('mailgate.theme', theme);
   }, [theme]);
   // A new page: move focus to its heading so keyboard and screen-reader users start there.
+  // Moving inside one page (another thread of the inbox, a filter) keeps the focus where it is.
+  const page = session?.role === 'sdr' && (path === '/' || path.startsWith('/inbox')) ? '/inbox' : path;
   useEffect(() => {
-    document.getElementById('page-title')?.focus({ preventScroll: true });
-  }, [path, session]);
+    focusPageTitle();
+  }, [page, session]);
 
   if (session === undefined) return <p class="loading">Loading…</p>;
-  if (session === null) return <SignIn onSignedIn={setCurrent} />;
+  if (session === null)
+    return (
+      <SignIn
+        ended={ended}
+        onSignedIn={(s) => {
+          setEnded(false);
+          setCurrent(s);
+        }}
+      />
+    );
 
   const signOut = async () => {
+    signingOut = true;
     try {
       await call('DELETE', '/dashboard/api/session');
     } finally {
+      forgetUnsentTexts();
       setSession(null);
       setCurrent(null);
       navigate('/');
+      signingOut = false;
     }
   };
   const links =
@@ -154,7 +179,7 @@ function NotFound() {
   );
 }
 
-function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
+function SignIn({ onSignedIn, ended }: { onSignedIn: (s: Session) => void; ended: boolean }) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   useEffect(() => {
@@ -165,6 +190,11 @@ function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
       <h1 tabIndex={-1} id="page-title">
         Sign in to mailgate
       </h1>
+      {ended && (
+        <p class="notice" role="alert" data-testid="session-ended">
+          Your session ended (it was idle too long, or its key was revoked): sign in again to continue where you were.{hasUnsentTexts() ? ' What you had written and not sent yet is kept.' : ''}
+        </p>
+      )}
       <p>Paste an API key. An admin key opens the admin pages; an SDR key opens that SDR's inbox. The key is exchanged for a session cookie and not stored in the browser.</p>
       <form
         onSubmit={async (e) => {

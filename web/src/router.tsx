@@ -7,13 +7,53 @@ type Listener = () => void;
 const listeners = new Set<Listener>();
 
 export function navigate(to: string, opts: { replace?: boolean } = {}) {
-  if (to === location.pathname + location.search) return;
+  const hash = to.includes('#') ? to.slice(to.indexOf('#')) : '';
+  if (to === location.pathname + location.search + location.hash) return void (hash && scrollToHash(hash));
   if (opts.replace) history.replaceState(null, '', to);
   else history.pushState(null, '', to);
   listeners.forEach((l) => l());
+  if (hash) scrollToHash(hash);
 }
 
 window.addEventListener('popstate', () => listeners.forEach((l) => l()));
+
+let pendingHash: { stop: () => void } | undefined;
+
+/**
+ * Scrolls to the element a `#hash` names, as a browser does for a page it loads. The target
+ * may appear only once its page has loaded its data (a campaign's #leads), so it is waited for,
+ * for a few seconds at most; scrolling or typing meanwhile cancels it.
+ */
+export function scrollToHash(hash: string) {
+  pendingHash?.stop();
+  let id = hash.replace(/^#/, '');
+  try {
+    id = decodeURIComponent(id);
+  } catch {
+    // Not percent-encoded UTF-8: the id as written.
+  }
+  if (!id) return;
+  const find = () => {
+    const el = document.getElementById(id);
+    if (!el) return false;
+    el.scrollIntoView({ block: 'start' });
+    return true;
+  };
+  if (find()) return;
+  const observer = new MutationObserver(() => find() && stop());
+  const timer = setTimeout(() => stop(), 5000);
+  const stop = () => {
+    observer.disconnect();
+    clearTimeout(timer);
+    window.removeEventListener('wheel', stop);
+    window.removeEventListener('keydown', stop);
+    pendingHash = undefined;
+  };
+  observer.observe(document.body, { childList: true, subtree: true });
+  window.addEventListener('wheel', stop, { passive: true });
+  window.addEventListener('keydown', stop);
+  pendingHash = { stop };
+}
 
 /** The current path and query, re-rendering on navigation. */
 export function useLocation(): { path: string; query: URLSearchParams } {

@@ -1,7 +1,7 @@
 // Small shared pieces: loading with polling, status pills, relative times, paging, secrets shown
 // once, confirmations, action buttons that report their errors.
-import { cloneElement, type ComponentChildren, type TargetedEvent, type VNode } from 'preact';
-import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { cloneElement, createContext, type ComponentChildren, type TargetedEvent, type VNode } from 'preact';
+import { useCallback, useContext, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
 
 export interface Loaded<T> {
@@ -51,12 +51,18 @@ const TONE: Record<string, string> = {
   active: 'good', running: 'good', ok: 'good', delivered: 'good', interested: 'good', won: 'good', meeting_booked: 'good', enrolled: 'good', sent: 'good', completed: 'neutral', replied: 'info',
   paused: 'muted', draft: 'muted', disabled: 'muted', revoked: 'muted', superseded: 'muted', discarded: 'muted', archived: 'muted', unknown: 'muted', skipped: 'muted', cancelled: 'muted', inactive: 'muted', disconnected: 'muted',
   needs_reauth: 'warn', rate_limited: 'warn', pending: 'warn', out_of_office: 'warn', needs_followup: 'warn', generated: 'info', edited: 'info', new: 'info', awaiting_reply: 'info',
+  due_today: 'warn', overdue: 'bad',
   failed: 'bad', bounced: 'bad', bounce: 'bad', auth_failed: 'bad', unreachable: 'bad', suppressed: 'bad', unsubscribed: 'bad', unsubscribe: 'bad', not_interested: 'bad', lost_not_interested: 'bad', lost_timing: 'bad', lost_competitor: 'bad', blocked: 'bad',
 };
 
 /** A state: one colour and always the word (colour is never the only signal). */
 export function Pill({ state, label }: { state: string; label?: string }) {
   return <span class={`pill tone-${TONE[state] ?? 'neutral'}`}>{label ?? state.replace(/_/g, ' ')}</span>;
+}
+
+/** A mailbox's health in one word and colour everywhere: active green, needs reauth amber, not connected grey. */
+export function MailPill({ state }: { state: string }) {
+  return <Pill state={state} label={state === 'disconnected' ? 'not connected' : undefined} />;
 }
 
 export function relative(iso: string, now = Date.now()): string {
@@ -142,9 +148,55 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
   );
 }
 
+type Report = (id: string, error: unknown, name?: string) => void;
+
+/** Where the Actions inside a container report their failures (see useActionErrors). */
+const ErrorSlot = createContext<Report | null>(null);
+
 /**
- * A button that runs an async action, disables itself meanwhile and shows the failure next to
- * itself. `confirm` asks once first (destructive actions): what it is and what it changes.
+ * The failures of the Actions rendered inside `Provider`, shown together wherever `errors` is
+ * placed (below a toolbar, a header or a row of buttons): a failing button keeps its size and
+ * place, and nothing beside it moves. An Action's error goes when it succeeds, when it is
+ * reset (its `resetOn` changes) or when the Action goes away.
+ */
+export function useActionErrors(): { Provider: (p: { children: ComponentChildren }) => VNode; errors: VNode } {
+  const [list, setList] = useState<{ id: string; error: unknown; name?: string }[]>([]);
+  const report = useCallback<Report>(
+    (id, error, name) =>
+      setList((cur) => {
+        const rest = cur.filter((x) => x.id !== id);
+        if (error === undefined) return rest.length === cur.length ? cur : rest;
+        return [...rest, { id, error, name }];
+      }),
+    [],
+  );
+  const Provider = useCallback(({ children }: { children: ComponentChildren }) => <ErrorSlot.Provider value={report}>{children}</ErrorSlot.Provider>, [report]);
+  const errors = (
+    <div class="action-errors">
+      {list.map((x) => (
+        <ErrorNote key={x.id} error={x.error} prefix={x.name} />
+      ))}
+    </div>
+  );
+  return { Provider, errors };
+}
+
+/** A row of buttons whose failures are shown below the row, not inside it. */
+export function ActionRow({ children, class: cls = 'row' }: { children: ComponentChildren; class?: string }) {
+  const { Provider, errors } = useActionErrors();
+  return (
+    <Provider>
+      <div class={cls}>{children}</div>
+      {errors}
+    </Provider>
+  );
+}
+
+/**
+ * A button that runs an async action, marks itself busy meanwhile and reports the failure: to
+ * the surrounding ActionRow / PageHead when there is one, else below itself. `confirm` asks once
+ * first (destructive actions): what it is and what it changes. The button stays the same element
+ * (busy is aria-disabled, not disabled), so keyboard focus stays on it through the action.
  */
 export function Action(props: {
   run: () => Promise<unknown>;
@@ -153,10 +205,20 @@ export function Action(props: {
   class?: string;
   disabled?: boolean;
   label?: string;
+  /** Names the action in its error message; default: the label or the button's text. */
+  name?: string;
+  /** When this changes (the failure's cause may be gone), the shown error is cleared. */
+  resetOn?: unknown;
 }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
   const dialog = useRef<HTMLDialogElement>(null);
+  const slot = useContext(ErrorSlot);
+  const id = useId();
+  const name = props.name ?? props.label ?? (typeof props.children === 'string' ? props.children : undefined);
+  useEffect(() => setError(undefined), [props.resetOn]);
+  useEffect(() => slot?.(id, error, name), [error, name]);
+  useEffect(() => () => slot?.(id, undefined), []);
   const go = async () => {
     setBusy(true);
     setError(undefined);
@@ -170,7 +232,18 @@ export function Action(props: {
   };
   return (
     <span class="action">
-      <button type="button" class={props.class} aria-label={props.label} disabled={busy || props.disabled} onClick={() => (props.confirm ? dialog.current?.showModal() : go())}>
+      <button
+        type="button"
+        class={props.class}
+        aria-label={props.label}
+        aria-disabled={busy || undefined}
+        disabled={props.disabled}
+        onClick={() => {
+          if (busy) return;
+          if (props.confirm) dialog.current?.showModal();
+          else void go();
+        }}
+      >
         {props.children}
       </button>
       {props.confirm && (
@@ -194,18 +267,20 @@ export function Action(props: {
           </div>
         </dialog>
       )}
-      {error !== undefined && <ErrorNote error={error} />}
+      {!slot && error !== undefined && <ErrorNote error={error} />}
     </span>
   );
 }
 
 /**
  * A labelled control: the label names it through for/id (not by wrapping it, which would put a
- * select's chosen option into its accessible name), the hint describes it.
+ * select's chosen option into its accessible name), the hint describes it. `error` marks it
+ * invalid (aria-invalid) and says why next to it.
  */
-export function Field({ label, hint, children }: { label: string; hint?: string; children: VNode<any> }) {
+export function Field({ label, hint, error, children }: { label: string; hint?: string; error?: string; children: VNode<any> }) {
   const id = useId();
-  const control = cloneElement(children, { id, 'aria-describedby': hint ? `${id}-hint` : undefined });
+  const describedBy = [hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
+  const control = cloneElement(children, { id, 'aria-describedby': describedBy, 'aria-invalid': error ? 'true' : undefined });
   return (
     <div class="field">
       <label class="field-label" for={id}>
@@ -217,6 +292,11 @@ export function Field({ label, hint, children }: { label: string; hint?: string;
           {hint}
         </span>
       )}
+      {error && (
+        <span class="field-error" id={`${id}-error`}>
+          {error}
+        </span>
+      )}
     </div>
   );
 }
@@ -225,17 +305,39 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <div class="empty">{children}</div>;
 }
 
+let titleFocusPending = false;
+
+/**
+ * A new page: focus its heading so keyboard and screen-reader users start there. A page that
+ * loads first (a campaign) has no heading yet: its PageHead takes the focus when it appears.
+ */
+export function focusPageTitle() {
+  const h = document.getElementById('page-title');
+  titleFocusPending = !h;
+  h?.focus({ preventScroll: true });
+}
+
 export function PageHead({ title, children }: { title: string; children?: ComponentChildren }) {
+  const { Provider, errors } = useActionErrors();
   useEffect(() => {
     document.title = `${title} · mailgate`;
   }, [title]);
+  useEffect(() => {
+    if (!titleFocusPending) return;
+    titleFocusPending = false;
+    // Unless the person already moved on (a click or Tab while the page loaded).
+    if (!document.activeElement || document.activeElement === document.body) document.getElementById('page-title')?.focus({ preventScroll: true });
+  }, []);
   return (
-    <header class="page-head">
-      <h1 tabIndex={-1} id="page-title">
-        {title}
-      </h1>
-      <div class="page-actions">{children}</div>
-    </header>
+    <Provider>
+      <header class="page-head">
+        <h1 tabIndex={-1} id="page-title">
+          {title}
+        </h1>
+        <div class="page-actions">{children}</div>
+      </header>
+      {errors}
+    </Provider>
   );
 }
 
@@ -257,4 +359,57 @@ export function formValues(e: FormEvent): Record<string, string> {
     out[k] = typeof v === 'string' ? v : '';
   });
   return out;
+}
+
+const UNSENT = 'mailgate.unsent.';
+
+/**
+ * Text being written (a reply, an edited draft) kept in this tab's sessionStorage until it is
+ * sent, so an ended session or a reload does not lose it. `clear` forgets it (sent, discarded).
+ */
+export function useUnsentText(key: string, initial: string): [string, (v: string) => void, () => void] {
+  const [text, setText] = useState(() => {
+    try {
+      return sessionStorage.getItem(UNSENT + key) ?? initial;
+    } catch {
+      return initial;
+    }
+  });
+  const set = useCallback(
+    (v: string) => {
+      setText(v);
+      try {
+        if (v === initial || v === '') sessionStorage.removeItem(UNSENT + key);
+        else sessionStorage.setItem(UNSENT + key, v);
+      } catch {
+        // Storage full or refused: the text stays on screen, only not kept.
+      }
+    },
+    [key, initial],
+  );
+  const clear = useCallback(() => {
+    try {
+      sessionStorage.removeItem(UNSENT + key);
+    } catch {
+      // Nothing kept.
+    }
+  }, [key]);
+  return [text, set, clear];
+}
+
+/** Signing out on purpose forgets every unsent text of the tab. */
+export function forgetUnsentTexts() {
+  try {
+    for (const k of Object.keys(sessionStorage)) if (k.startsWith(UNSENT)) sessionStorage.removeItem(k);
+  } catch {
+    // Nothing kept.
+  }
+}
+
+export function hasUnsentTexts(): boolean {
+  try {
+    return Object.keys(sessionStorage).some((k) => k.startsWith(UNSENT));
+  } catch {
+    return false;
+  }
 }

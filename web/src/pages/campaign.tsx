@@ -1,9 +1,9 @@
 // One campaign: state and start/pause/resume, live stats and the time chart, the steps with a
 // live preview, the schedule, the leads table and the CSV import.
-import { useEffect, useState } from 'preact/hooks';
-import { get, patch, post, qs } from '../api.ts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { fieldErrors, get, patch, post, qs } from '../api.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Action, Ago, ErrorNote, Field, Num, PageHead, Pager, Pill, pct, useLoad } from '../ui.tsx';
+import { Action, ActionRow, Ago, ErrorNote, Field, Num, PageHead, Pager, Pill, pct, useLoad } from '../ui.tsx';
 import { Timeline, STATS_POLL_MS } from './overview.tsx';
 import { CsvImport } from './csv-import.tsx';
 import type { Campaign, CampaignStats, Day, Enrollment, Page, SenderPool, SequenceStep } from '../types.ts';
@@ -29,25 +29,28 @@ export function CampaignPage({ id }: { id: string }) {
   const s = stats.data;
   const startOrResume = async () => {
     await post(`/v1/campaigns/${id}/start`);
+    // Starting queues the first step of every lead: the leads table shows it now, not at its next poll.
+    setLeadsVersion((v) => v + 1);
     await Promise.all([campaign.reload(), stats.reload()]);
+  };
+  const pause = async () => {
+    await post(`/v1/campaigns/${id}/pause`);
+    setLeadsVersion((v) => v + 1);
+    await campaign.reload();
   };
   return (
     <>
       <PageHead title={c.name}>
         <Pill state={c.status} />
-        {c.status === 'draft' && <Action run={startOrResume}>Start</Action>}
-        {c.status === 'paused' && <Action run={startOrResume}>Resume</Action>}
-        {c.status === 'running' && (
-          <Action
-            class="secondary"
-            run={async () => {
-              await post(`/v1/campaigns/${id}/pause`);
-              await campaign.reload();
-            }}
-          >
-            Pause
-          </Action>
-        )}
+        {/* One button that changes its word: keyboard focus stays on it from Start to Pause to Resume. */}
+        <Action
+          class={c.status === 'running' ? 'secondary' : undefined}
+          name={c.status === 'draft' ? 'Start' : c.status === 'paused' ? 'Resume' : 'Pause'}
+          resetOn={`${c.status} ${s?.totalEnrolled} ${c.sequenceSteps.length} ${c.senderPoolId}`}
+          run={c.status === 'running' ? pause : startOrResume}
+        >
+          {c.status === 'draft' ? 'Start' : c.status === 'paused' ? 'Resume' : 'Pause'}
+        </Action>
       </PageHead>
       <p class="muted">
         <code>{c.id}</code> · created <Ago at={c.createdAt} /> {c.startedAt && <>· started <Ago at={c.startedAt} /></>} {c.pausedAt && c.status === 'paused' && <>· paused <Ago at={c.pausedAt} /></>}
@@ -107,42 +110,64 @@ function Steps({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Promi
   const [steps, setSteps] = useState<SequenceStep[]>(() => campaign.sequenceSteps.map((s) => ({ subject: s.subject, bodyHtml: s.bodyHtml, delayHours: s.delayHours })));
   const [open, setOpen] = useState(0);
   const [saved, setSaved] = useState('');
+  // The server's complaints about a field, by its path (sequenceSteps[1].bodyHtml), shown next to it.
+  const [invalid, setInvalid] = useState<Record<string, string>>({});
+  const section = useRef<HTMLElement>(null);
+  const focusInvalid = useRef(false);
   const locked = campaign.status === 'running';
   const dirty = JSON.stringify(steps) !== JSON.stringify(campaign.sequenceSteps.map((s) => ({ subject: s.subject, bodyHtml: s.bodyHtml, delayHours: s.delayHours })));
-  const update = (i: number, change: Partial<SequenceStep>) => setSteps(steps.map((s, j) => (j === i ? { ...s, ...change } : s)));
+  const update = (i: number, change: Partial<SequenceStep>) => {
+    setSteps(steps.map((s, j) => (j === i ? { ...s, ...change } : s)));
+    const gone = Object.keys(change).map((k) => `sequenceSteps[${i}].${k}`);
+    if (gone.some((k) => k in invalid)) setInvalid(Object.fromEntries(Object.entries(invalid).filter(([k]) => !gone.includes(k))));
+  };
+  useEffect(() => {
+    if (!focusInvalid.current) return;
+    focusInvalid.current = false;
+    section.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
+  }, [invalid, open]);
+  const err = (i: number, k: string) => invalid[`sequenceSteps[${i}].${k}`];
   return (
-    <section class="card" aria-labelledby="steps-h">
+    <section class="card" aria-labelledby="steps-h" ref={section}>
       <h2 id="steps-h">Steps</h2>
       {locked && <p class="muted">Steps cannot change while the campaign runs: pause it to edit them.</p>}
       {steps.length === 0 && <p>No steps yet: a campaign needs at least one step to start.</p>}
       {steps.map((s, i) => (
         <details key={i} open={open === i} onToggle={(e) => e.currentTarget.open && setOpen(i)} class="card">
           <summary>
-            Step {i + 1}: {s.subject || '(no subject)'} {i > 0 && <span class="muted">— {s.delayHours} h after the previous step</span>}
+            Step {i + 1}: {s.subject || (i > 0 ? '(no subject: a reply to the previous step)' : '(no subject)')} {i > 0 && <span class="muted">— {s.delayHours} h after the previous step</span>}
+            {Object.keys(invalid).some((k) => k.startsWith(`sequenceSteps[${i}]`)) && <span class="pill tone-bad">needs a fix</span>}
           </summary>
           <div class="grid2">
             <div>
-              <Field label={`Step ${i + 1} subject`}>
+              <Field label={`Step ${i + 1} subject`} hint={i > 0 ? 'Empty: sent as "Re: " and the previous step\'s subject, in the same thread.' : undefined} error={err(i, 'subject')}>
                 <input value={s.subject} disabled={locked} onInput={(e) => update(i, { subject: e.currentTarget.value })} />
               </Field>
-              <Field label={`Step ${i + 1} delay (hours after the previous step)`}>
+              <Field label={`Step ${i + 1} delay (hours after the previous step)`} error={err(i, 'delayHours')}>
                 <input type="number" min={0} step="any" value={s.delayHours} disabled={locked || i === 0} onInput={(e) => update(i, { delayHours: Number(e.currentTarget.value) })} />
               </Field>
-              <Field label={`Step ${i + 1} HTML body`} hint="Tokens: {{firstName}} {{company}} {{jobTitle}} {{email}} and any custom field.">
+              <Field label={`Step ${i + 1} HTML body`} hint="Tokens: {{firstName}} {{company}} {{jobTitle}} {{email}} and any custom field." error={err(i, 'bodyHtml')}>
                 <textarea rows={12} value={s.bodyHtml} disabled={locked} onInput={(e) => update(i, { bodyHtml: e.currentTarget.value })} />
               </Field>
               {!locked && (
-                <button type="button" class="secondary" onClick={() => setSteps(steps.filter((_, j) => j !== i))}>
+                <button
+                  type="button"
+                  class="secondary"
+                  onClick={() => {
+                    setSteps(steps.filter((_, j) => j !== i));
+                    setInvalid({});
+                  }}
+                >
                   Remove step {i + 1}
                 </button>
               )}
             </div>
-            {open === i && <StepPreview campaignId={campaign.id} step={s} />}
+            {open === i && <StepPreview campaignId={campaign.id} steps={steps} index={i} />}
           </div>
         </details>
       ))}
       {!locked && (
-        <div class="row">
+        <ActionRow>
           <button
             type="button"
             class="secondary"
@@ -155,9 +180,22 @@ function Steps({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Promi
           </button>
           <Action
             disabled={!dirty}
+            resetOn={JSON.stringify(steps)}
             run={async () => {
               setSaved('');
-              await patch(`/v1/campaigns/${campaign.id}`, { sequenceSteps: steps });
+              setInvalid({});
+              try {
+                await patch(`/v1/campaigns/${campaign.id}`, { sequenceSteps: steps });
+              } catch (e) {
+                const fields = fieldErrors(e);
+                const first = Object.keys(fields)
+                  .map((k) => /^sequenceSteps\[(\d+)\]/.exec(k))
+                  .find(Boolean);
+                if (first) setOpen(Number(first[1]));
+                focusInvalid.current = Object.keys(fields).length > 0;
+                setInvalid(fields);
+                throw e;
+              }
               await onSaved();
               setSaved('Steps saved.');
             }}
@@ -167,44 +205,57 @@ function Steps({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Promi
           <span role="status" class="muted">
             {saved && !dirty ? saved : dirty ? 'Unsaved changes.' : ''}
           </span>
-        </div>
+        </ActionRow>
       )}
     </section>
   );
 }
 
-/** The step rendered by the server's own renderer with a sample lead's tokens, in a sandboxed frame. */
-function StepPreview({ campaignId, step }: { campaignId: string; step: SequenceStep }) {
+/** What the sending path does with an empty follow-up subject (sending/render.ts replySubject). */
+const replySubject = (previous: string) => (/^\s*re\s*:/i.test(previous) ? previous : `Re: ${previous}`);
+
+/**
+ * The step rendered by the server's own renderer with a sample lead's tokens, in a sandboxed
+ * frame. A follow-up without a subject is sent as a reply to the previous step: its preview
+ * renders the nearest earlier subject (as written here, saved or not) and shows it as "Re: ...".
+ */
+function StepPreview({ campaignId, steps, index }: { campaignId: string; steps: SequenceStep[]; index: number }) {
+  const step = steps[index];
   const [preview, setPreview] = useState<Preview | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
+  let from = index;
+  while (from > 0 && !steps[from].subject.trim()) from--;
+  const subject = steps[from].subject;
+  const reply = from !== index;
   useEffect(() => {
-    if (!step.subject.trim() || !step.bodyHtml.trim()) {
+    if (!subject.trim() || !step.bodyHtml.trim()) {
       setPreview(undefined);
       setError(undefined);
       return;
     }
     const t = setTimeout(async () => {
       try {
-        setPreview(await post<Preview>(`/v1/campaigns/${campaignId}/preview`, { subject: step.subject, bodyHtml: step.bodyHtml }));
+        setPreview(await post<Preview>(`/v1/campaigns/${campaignId}/preview`, { subject, bodyHtml: step.bodyHtml }));
         setError(undefined);
       } catch (e) {
         setError(e);
       }
     }, 300);
     return () => clearTimeout(t);
-  }, [campaignId, step.subject, step.bodyHtml]);
+  }, [campaignId, subject, step.bodyHtml]);
   return (
     <div aria-live="polite">
       <h3>Preview</h3>
       <ErrorNote error={error} />
-      {!preview && !error && <p class="muted">Write a subject and a body to see them rendered.</p>}
+      {!preview && !error && <p class="muted">{index > 0 ? 'Write a body to see it rendered.' : 'Write a subject and a body to see them rendered.'}</p>}
       {preview && (
         <>
           <p class="muted">
             Rendered for {preview.lead.email} ({preview.lead.source === 'sample' ? 'a sample lead: import leads to preview with a real one' : 'the first enrolled lead'})
           </p>
           <p>
-            <strong>Subject:</strong> <span data-testid="preview-subject">{preview.subject}</span>
+            <strong>Subject:</strong> <span data-testid="preview-subject">{reply ? replySubject(preview.subject) : preview.subject}</span>
+            {reply && <span class="muted"> (no subject of its own: a reply to step {from + 1})</span>}
           </p>
           <iframe class="preview" sandbox="" title="Rendered HTML body" srcdoc={preview.html} />
         </>
@@ -222,11 +273,25 @@ function Settings({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Pr
   const [sched, setSched] = useState(campaign.schedule ?? { timezone: Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC', days: ['mon', 'tue', 'wed', 'thu', 'fri'] as Day[], start: '09:00', end: '17:00' });
   const [trackOpens, setTrackOpens] = useState(campaign.trackOpens);
   const [saved, setSaved] = useState('');
+  const [invalid, setInvalid] = useState<Record<string, string>>({});
+  const section = useRef<HTMLElement>(null);
+  const focusInvalid = useRef(false);
+  const edit = (change: Partial<typeof sched>) => {
+    setSched({ ...sched, ...change });
+    setSaved('');
+    const gone = Object.keys(change).map((k) => `schedule.${k}`);
+    if (gone.some((k) => k in invalid)) setInvalid(Object.fromEntries(Object.entries(invalid).filter(([k]) => !gone.includes(k))));
+  };
+  useEffect(() => {
+    if (!focusInvalid.current) return;
+    focusInvalid.current = false;
+    section.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
+  }, [invalid]);
   return (
-    <section class="card" aria-labelledby="settings-h">
+    <section class="card" aria-labelledby="settings-h" ref={section}>
       <h2 id="settings-h">Schedule and sending</h2>
       <div class="row">
-        <Field label="Sender pool">
+        <Field label="Sender pool" error={invalid.senderPoolId}>
           <select value={pool} onChange={(e) => setPool(e.currentTarget.value)}>
             <option value="">(none: the campaign cannot send)</option>
             {pools.data?.map((p) => (
@@ -240,38 +305,60 @@ function Settings({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Pr
           <input type="checkbox" checked={trackOpens} onChange={(e) => setTrackOpens(e.currentTarget.checked)} /> Track opens
         </label>
         <label class="checks">
-          <input type="checkbox" checked={useSchedule} onChange={(e) => setUseSchedule(e.currentTarget.checked)} /> Send only inside a window
+          <input
+            type="checkbox"
+            checked={useSchedule}
+            onChange={(e) => {
+              setUseSchedule(e.currentTarget.checked);
+              setInvalid({});
+            }}
+          />{' '}
+          Send only inside a window
         </label>
       </div>
       {useSchedule && (
         <fieldset>
           <legend>Sending window</legend>
           <div class="row">
-            <Field label="Time zone">
-              <input value={sched.timezone} onInput={(e) => setSched({ ...sched, timezone: e.currentTarget.value })} />
+            <Field label="Time zone" hint="an IANA name, e.g. Europe/Berlin" error={invalid['schedule.timezone']}>
+              <input value={sched.timezone} onInput={(e) => edit({ timezone: e.currentTarget.value })} />
             </Field>
-            <Field label="From">
-              <input type="time" value={sched.start} onInput={(e) => setSched({ ...sched, start: e.currentTarget.value })} />
+            <Field label="From" error={invalid['schedule.start']}>
+              <input type="time" value={sched.start} onInput={(e) => edit({ start: e.currentTarget.value })} />
             </Field>
-            <Field label="To">
-              <input type="time" value={sched.end} onInput={(e) => setSched({ ...sched, end: e.currentTarget.value })} />
+            <Field label="To" error={invalid['schedule.end']}>
+              <input type="time" value={sched.end} onInput={(e) => edit({ end: e.currentTarget.value })} />
             </Field>
           </div>
-          <div class="checks" role="group" aria-label="Days">
+          <div class="checks" role="group" aria-label="Days" aria-describedby={invalid['schedule.days'] ? 'days-error' : undefined}>
             {DAYS.map((d) => (
               <label key={d}>
-                <input type="checkbox" checked={sched.days.includes(d)} onChange={(e) => setSched({ ...sched, days: e.currentTarget.checked ? DAYS.filter((x) => x === d || sched.days.includes(x)) : sched.days.filter((x) => x !== d) })} />
+                <input type="checkbox" checked={sched.days.includes(d)} onChange={(e) => edit({ days: e.currentTarget.checked ? DAYS.filter((x) => x === d || sched.days.includes(x)) : sched.days.filter((x) => x !== d) })} />
                 {d}
               </label>
             ))}
           </div>
+          {invalid['schedule.days'] && (
+            <p class="field-error" id="days-error">
+              Days: {invalid['schedule.days']}
+            </p>
+          )}
         </fieldset>
       )}
-      <div class="row">
+      <ActionRow>
         <Action
+          resetOn={JSON.stringify([pool, useSchedule, sched, trackOpens])}
           run={async () => {
             setSaved('');
-            await patch(`/v1/campaigns/${campaign.id}`, { senderPoolId: pool || null, trackOpens, schedule: useSchedule ? sched : null });
+            setInvalid({});
+            try {
+              await patch(`/v1/campaigns/${campaign.id}`, { senderPoolId: pool || null, trackOpens, schedule: useSchedule ? sched : null });
+            } catch (e) {
+              const fields = fieldErrors(e);
+              focusInvalid.current = Object.keys(fields).length > 0;
+              setInvalid(fields);
+              throw e;
+            }
             await onSaved();
             setSaved('Saved.');
           }}
@@ -281,7 +368,7 @@ function Settings({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Pr
         <span role="status" class="muted">
           {saved}
         </span>
-      </div>
+      </ActionRow>
     </section>
   );
 }
@@ -325,7 +412,8 @@ function Leads({ id, version }: { id: string; version: number }) {
       {leads.data && leads.data.total === 0 && <p>No leads{q || status ? ' match' : ' yet: import a CSV file below'}.</p>}
       {leads.data && leads.data.total > 0 && (
         <>
-          <div class="table-wrap">
+          {/* Focusable: on a narrow screen the table scrolls sideways, also by keyboard. */}
+          <div class="table-wrap" tabIndex={0} role="region" aria-label="Leads table">
             <table>
               <thead>
                 <tr>

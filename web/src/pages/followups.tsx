@@ -1,5 +1,5 @@
 // Follow-ups due today (and, on request, upcoming ones): open the thread, mark done or skip.
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { get, post, qs } from '../api.ts';
 import { Link } from '../router.tsx';
 import { Action, Ago, ErrorNote, PageHead, Pill, useLoad } from '../ui.tsx';
@@ -15,9 +15,26 @@ interface Followup {
 export function FollowupsPage() {
   const [upcoming, setUpcoming] = useState(false);
   const list = useLoad(() => get<{ data: Followup[] }>(`/v1/sdr/followups/due${qs({ limit: 200, includeUpcoming: upcoming ? 'true' : undefined })}`), [upcoming], 30_000);
+  const startOfToday = new Date();
+  startOfToday.setHours(0, 0, 0, 0);
   const endOfToday = new Date();
   endOfToday.setHours(23, 59, 59, 999);
+  const when = (dueAt: string) => {
+    const due = new Date(dueAt);
+    if (due < startOfToday) return <Pill state="overdue" label="overdue" />;
+    if (due <= endOfToday) return <Pill state="due_today" label="due today" />;
+    return null;
+  };
   const rows = list.data?.data ?? [];
+  const [result, setResult] = useState('');
+  const resultNote = useRef<HTMLParagraphElement>(null);
+  // Done and Skip take the row (and the button pressed) away: the focus goes to what happened.
+  const settle = async (f: Followup, how: 'complete' | 'skip') => {
+    await post(`/v1/sdr/followups/${f.id}/${how}`);
+    setResult(`The follow-up of thread ${f.threadId} was ${how === 'complete' ? 'marked done' : 'skipped'}.`);
+    await list.reload();
+    resultNote.current?.focus();
+  };
   return (
     <>
       <PageHead title="Follow-ups">
@@ -26,44 +43,49 @@ export function FollowupsPage() {
         </label>
       </PageHead>
       <ErrorNote error={list.error} />
+      <p role="status" class={result ? 'ok' : ''} tabIndex={-1} ref={resultNote}>
+        {result}
+      </p>
       {list.data && rows.length === 0 && <p>Nothing due{upcoming ? ' or upcoming' : ' today'}. Follow-ups appear when a thread waits for the prospect longer than a rule allows.</p>}
       {rows.length > 0 && (
         <section class="card" aria-label="Follow-ups">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">thread</th>
-                <th scope="col">due</th>
-                <th scope="col" class="num">attempt</th>
-                <th scope="col">state</th>
-                <th scope="col">
-                  <span class="sr-only">actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((f) => (
-                <tr key={f.id}>
-                  <td>
-                    <Link href={`/inbox/${f.threadId}`}>Open thread {f.threadId}</Link>
-                  </td>
-                  <td>
-                    <Ago at={f.dueAt} /> {new Date(f.dueAt) <= endOfToday ? <Pill state="pending" label="due today" /> : null}
-                  </td>
-                  <td class="num">{f.attempt}</td>
-                  <td>
-                    <Pill state={f.status} />
-                  </td>
-                  <td class="row">
-                    <Action run={async () => (await post(`/v1/sdr/followups/${f.id}/complete`), await list.reload())}>Done</Action>
-                    <Action class="secondary" run={async () => (await post(`/v1/sdr/followups/${f.id}/skip`), await list.reload())}>
-                      Skip
-                    </Action>
-                  </td>
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">thread</th>
+                  <th scope="col">due</th>
+                  <th scope="col" class="num">attempt</th>
+                  <th scope="col">state</th>
+                  <th scope="col">
+                    <span class="sr-only">actions</span>
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {rows.map((f) => (
+                  <tr key={f.id}>
+                    <td>
+                      <Link href={`/inbox/${f.threadId}`}>Open thread {f.threadId}</Link>
+                    </td>
+                    <td>
+                      <Ago at={f.dueAt} /> {when(f.dueAt)}
+                    </td>
+                    <td class="num">{f.attempt}</td>
+                    <td>
+                      <Pill state={f.status} />
+                    </td>
+                    <td class="row">
+                      <Action run={() => settle(f, 'complete')}>Done</Action>
+                      <Action class="secondary" run={() => settle(f, 'skip')}>
+                        Skip
+                      </Action>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         </section>
       )}
     </>

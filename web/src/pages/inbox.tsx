@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { get, qs } from '../api.ts';
 import { Link, navigate, setQuery, useLocation } from '../router.tsx';
-import { Ago, ErrorNote, Field, PageHead, Pager, Pill, useLoad } from '../ui.tsx';
+import { Ago, ErrorNote, Field, MailPill, PageHead, Pager, Pill, useLoad } from '../ui.tsx';
 import { THREAD_STATUSES, type ProspectThread } from '../types.ts';
 import { ThreadView } from './thread.tsx';
 
@@ -41,9 +41,25 @@ export function InboxPage({ threadId }: { threadId: string | null }) {
     [],
     INBOX_POLL_MS * 3,
   );
+  // The mailbox replies go out through: a warning above the desk when it cannot send.
+  const mail = useLoad(() => get<{ data: { connected: boolean; healthState: string; email: string | null } }>('/v1/sdr/mail/status'), [], INBOX_POLL_MS * 6);
+  const mailState = mail.data?.data.healthState;
   const threads = inbox.data?.data.threads ?? [];
   const keepQuery = location.search;
   const open = (id: string) => navigate(`/inbox/${id}${keepQuery}`);
+  const pane = useRef<HTMLDivElement>(null);
+
+  // The open thread is always in view: at desktop widths both panes scroll on their own and
+  // stay on screen (styles.css .desk), so a newly opened thread starts at its top; on a narrow
+  // screen, where the thread comes after the list, opening one scrolls to it.
+  const listed = threads.length > 0;
+  useEffect(() => {
+    const el = pane.current;
+    if (!threadId || !el) return;
+    el.scrollTop = 0;
+    const top = el.getBoundingClientRect().top;
+    if (top < 0 || top > window.innerHeight / 2) el.scrollIntoView({ block: 'start' });
+  }, [threadId, listed]);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -119,8 +135,19 @@ export function InboxPage({ threadId }: { threadId: string | null }) {
           </button>
         ))}
       </div>
-      <div class="desk">
-        <div>
+      {mailState && mailState !== 'active' && (threads.length > 0 || mailState !== 'disconnected') && (
+        <p class="notice" role="status" data-testid="mail-warning">
+          <MailPill state={mailState} />{' '}
+          {mailState === 'needs_reauth'
+            ? 'Your mailbox refused mailgate\'s login (a changed password?): replies cannot be sent until you reconnect it.'
+            : mailState === 'rate_limited'
+              ? 'Your mail server is limiting mailgate\'s logins: sending may fail for a while.'
+              : 'Your mailbox is not connected: replies go out through your own mailbox, so connect it first.'}{' '}
+          <Link href="/mail">{mailState === 'disconnected' ? 'Connect it on Mail connection' : 'Reconnect on Mail connection'}</Link>
+        </p>
+      )}
+      <div class={`desk${threadId ? ' has-thread' : ''}`}>
+        <div class="desk-list">
           <form
             class="row"
             role="search"
@@ -159,39 +186,69 @@ export function InboxPage({ threadId }: { threadId: string | null }) {
             </button>
           </form>
           <ErrorNote error={inbox.error} />
-          {inbox.data && threads.length === 0 && <p class="empty">{search || status || category ? 'No thread matches.' : 'Your inbox is empty: threads arrive when an admin assigns you a reply.'}</p>}
-          <ul class="threads" aria-label="Threads">
-            {threads.map((t) => (
-              <li key={t.id} data-thread={t.id} aria-current={t.id === threadId ? 'true' : undefined}>
-                <Link href={`/inbox/${t.id}${keepQuery}`}>
-                  <div class="t-top">
-                    <strong>{t.contactName || t.contactEmail}</strong>
-                    <Ago at={t.lastMessageAt} />
-                  </div>
-                  <div class="t-subject">{t.subject}</div>
-                  <div class="row">
-                    <Pill state={t.status} /> <span class="pill tone-neutral">{t.category}</span>
-                    {t.snoozedUntil && (
-                      <span class="muted">
-                        snoozed until <Ago at={t.snoozedUntil} />
-                      </span>
-                    )}
-                  </div>
-                </Link>
-              </li>
-            ))}
-          </ul>
+          {inbox.data && threads.length === 0 && (
+            <div class="empty">
+              {search || status || category || snoozed !== 'false' ? (
+                'No thread matches.'
+              ) : (
+                <>
+                  <p>Your inbox is empty: threads arrive when an admin assigns you a reply.</p>
+                  {mailState && mailState !== 'active' && (
+                    <p>
+                      Meanwhile, connect the mailbox your replies go out through: <Link href="/mail">Mail connection</Link>.
+                    </p>
+                  )}
+                </>
+              )}
+            </div>
+          )}
+          {threads.length > 0 && (
+            <ul class="threads" aria-label="Threads">
+              {threads.map((t) => (
+                <li key={t.id} data-thread={t.id} aria-current={t.id === threadId ? 'true' : undefined}>
+                  <Link href={`/inbox/${t.id}${keepQuery}`}>
+                    <div class="t-top">
+                      <strong>{t.contactName || t.contactEmail}</strong>
+                      <Ago at={t.lastMessageAt} />
+                    </div>
+                    <div class="t-subject">{t.subject}</div>
+                    <div class="row">
+                      <Pill state={t.status} /> <span class="pill tone-neutral">{t.category}</span>
+                      {t.snoozedUntil && (
+                        <span class="muted">
+                          snoozed until <Ago at={t.snoozedUntil} />
+                        </span>
+                      )}
+                    </div>
+                  </Link>
+                </li>
+              ))}
+            </ul>
+          )}
           {inbox.data && inbox.data.data.total > 0 && <Pager label="Threads" total={inbox.data.data.total} limit={PAGE} offset={offset} onChange={(o) => setQuery({ offset: o || null })} />}
         </div>
-        <div>
+        <div class="desk-thread" ref={pane}>
           {threadId ? (
-            <ThreadView
-              id={threadId}
-              onChanged={() => {
-                void inbox.reload();
-                void counts.reload();
-              }}
-            />
+            <>
+              <button
+                type="button"
+                class="link narrow-only"
+                onClick={() => {
+                  const link = document.querySelector<HTMLElement>(`[data-thread="${threadId}"] a`);
+                  if (link) link.focus();
+                  else searchBox.current?.focus();
+                }}
+              >
+                Back to the list
+              </button>
+              <ThreadView
+                id={threadId}
+                onChanged={() => {
+                  void inbox.reload();
+                  void counts.reload();
+                }}
+              />
+            </>
           ) : (
             <p class="empty">Open a thread from the list (or press j).</p>
           )}

@@ -1,7 +1,7 @@
 // The SDR's own mail connection: its health, and the connect / reconnect flow.
 import { get } from '../api.ts';
 import type { Session } from '../api.ts';
-import { Ago, ErrorNote, PageHead, Pill, useLoad } from '../ui.tsx';
+import { Ago, ErrorNote, MailPill, PageHead, useLoad } from '../ui.tsx';
 import { MailConnectForm } from './sdrs.tsx';
 
 interface MailStatus {
@@ -11,6 +11,13 @@ interface MailStatus {
   lastSyncedAt: string | null;
   lastSyncError: string | null;
 }
+
+const STATE_WORDS: Record<string, string> = {
+  active: 'Connected',
+  needs_reauth: 'Needs reconnecting',
+  rate_limited: 'Connected, rate limited',
+  disconnected: 'Not connected',
+};
 
 export function MailPage({ session }: { session: Session }) {
   const status = useLoad(() => get<{ data: MailStatus }>('/v1/sdr/mail/status'), []);
@@ -25,14 +32,15 @@ export function MailPage({ session }: { session: Session }) {
         <section class="card" aria-labelledby="mail-status-h">
           <h2 id="mail-status-h">Status</h2>
           <p data-testid="mail-status">
-            {s.connected ? 'Connected' : 'Not connected'} {s.email && <strong>{s.email}</strong>} <Pill state={s.connected ? s.healthState : 'disconnected'} label={s.connected ? undefined : 'not connected'} />
+            {STATE_WORDS[s.healthState] ?? s.healthState} {s.email && <strong>{s.email}</strong>} <MailPill state={s.healthState} />
           </p>
           <p class="muted">
             Last synced: <Ago at={s.lastSyncedAt} empty="never" />
           </p>
           {s.lastSyncError && <p class="error">Last sync error: {s.lastSyncError}</p>}
-          {s.healthState === 'needs_reauth' && <p class="error">Your mailbox refused mailgate's login (changed password?): reconnect below.</p>}
-          {!s.connected && <p>Replies you send from mailgate go out through your own mailbox: connect it below.</p>}
+          {s.healthState === 'needs_reauth' && <p class="notice">Your mailbox refused mailgate's login (changed password?): replies cannot be sent until you reconnect it below.</p>}
+          {s.healthState === 'rate_limited' && <p class="notice">Your mail server is limiting mailgate's logins: sending may fail for a while. If it lasts, reconnect below.</p>}
+          {s.healthState === 'disconnected' && <p>Replies you send from mailgate go out through your own mailbox: connect it below.</p>}
         </section>
       )}
       {session.sdrId && (

@@ -17,6 +17,7 @@ interface SdrRow {
   email: string;
   active: boolean;
   mailConnected: boolean;
+  healthState?: string;
 }
 
 export function RepliesPage() {
@@ -145,6 +146,7 @@ function Assign({ reply, sdrs, onDone }: { reply: Reply; sdrs: SdrRow[]; onDone:
         const s = (k: string) => String(f.get(k) ?? '').trim();
         setError(undefined);
         setIcp('');
+        setDone('');
         setBusy(true);
         try {
           const r = await post<{ data: { threadId: string } }>(`/v1/replies/${reply.id}/assign`, {
@@ -158,7 +160,11 @@ function Assign({ reply, sdrs, onDone }: { reply: Reply; sdrs: SdrRow[]; onDone:
         } catch (err) {
           if (err instanceof ApiError && err.code === 'icp_failed')
             setIcp(`The ICP gate said no: ${err.message} (answered: seniority ${s('seniority')}, ${s('employeeCount')} employees). Change the answers, or skip the ICP check if this lead should go through anyway.`);
-          else setError(err);
+          else if (err instanceof ApiError && err.code === 'already_forwarded') {
+            const at = /\(([^)]+)\)/.exec(err.message)?.[1];
+            const when = at && !Number.isNaN(Date.parse(at)) ? ` on ${new Date(at).toLocaleString('en')}` : '';
+            setError(new Error(`This reply was already forwarded${when}, so nothing was sent. To send it again (to this or another SDR), tick "Forward again if already forwarded" and assign again.`));
+          } else setError(err);
         } finally {
           setBusy(false);
         }
@@ -170,7 +176,7 @@ function Assign({ reply, sdrs, onDone }: { reply: Reply; sdrs: SdrRow[]; onDone:
             {sdrs.map((s) => (
               <option key={s.id} value={s.id}>
                 {s.name}
-                {s.mailConnected ? '' : ' (mail not connected)'}
+                {s.mailConnected ? '' : ` (mail ${!s.healthState || s.healthState === 'disconnected' ? 'not connected' : s.healthState.replace(/_/g, ' ')})`}
               </option>
             ))}
           </select>

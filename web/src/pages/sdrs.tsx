@@ -2,7 +2,7 @@
 // connection flow (server settings tested live; reconnect for needs_reauth).
 import { useState } from 'preact/hooks';
 import { get, patch, post } from '../api.ts';
-import { Action, ErrorNote, Field, PageHead, Pill, useLoad } from '../ui.tsx';
+import { Action, ErrorNote, Field, MailPill, PageHead, Pill, useLoad } from '../ui.tsx';
 import { describeProbeError, readServer, ServerFields } from './senders.tsx';
 import type { Page } from '../types.ts';
 
@@ -66,14 +66,14 @@ export function SdrsPage() {
             <span class="muted">{s.email}</span>
             <Pill state={s.active ? 'active' : 'inactive'} />
             <span>
-              mail: {s.mailConnected ? <Pill state={s.healthState} /> : <Pill state="disconnected" label="not connected" />} {s.mailEmail && <span class="muted">{s.mailEmail}</span>}
+              mail: <MailPill state={s.healthState} /> {s.mailEmail && <span class="muted">{s.mailEmail}</span>}
             </span>
             <span class="page-actions">
               <button type="button" class="secondary" aria-expanded={editing === s.id} onClick={() => setEditing(editing === s.id ? null : s.id)}>
                 Edit profile
               </button>
               <button type="button" class={s.healthState === 'needs_reauth' ? '' : 'secondary'} aria-expanded={connecting === s.id} onClick={() => setConnecting(connecting === s.id ? null : s.id)}>
-                {s.mailConnected ? 'Reconnect mail' : 'Connect mail'}
+                {s.healthState === 'disconnected' ? 'Connect mail' : 'Reconnect mail'}
               </button>
               <Action class="secondary" run={async () => (await patch(`/v1/sdr-profiles/${s.id}`, { active: !s.active }), await list.reload())}>
                 {s.active ? 'Deactivate' : 'Activate'}
@@ -81,7 +81,7 @@ export function SdrsPage() {
             </span>
           </div>
           {s.lastSyncError && <p class="error">Last mail sync failed: {s.lastSyncError}</p>}
-          {s.healthState === 'needs_reauth' && <p class="error">The mailbox refused mailgate's login: reconnect it with a current password.</p>}
+          {s.healthState === 'needs_reauth' && <p class="notice">The mailbox refused mailgate's login: the SDR cannot send replies until it is reconnected with a current password (Reconnect mail).</p>}
           <dl class="row muted">
             <dt>tone</dt>
             <dd>{s.tone ?? '—'}</dd>

@@ -44,7 +44,7 @@ export function ServerFields({ prefix, label, defaults }: { prefix: string; labe
       <legend>{label}</legend>
       <div class="row">
         <Field label={`${label} host`}>
-          <input name={`${prefix}.host`} required placeholder="smtp.example.com" />
+          <input name={`${prefix}.host`} required placeholder={`${prefix}.example.com`} />
         </Field>
         <Field label={`${label} port`}>
           <input name={`${prefix}.port`} type="number" min={1} max={65535} required defaultValue={String(defaults.port)} />

@@ -1,6 +1,6 @@
 // The suppression list: search, add (pasted or from a CSV file), remove (dashboard only).
-import { useState } from 'preact/hooks';
-import { ApiError, del, get, post, qs } from '../api.ts';
+import { useRef, useState } from 'preact/hooks';
+import { ApiError, del, get, post, problemWords, qs } from '../api.ts';
 import { parseCsv } from '../csv.ts';
 import { setQuery, useLocation } from '../router.tsx';
 import { Action, Ago, ErrorNote, Field, PageHead, Pager, Pill, useLoad } from '../ui.tsx';
@@ -34,6 +34,7 @@ export function SuppressionPage() {
   const [result, setResult] = useState('');
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
+  const resultNote = useRef<HTMLParagraphElement>(null);
 
   const add = async (emails: string[]) => {
     setResult('');
@@ -48,7 +49,11 @@ export function SuppressionPage() {
       await list.reload();
     } catch (e) {
       if (added) setResult(`${added} addresses were added before the failure.`);
-      setError(e instanceof ApiError && e.status === 422 ? new ApiError(422, e.code, `${e.message} Nothing from that batch was added: fix the addresses and add again.`, e.body) : e);
+      // Each refused address by itself (not "row 2"), then what to do.
+      if (e instanceof ApiError && e.status === 422 && e.errors.length) {
+        const bad = e.errors.map(problemWords);
+        setError(new Error(`${bad.slice(0, 10).join('; ')}${bad.length > 10 ? `; and ${bad.length - 10} more` : ''}. Nothing ${added ? 'from that batch ' : ''}was added: fix ${bad.length === 1 ? 'the address' : 'the addresses'} and add again.`));
+      } else setError(e);
     } finally {
       setBusy(false);
     }
@@ -73,7 +78,7 @@ export function SuppressionPage() {
             <input type="file" accept=".csv,text/csv,text/plain" disabled={busy} onChange={async (e) => e.currentTarget.files?.[0] && add(extractEmails(await e.currentTarget.files[0].text()))} />
           </Field>
         </div>
-        <p role="status" class={result ? 'ok' : ''}>
+        <p role="status" class={result ? 'ok' : ''} tabIndex={-1} ref={resultNote}>
           {result}
         </p>
         <ErrorNote error={error} />
@@ -144,6 +149,8 @@ export function SuppressionPage() {
                             await del(`/dashboard/api/suppression-list/${encodeURIComponent(s.email)}`);
                             setResult(`${s.email} was removed from the suppression list.`);
                             await list.reload();
+                            // Its row (and the button pressed) is gone: focus the result instead of <body>.
+                            resultNote.current?.focus();
                           }}
                         >
                           Remove

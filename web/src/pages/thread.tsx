@@ -1,10 +1,11 @@
 // One prospect thread: messages in order (the newest open, older folded; prospect mail as text,
 // never as live HTML), the handoff snapshot, status changes limited to the state machine's
 // allowed transitions, snooze, AI drafts and a manual reply.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, call, del, get, patch, post } from '../api.ts';
 import { allowedTransitions } from '../../../src/modules/sdrs/threads-state.ts';
-import { Action, Ago, ErrorNote, Field, Pill, useLoad } from '../ui.tsx';
+import { Link } from '../router.tsx';
+import { Action, ActionRow, Ago, ErrorNote, Field, Pill, useLoad, useUnsentText } from '../ui.tsx';
 import { INBOX_POLL_MS } from './inbox.tsx';
 import type { Draft, DraftInsight, Guardrails, ThreadDetail, ThreadMessage } from '../types.ts';
 
@@ -26,7 +27,9 @@ export function ThreadView({ id, onChanged }: { id: string; onChanged: () => voi
   const snap = t.handoff?.snapshot as Snapshot | undefined;
   return (
     <article class="card" aria-labelledby="thread-h" data-thread-view={t.id}>
-      <h2 id="thread-h">{t.subject}</h2>
+      <h2 id="thread-h" tabIndex={-1}>
+        {t.subject}
+      </h2>
       <p>
         {t.contactName} &lt;{t.contactEmail}&gt; · <Pill state={t.status} /> · category {t.category} · priority {t.priorityScore.toFixed(0)}
         {t.snoozedUntil && (
@@ -58,8 +61,8 @@ export function ThreadView({ id, onChanged }: { id: string; onChanged: () => voi
       {t.messages.map((m, i) => (
         <Message key={m.id} m={m} open={i === t.messages.length - 1} />
       ))}
-      <Drafts thread={t} onChanged={changed} />
-      <ManualReply threadId={t.id} onSent={changed} />
+      <Drafts key={`drafts-${t.id}`} thread={t} onChanged={changed} />
+      <ManualReply key={`reply-${t.id}`} threadId={t.id} onSent={changed} />
     </article>
   );
 }
@@ -90,30 +93,69 @@ function Message({ m, open }: { m: ThreadMessage; open: boolean }) {
   );
 }
 
+/**
+ * A send refused because the SDR's own mailbox cannot send (409 mail_not_connected): what is
+ * wrong with it, and the way to fix it, instead of the server's "not usable (needs_reauth)".
+ */
+export function SendError({ error }: { error: unknown }) {
+  if (error instanceof ApiError && error.code === 'mail_not_connected') {
+    const state = /\(([a-z_ ]+)\)\s*$/.exec(error.message)?.[1] ?? '';
+    const what =
+      state === 'needs_reauth'
+        ? 'your mailbox refused mailgate\'s login (a changed password?)'
+        : state === 'rate_limited'
+          ? 'your mail server is limiting mailgate\'s logins for now'
+          : 'your mailbox is not connected';
+    return (
+      <p class="error" role="alert" data-testid="send-error">
+        Not sent: {what}. Replies go out through your own mailbox: <Link href="/mail">{state === 'needs_reauth' || state === 'rate_limited' ? 'reconnect it on Mail connection' : 'connect it on Mail connection'}</Link>, then send again. Your text is kept.
+      </p>
+    );
+  }
+  return <ErrorNote error={error} />;
+}
+
 function StatusBar({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => Promise<void> }) {
   const [error, setError] = useState<unknown>(undefined);
+  const bar = useRef<HTMLDivElement>(null);
+  // The button pressed goes away (another status offers other moves; Snooze becomes Unsnooze):
+  // focus moves to the first button of the same group, else the thread's heading, not to <body>.
+  const refocus = useRef<string | null>(null);
+  useEffect(() => {
+    const group = refocus.current;
+    refocus.current = null;
+    if (!group || (document.activeElement && document.activeElement !== document.body)) return;
+    const next = bar.current?.querySelector<HTMLElement>(`[data-group="${group}"] button`) ?? document.getElementById('thread-h');
+    next?.focus();
+  }, [thread.status, thread.snoozedUntil]);
   const move = async (to: string) => {
     setError(undefined);
     try {
+      refocus.current = 'move';
       await patch(`/v1/sdr/threads/${thread.id}`, { status: to });
       await onChanged();
     } catch (e) {
+      refocus.current = null;
       if (e instanceof ApiError && e.code === 'invalid_transition') setError(new Error(`${e.message} Allowed now: ${(e.body?.allowedTransitions ?? []).join(', ') || 'none'}.`));
       else setError(e);
     }
   };
-  const snooze = async (hours: number) => {
+  const snooze = async (until: string | null) => {
     setError(undefined);
     try {
-      await post(`/v1/sdr/threads/${thread.id}/snooze`, { until: new Date(Date.now() + hours * 3_600_000).toISOString() });
+      refocus.current = 'snooze';
+      if (until) await post(`/v1/sdr/threads/${thread.id}/snooze`, { until });
+      else await post(`/v1/sdr/threads/${thread.id}/unsnooze`);
       await onChanged();
     } catch (e) {
+      refocus.current = null;
       setError(e);
     }
   };
+  const inHours = (hours: number) => new Date(Date.now() + hours * 3_600_000).toISOString();
   return (
-    <div class="stack">
-      <div class="row" role="group" aria-label="Move the thread to">
+    <div class="stack" ref={bar}>
+      <div class="row" role="group" aria-label="Move the thread to" data-group="move">
         <span class="muted">Move to:</span>
         {allowedTransitions(thread.status).map((s) => (
           <button type="button" class="secondary" key={s} data-transition={s} onClick={() => move(s)}>
@@ -121,32 +163,21 @@ function StatusBar({ thread, onChanged }: { thread: ThreadDetail; onChanged: () 
           </button>
         ))}
       </div>
-      <div class="row" role="group" aria-label="Snooze">
+      <div class="row" role="group" aria-label="Snooze" data-group="snooze">
         {thread.snoozedUntil ? (
-          <button
-            type="button"
-            class="secondary"
-            onClick={async () => {
-              try {
-                await post(`/v1/sdr/threads/${thread.id}/unsnooze`);
-                await onChanged();
-              } catch (e) {
-                setError(e);
-              }
-            }}
-          >
+          <button type="button" class="secondary" onClick={() => snooze(null)}>
             Unsnooze
           </button>
         ) : (
           <>
             <span class="muted">Snooze:</span>
-            <button type="button" class="secondary" onClick={() => snooze(4)}>
+            <button type="button" class="secondary" onClick={() => snooze(inHours(4))}>
               4 hours
             </button>
-            <button type="button" class="secondary" onClick={() => snooze(24)}>
+            <button type="button" class="secondary" onClick={() => snooze(inHours(24))}>
               1 day
             </button>
-            <button type="button" class="secondary" onClick={() => snooze(24 * 7)}>
+            <button type="button" class="secondary" onClick={() => snooze(inHours(24 * 7))}>
               1 week
             </button>
           </>
@@ -176,6 +207,8 @@ function Drafts({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => 
   const [variants, setVariants] = useState(1);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
+  // A sent draft leaves the list: what its send said is shown here, where it stays in view.
+  const [sent, setSent] = useState<{ text: string; guardrails: Guardrails | null } | null>(null);
   const live = thread.drafts.filter((d) => d.state === 'generated' || d.state === 'edited');
   // Insights of drafts generated before this view was opened.
   useLoad(
@@ -209,6 +242,7 @@ function Drafts({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => 
           onClick={async () => {
             setBusy(true);
             setError(undefined);
+            setSent(null);
             try {
               const r = await post<{ data: { drafts: Draft[]; insights: DraftInsight[]; appliedRules: { name: string; effect: string }[] } }>('/v1/sdr/drafts/generate', {
                 threadId: thread.id,
@@ -234,23 +268,74 @@ function Drafts({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => 
           Rules applied: {rules.map((r) => `${r.name} (${r.effect})`).join('; ')}
         </p>
       )}
-      {live.map((d) => (
-        <DraftCard key={d.id} draft={d} insight={insights[d.id]} onInsight={(i) => setInsights((cur) => ({ ...cur, [i.draftId]: i }))} onChanged={onChanged} />
+      {sent && (
+        <div class="ok" role="status" data-testid="draft-sent">
+          {sent.text}
+          {sent.guardrails && sent.guardrails.issues.length > 0 && (
+            <>
+              {' '}
+              <GuardrailIssues g={sent.guardrails} />
+            </>
+          )}
+        </div>
+      )}
+      {live.map((d, i) => (
+        <DraftCard
+          key={d.id}
+          draft={d}
+          variant={i + 1}
+          insight={insights[d.id]}
+          onInsight={(x) => setInsights((cur) => ({ ...cur, [x.draftId]: x }))}
+          onSent={(text, guardrails) => setSent({ text, guardrails })}
+          onChanged={onChanged}
+        />
       ))}
     </section>
   );
 }
 
-function DraftCard({ draft, insight, onInsight, onChanged }: { draft: Draft; insight?: DraftInsight; onInsight: (i: DraftInsight) => void; onChanged: () => Promise<void> }) {
-  const [text, setText] = useState(draft.bodyText);
-  const [again, setAgain] = useState('');
-  const [guardrails, setGuardrails] = useState<Guardrails | null>(null);
-  const [sent, setSent] = useState('');
-  const dirty = text !== draft.bodyText;
+function GuardrailIssues({ g }: { g: Guardrails }) {
   return (
-    <div class="draft" data-draft={draft.id} aria-label={`Draft ${insight?.approach ?? ''}`}>
+    <>
+      {g.blocked ? 'Not sent: the pre-send checks blocked this draft. Fix what they found and send again.' : g.issues.length ? 'Sent, with warnings:' : ''}
+      <ul>
+        {g.issues.map((i, k) => (
+          <li key={k}>
+            <strong>{i.severity === 'block' ? 'blocks' : 'warning'}</strong>: {i.message}
+          </li>
+        ))}
+      </ul>
+      <Scores s={g.scores} />
+    </>
+  );
+}
+
+function DraftCard({
+  draft,
+  variant,
+  insight,
+  onInsight,
+  onSent,
+  onChanged,
+}: {
+  draft: Draft;
+  variant: number;
+  insight?: DraftInsight;
+  onInsight: (i: DraftInsight) => void;
+  onSent: (text: string, guardrails: Guardrails) => void;
+  onChanged: () => Promise<void>;
+}) {
+  const [text, setText, forget] = useUnsentText(`draft.${draft.id}`, draft.bodyText);
+  const [again, setAgain] = useState('');
+  const [blocked, setBlocked] = useState<Guardrails | null>(null);
+  const [sendError, setSendError] = useState<unknown>(undefined);
+  const dirty = text !== draft.bodyText;
+  // "Variant 2 · offline template": several drafts of one approach stay apart.
+  const title = `Variant ${variant}${insight ? ` · ${insight.approach.replace(/_/g, ' ')}` : ''}`;
+  return (
+    <div class="draft" data-draft={draft.id} role="group" aria-label={title}>
       <div class="row">
-        <strong>{insight ? insight.approach.replace(/_/g, ' ') : 'Draft'}</strong>
+        <h4 class="draft-title">{title}</h4>
         <Pill state={draft.state} />
         {insight && <span class="muted">confidence {insight.confidence.toFixed(2)}</span>}
       </div>
@@ -260,61 +345,50 @@ function DraftCard({ draft, insight, onInsight, onChanged }: { draft: Draft; ins
       <Field label="Draft text">
         <textarea rows={8} value={text} onInput={(e) => setText(e.currentTarget.value)} />
       </Field>
-      <div class="row">
+      <ActionRow>
         <Action
           label="Send this draft"
+          name="Send"
           run={async () => {
-            setGuardrails(null);
+            setBlocked(null);
+            setSendError(undefined);
             try {
               const r = await post<{ data: { messageId: string; guardrails: Guardrails } }>(`/v1/sdr/drafts/${draft.id}/send`, dirty ? { finalBodyText: text } : {});
-              setGuardrails(r.data.guardrails);
-              setSent('Sent from your mailbox.');
+              forget();
+              onSent('Sent from your mailbox.', r.data.guardrails);
               await onChanged();
             } catch (e) {
-              if (e instanceof ApiError && e.code === 'guardrails_blocked' && e.body?.guardrails) {
-                setGuardrails(e.body.guardrails);
-                return;
-              }
+              if (e instanceof ApiError && e.code === 'guardrails_blocked' && e.body?.guardrails) return setBlocked(e.body.guardrails);
+              if (e instanceof ApiError && e.code === 'mail_not_connected') return setSendError(e);
               throw e;
             }
           }}
         >
           Send
         </Action>
-        <Action class="secondary" disabled={!dirty} run={async () => (await patch(`/v1/sdr/drafts/${draft.id}`, { bodyText: text }), await onChanged())}>
+        <Action class="secondary" disabled={!dirty} run={async () => (await patch(`/v1/sdr/drafts/${draft.id}`, { bodyText: text }), forget(), await onChanged())}>
           Save edit
         </Action>
-        <input aria-label="Instructions for the new version" value={again} placeholder="what to change" onInput={(e) => setAgain(e.currentTarget.value)} />
+        <input aria-label={`Instructions for the new version of variant ${variant}`} value={again} placeholder="what to change" onInput={(e) => setAgain(e.currentTarget.value)} />
         <Action
           class="secondary"
           run={async () => {
             const r = await post<{ data: { draft: Draft; insight: DraftInsight } }>(`/v1/sdr/drafts/${draft.id}/regenerate`, again.trim() ? { instructions: again.trim() } : {});
+            forget();
             onInsight(r.data.insight);
             await onChanged();
           }}
         >
           Regenerate
         </Action>
-        <Action class="secondary" run={async () => (await del(`/v1/sdr/drafts/${draft.id}`), await onChanged())}>
+        <Action class="secondary" run={async () => (await del(`/v1/sdr/drafts/${draft.id}`), forget(), await onChanged())}>
           Discard
         </Action>
-      </div>
-      {sent && (
-        <p class="ok" role="status">
-          {sent}
-        </p>
-      )}
-      {guardrails && (
-        <div class={guardrails.blocked ? 'error' : 'muted'} role={guardrails.blocked ? 'alert' : 'status'} data-testid="guardrails">
-          {guardrails.blocked ? 'Not sent: the pre-send checks blocked this draft. Fix what they found and send again.' : guardrails.issues.length ? 'Sent, with warnings:' : ''}
-          <ul>
-            {guardrails.issues.map((i, k) => (
-              <li key={k}>
-                <strong>{i.severity === 'block' ? 'blocks' : 'warning'}</strong>: {i.message}
-              </li>
-            ))}
-          </ul>
-          <Scores s={guardrails.scores} />
+      </ActionRow>
+      {sendError !== undefined && <SendError error={sendError} />}
+      {blocked && (
+        <div class="error" role="alert" data-testid="guardrails">
+          <GuardrailIssues g={blocked} />
         </div>
       )}
     </div>
@@ -327,7 +401,7 @@ function newKey(): string {
 }
 
 function ManualReply({ threadId, onSent }: { threadId: string; onSent: () => Promise<void> }) {
-  const [text, setText] = useState('');
+  const [text, setText, forget] = useUnsentText(`reply.${threadId}`, '');
   const [key, setKey] = useState(newKey);
   const [done, setDone] = useState('');
   const [error, setError] = useState<unknown>(undefined);
@@ -337,13 +411,16 @@ function ManualReply({ threadId, onSent }: { threadId: string; onSent: () => Pro
       aria-labelledby="manual-h"
       onSubmit={async (e) => {
         e.preventDefault();
+        if (busy) return;
         setError(undefined);
         setDone('');
+        if (!text.trim()) return setError(new Error('Write the reply first.'));
         setBusy(true);
         try {
           // The same Idempotency-Key for a retried click: a repeat sends nothing twice.
           await call('POST', `/v1/sdr/threads/${threadId}/send-manual`, { bodyText: text }, { 'idempotency-key': key });
           setText('');
+          forget();
           setKey(newKey());
           setDone('Reply sent from your mailbox.');
           await onSent();
@@ -359,7 +436,7 @@ function ManualReply({ threadId, onSent }: { threadId: string; onSent: () => Pro
         <span class="field-label">Your reply</span>
         <textarea id="manual-reply" rows={5} required value={text} onInput={(e) => setText(e.currentTarget.value)} />
       </label>
-      <button type="submit" disabled={busy || !text.trim()}>
+      <button type="submit" aria-disabled={busy || undefined}>
         Send reply
       </button>
       {done && (
@@ -367,7 +444,7 @@ function ManualReply({ threadId, onSent }: { threadId: string; onSent: () => Pro
           {done}
         </p>
       )}
-      <ErrorNote error={error} />
+      <SendError error={error} />
     </form>
   );
 }
