@@ -477,6 +477,23 @@ describe('dashboard in Chromium: the admin', function () {
     }
   });
 
+  it('an address whose id decodes to another path is no page (a crafted link cannot aim the page\'s buttons elsewhere)', async () => {
+    const p = u.page;
+    const asked: string[] = [];
+    const note = (r: { url(): string }) => asked.push(new URL(r.url()).pathname);
+    p.on('request', note);
+    try {
+      await p.goto('/webhooks/..%2F..%2Fdashboard%2Fapi%2Fsession');
+      await p.getByRole('heading', { name: 'Not found', level: 1 }).waitFor();
+      await p.goto('/campaigns/x%3Fy');
+      await p.getByRole('heading', { name: 'Not found', level: 1 }).waitFor();
+      assert.deepEqual(asked.filter((a) => a.startsWith('/v1/webhooks/') || a.startsWith('/v1/campaigns/')), []);
+    } finally {
+      p.off('request', note);
+    }
+    await u.nav('Overview');
+  });
+
   it('follows the dark colour scheme and still passes axe', async () => {
     const dark = await world.context({ colorScheme: 'dark' });
     try {

@@ -124,6 +124,8 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await form.getByRole('button', { name: 'Assign and forward' }).click();
     await form.getByRole('status').filter({ hasText: /Forwarded to Sam Rep/ }).waitFor();
     await waitFor('the forward at the SDR', async () => world.sink.received.some((r) => r.to.includes(SDR_MAIL)));
+    // The row says who has the reply now (GET /v1/replies' assignedTo), before anyone assigns it twice.
+    await row.getByText('With Sam Rep').waitFor();
     // Assigning it again: refused in plain words, and the earlier success is no longer shown.
     await form.getByRole('button', { name: 'Assign and forward' }).click();
     const again = form.getByRole('alert').filter({ hasText: 'This reply was already forwarded' });
@@ -466,10 +468,13 @@ describe('dashboard in Chromium: the SDR desk', function () {
     assert.equal(words.filter((w) => /overdue/.test(w)).length, 1, words.join(' | '));
     assert.equal(words.filter((w) => /due today/.test(w)).length, 1, words.join(' | '));
     await b.check('follow-ups, overdue and due today');
+    // Each says who and what it is about (its thread's contact and subject), not a thread id.
+    const overdue = rows.filter({ hasText: 'overdue' });
+    await overdue.getByRole('link', { name: 'Prospect 01: Re: question 1' }).waitFor();
     // Done takes the row away: the focus goes to what happened, not to <body>.
-    await rows.filter({ hasText: 'overdue' }).getByRole('button', { name: 'Done' }).click();
+    await overdue.getByRole('button', { name: 'Done' }).click();
     await waitFor('one follow-up left', async () => (await rows.count()) === 1);
-    await waitFor('the focus on the result', async () => /^The follow-up of thread \S+ was marked done\.$/.test((await focused(p)).text));
+    await waitFor('the focus on the result', async () => (await focused(p)).text === 'The follow-up with Prospect 01: Re: question 1 was marked done.');
   });
 
   it('fits a 390 px phone: opening a thread shows it; no sideways scrolling', async () => {

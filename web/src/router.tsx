@@ -66,15 +66,28 @@ export function useLocation(): { path: string; query: URLSearchParams } {
   return { path: location.pathname, query: new URLSearchParams(location.search) };
 }
 
-/** Matches `/campaigns/:id` style patterns; returns the named parts or null. */
+/**
+ * Matches `/campaigns/:id` style patterns; returns the named parts or null. A named part is an
+ * id, which the pages put into API paths (`/v1/webhooks/${id}`): one that decodes to a path of
+ * its own (`..%2F..%2Fdashboard%2Fapi%2Fsession`), a query or a fragment matches nothing, or a
+ * crafted link would turn a page's buttons into requests, with the CSRF token, to other paths.
+ */
 export function match(pattern: string, path: string): Record<string, string> | null {
   const p = pattern.split('/').filter(Boolean);
   const a = path.split('/').filter(Boolean);
   if (p.length !== a.length) return null;
   const out: Record<string, string> = {};
   for (let i = 0; i < p.length; i++) {
-    if (p[i].startsWith(':')) out[p[i].slice(1)] = decodeURIComponent(a[i]);
-    else if (p[i] !== a[i]) return null;
+    if (p[i].startsWith(':')) {
+      let part: string;
+      try {
+        part = decodeURIComponent(a[i]);
+      } catch {
+        return null;
+      }
+      if (!/^[A-Za-z0-9_-]+$/.test(part)) return null;
+      out[p[i].slice(1)] = part;
+    } else if (p[i] !== a[i]) return null;
   }
   return out;
 }

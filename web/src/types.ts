@@ -117,6 +117,9 @@ export interface Reply {
   classification: string;
   receivedAt: string;
   threadSnippet: string;
+  /** Its last forward to an SDR, and the SDRs it went to (GET /v1/replies' extension). */
+  forwardedAt: string | null;
+  assignedTo: Array<{ sdrId: string; name: string }>;
 }
 
 export interface Webhook {

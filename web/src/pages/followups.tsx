@@ -10,6 +10,13 @@ interface Followup {
   status: string;
   dueAt: string;
   attempt: number;
+  thread: { contactEmail: string; contactName: string; subject: string };
+}
+
+/** Who and what a follow-up is about: the contact's name (else address) and the subject. */
+function about(f: Followup): string {
+  const who = f.thread.contactName || f.thread.contactEmail;
+  return f.thread.subject ? `${who}: ${f.thread.subject}` : who;
 }
 
 export function FollowupsPage() {
@@ -31,7 +38,7 @@ export function FollowupsPage() {
   // Done and Skip take the row (and the button pressed) away: the focus goes to what happened.
   const settle = async (f: Followup, how: 'complete' | 'skip') => {
     await post(`/v1/sdr/followups/${f.id}/${how}`);
-    setResult(`The follow-up of thread ${f.threadId} was ${how === 'complete' ? 'marked done' : 'skipped'}.`);
+    setResult(`The follow-up with ${about(f)} was ${how === 'complete' ? 'marked done' : 'skipped'}.`);
     await list.reload();
     resultNote.current?.focus();
   };
@@ -66,7 +73,7 @@ export function FollowupsPage() {
                 {rows.map((f) => (
                   <tr key={f.id}>
                     <td>
-                      <Link href={`/inbox/${f.threadId}`}>Open thread {f.threadId}</Link>
+                      <Link href={`/inbox/${f.threadId}`}>{about(f)}</Link>
                     </td>
                     <td>
                       <Ago at={f.dueAt} /> {when(f.dueAt)}

@@ -99,6 +99,7 @@ export function RepliesPage() {
                         <Ago at={r.receivedAt} />
                       </td>
                       <td>
+                        {r.assignedTo.length > 0 && <p class="muted">With {r.assignedTo.map((a) => a.name).join(', ')}</p>}
                         {(r.classification === 'interested' || r.classification === 'out_of_office' || r.classification === 'not_interested') && (
                           <button type="button" class="secondary" aria-expanded={open === r.id} onClick={() => setOpen(open === r.id ? null : r.id)}>
                             Assign…
@@ -109,7 +110,7 @@ export function RepliesPage() {
                     {open === r.id && (
                       <tr>
                         <td colSpan={6}>
-                          <Assign reply={r} sdrs={sdrs.data?.data ?? []} onDone={() => setOpen(null)} />
+                          <Assign reply={r} sdrs={sdrs.data?.data ?? []} onDone={() => setOpen(null)} onAssigned={() => void replies.reload()} />
                         </td>
                       </tr>
                     )}
@@ -125,7 +126,7 @@ export function RepliesPage() {
   );
 }
 
-function Assign({ reply, sdrs, onDone }: { reply: Reply; sdrs: SdrRow[]; onDone: () => void }) {
+function Assign({ reply, sdrs, onDone, onAssigned }: { reply: Reply; sdrs: SdrRow[]; onDone: () => void; onAssigned: () => void }) {
   const [error, setError] = useState<unknown>(undefined);
   const [icp, setIcp] = useState('');
   const [done, setDone] = useState('');
@@ -157,6 +158,8 @@ function Assign({ reply, sdrs, onDone }: { reply: Reply; sdrs: SdrRow[]; onDone:
             ...(f.get('forceForward') === 'on' ? { forceForward: true } : {}),
           });
           setDone(`Forwarded to ${sdrs.find((x) => x.id === s('sdrId'))?.name}: the thread ${r.data.threadId} is in their inbox.`);
+          // The row says who has the reply now.
+          onAssigned();
         } catch (err) {
           if (err instanceof ApiError && err.code === 'icp_failed')
             setIcp(`The ICP gate said no: ${err.message} (answered: seniority ${s('seniority')}, ${s('employeeCount')} employees). Change the answers, or skip the ICP check if this lead should go through anyway.`);
