@@ -457,9 +457,12 @@ describe('dashboard in Chromium: the admin', function () {
     try {
       const o = await world.page(other);
       await o.signIn(created.key);
-      // A page that does not poll, so the next request is the search below.
+      // A page that does not poll, so the next request is the search below. Its list loaded
+      // first: a list arriving during the search re-renders the form under it (a run on a loaded
+      // machine timed out on a detached search field).
       await o.nav('Suppression');
       await o.page.getByRole('heading', { name: 'Suppression list', level: 1 }).waitFor();
+      await o.page.waitForLoadState('networkidle');
       await world.app.services().workspaces.revokeKey(created.id);
       await o.page.getByLabel('Search addresses').fill('keep');
       await o.page.getByRole('button', { name: 'Search', exact: true }).click();
