@@ -103,13 +103,13 @@ export async function pendingTasks(em: EntityManager, scope: ThreadScope, limit:
   const params: unknown[] = [scope.workspaceId, scope.sdrId];
   let due = '';
   if (dueBy) {
-    due = 'and due_at <= ?';
+    due = 'and f.due_at <= ?';
     params.push(dueBy);
   }
   return sql<TaskRow>(
     em,
     `select ${TASK_COLUMNS} from followup_tasks f join prospect_threads t on t.id = f.thread_id
-      where f.workspace_id = ? and f.sdr_id = ? and f.status = 'pending' ${due.replace('due_at', 'f.due_at')} order by f.due_at asc, f.id asc limit ?`,
+      where f.workspace_id = ? and f.sdr_id = ? and f.status = 'pending' ${due} order by f.due_at asc, f.id asc limit ?`,
     [...params, limit],
   );
 }
