@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { recordOutcomes } from '../../src/modules/webhooks/repository.ts';
+import { claimDue, fanOut, recordOutcomes, viaOrm } from '../../src/modules/webhooks/repository.ts';
 import { verifySignature } from './helpers.ts';
 import type { WebhookWorld } from './helpers.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
@@ -252,6 +252,38 @@ describe('webhook delivery: attempts, retries, timeouts, the delivery log', func
     assert.equal(foreignRes.body.error.code, 'webhook_not_found');
     const body = await w.app.request('POST', `/v1/webhooks/${hook.id}/deliveries/${d.id}/retry`, { key, body: { now: true } });
     assert.equal(body.status, 400);
+  });
+
+  it('manual retry of a delivery whose attempt is in flight: that attempt is logged, and the delivery stays due for the retry whatever the attempt made of it', async () => {
+    // A delivery on its automatic schedule, claimed by a worker whose attempt has not answered.
+    const { key, hook } = await oneHookOneEvent();
+    const db2 = viaOrm(w.app.deps.orm.em.fork());
+    const t0 = w.clock.now();
+    await fanOut(db2, t0, 10);
+    const [claim] = await claimDue(db2, t0, new Date(t0.getTime() + 60_000), 10);
+    assert.ok(claim);
+    const res = await w.app.request('POST', `/v1/webhooks/${hook.id}/deliveries/${claim.id}/retry`, { key });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.state, 'pending');
+    assert.equal(res.body.nextAttemptAt, t0.toISOString());
+    // The attempt in flight then fails for good (as the last of its schedule would): it is
+    // logged, but the retry asked for after it keeps the delivery due.
+    const at = new Date(t0.getTime() + 50);
+    const [moved] = await recordOutcomes(db2, [
+      { deliveryId: claim.id, leaseUntil: claim.leaseUntil, attemptCount: claim.attemptCount, attempt: { at, statusCode: 500, error: 'receiver answered 500', durationMs: 5 }, state: 'failed', nextAttemptAt: null },
+    ], at);
+    assert.equal(moved, false);
+    let d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'pending');
+    assert.equal(d.nextAttemptAt, t0.toISOString());
+    assert.deepEqual(d.attempts.map((a: { statusCode: number }) => a.statusCode), [500]);
+    // The retry itself goes out at the next round.
+    w.clock.advance(100);
+    await dispatcher.runRound();
+    assert.equal(w.receiver.received.length, 1);
+    d = await attemptsOf(key, hook.id);
+    assert.equal(d.state, 'delivered');
+    assert.deepEqual(d.attempts.map((a: { statusCode: number }) => a.statusCode), [500, 200]);
   });
 
   it('the delivery log pages newest first and filters by state', async () => {

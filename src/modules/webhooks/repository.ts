@@ -206,15 +206,18 @@ export async function findDelivery(em: EntityManager, workspaceId: string, webho
  * A manual retry: the delivery is pending and due now. A failed delivery gets one more attempt
  * (its automatic retries are used up); a pending one moves its next attempt forward; a
  * delivered one is sent again.
+ *
+ * The retry also ends any worker's claim on the delivery: an attempt in flight then only logs
+ * its outcome (recordOutcomes' `late`), so it cannot overwrite the retry (a last failed attempt
+ * would end the delivery `failed`, a pending one push it back to its schedule). The retry is a
+ * further attempt after it, possibly while it is still running.
  */
 export async function scheduleRetry(em: EntityManager, workspaceId: string, webhookId: string, id: string, now: Date): Promise<boolean> {
-  const rows = await sql(em, `update webhook_deliveries set state = 'pending', next_attempt_at = ?, updated_at = ? where id = ? and webhook_id = ? and workspace_id = ? returning id`, [
-    now,
-    now,
-    id,
-    webhookId,
-    workspaceId,
-  ]);
+  const rows = await sql(
+    em,
+    `update webhook_deliveries set state = 'pending', next_attempt_at = ?, lease_until = null, lease_owner = null, updated_at = ? where id = ? and webhook_id = ? and workspace_id = ? returning id`,
+    [now, now, id, webhookId, workspaceId],
+  );
   return rows.length > 0;
 }
 
