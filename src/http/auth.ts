@@ -6,7 +6,7 @@ import { findKey, noteKeyUsed } from '../modules/workspaces/api-keys-repository.
 import { toDate } from '../shared/time.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { Crypto } from '../adapters/crypto.ts';
-import { checkCsrf, lookupSession, noteSessionUse, readSessionToken } from './session.ts';
+import { checkCsrf, lookupSession, noteSessionUse, readSessionToken, type SessionKey } from './session.ts';
 
 /** Who may call a route: an admin key, an SDR key, or anyone (tracking links, health). */
 export type Access = 'admin' | 'sdr' | 'none';
@@ -92,8 +92,23 @@ export function dashboardAuthorizer(clock: Clock, session: SessionOptions) {
         throw new ApiError(403, 'forbidden', 'this endpoint is served only to signed-in dashboard sessions, never to an API key (sign in at the dashboard)');
       const token = readSessionToken(ctx);
       if (!token) throw new ApiError(401, 'authentication_failed', 'not signed in: sign in to the dashboard with an API key');
-      const s = await lookupSession(ctx.state.em, token, clock.now(), session.idleMs);
-      checkCsrf(ctx, session.crypto, token);
+      const lookup = () => lookupSession(ctx.state.em, token, clock.now(), session.idleMs);
+      let s: SessionKey;
+      if (need === 'sign-out') {
+        // The CSRF token is derived from the cookie, so it is checked without the session. A
+        // session that has ended already (idle, its key revoked, signed out in another tab) is
+        // signed out: the route still clears its cookie, which would otherwise stay behind.
+        checkCsrf(ctx, session.crypto, token);
+        const found = await lookup().catch((err: unknown) => {
+          if (err instanceof ApiError && err.status === 401) return null;
+          throw err;
+        });
+        if (!found) return undefined as unknown as AuthContext;
+        s = found;
+      } else {
+        s = await lookup();
+        checkCsrf(ctx, session.crypto, token);
+      }
       if (need === 'admin') checkRole('admin', s);
       else if (need === 'any' && s.role === 'sdr') checkRole('sdr', s);
       noteSessionUse(ctx, s);

@@ -210,6 +210,31 @@ describe('dashboard sessions', function () {
     assert.equal((await app.request('DELETE', '/dashboard/api/session')).status, 401);
   });
 
+  it('sign-out of a session that has already ended (idle, its key revoked, signed out in another tab) still clears the cookie, with the CSRF token', async () => {
+    const clearsCookie = (res: Awaited<ReturnType<TestApp['request']>>) => {
+      assert.equal(res.status, 204, res.text);
+      assert.match(res.headers.getSetCookie().find((c) => c.startsWith('mailgate_session='))!, /^mailgate_session=;.*expires=Thu, 01 Jan 1970/i);
+    };
+    const { adminKey, adminKeyId } = await seedWorkspace(app);
+    // Idle past the idle time.
+    const idle = await signIn(app, adminKey);
+    clock.advance(2 * 3_600_000 + 1_000);
+    assert.equal((await idle.request('GET', '/dashboard/api/session')).status, 401);
+    const noToken = await idle.request('DELETE', '/dashboard/api/session', { csrf: false });
+    assert.equal(noToken.status, 403, 'the CSRF token is still needed');
+    assert.equal(noToken.headers.getSetCookie().length, 0);
+    clearsCookie(await idle.request('DELETE', '/dashboard/api/session'));
+    // Signed out in another tab: the second sign-out finds no session.
+    const twice = await signIn(app, adminKey);
+    clearsCookie(await twice.request('DELETE', '/dashboard/api/session'));
+    clearsCookie(await twice.request('DELETE', '/dashboard/api/session'));
+    // Its key revoked.
+    const revoked = await signIn(app, adminKey);
+    await app.services().workspaces.revokeKey(adminKeyId);
+    clearsCookie(await revoked.request('DELETE', '/dashboard/api/session'));
+    assert.equal(Number((await db.query('select count(*)::int as n from dashboard_sessions where key_id = $1', [adminKeyId])).rows[0].n), 0, 'the sign-out removed the revoked session too');
+  });
+
   it('an SDR made inactive while signed in is refused everything but sign-out, which still ends the session', async () => {
     const { workspace } = await seedWorkspace(app);
     const { sdr, sdrKey } = await seedSdr(app, workspace.id);
