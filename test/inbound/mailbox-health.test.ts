@@ -5,6 +5,7 @@ import { waitFor } from '../support/wait.ts';
 import { startTestApp, seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { SmtpSink } from '../support/smtp.ts';
+import { ImapFlow } from 'imapflow';
 import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
 import { refusedPort } from '../support/ports.ts';
 
@@ -22,7 +23,7 @@ describe('mailbox health from real IMAP outcomes', function () {
   before(async () => {
     await imap.start();
     await smtp.start();
-    for (const user of ['box@acme.example', 'rep@acme.example', 'far@acme.example', 'move@acme.example', 'moved@acme.example']) imap.addUser(user, 'right');
+    for (const user of ['box@acme.example', 'rep@acme.example', 'far@acme.example', 'move@acme.example', 'moved@acme.example', 'swap-old@acme.example', 'swap-new@acme.example', 'early@acme.example']) imap.addUser(user, 'right');
     // At debug, each retry of a failing connection is logged too: the test sees them happen.
     app = await startTestApp({ config: { logLevel: 'debug' } });
     db = new pg.Client({ connectionString: app.databaseUrl });
@@ -156,5 +157,109 @@ describe('mailbox health from real IMAP outcomes', function () {
     assert.deepEqual([fresh.uid_validity, fresh.last_uid], [null, 0]);
     assert.ok(fresh.since.getTime() >= before - 1000, `since ${fresh.since.toISOString()}`);
     assert.equal((await db.query(`select count(*)::int as n from mailbox_watches where sdr_id = $1`, [rep.sdr.id])).rows[0].n, 1);
+  });
+
+  it("after a reconnect to another mailbox that shares the old one's UIDVALIDITY, a prospect's answer at a UID the old mailbox used joins the thread", async () => {
+    await watcher?.stop();
+    watcher = undefined;
+    const { workspace, adminKey } = await seedWorkspace(app);
+    const s = app.services();
+    const rep = await seedSdr(app, workspace.id, 'Swap', 'swap@acme.example');
+    await s.sdrs.connectMail(rep.sdr.id, { smtpUrl: smtp.url(), imapUrl: imap.url('swap-old@acme.example', 'right') });
+    // A thread as assignment leaves it: a campaign, its lead, the prospect's first answer.
+    const c = await app.request('POST', '/v1/campaigns', { key: adminKey, body: { name: 'Swap', sequenceSteps: [{ subject: 'Idea', bodyHtml: 'x' }] } });
+    await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key: adminKey, body: { leads: [{ email: 'pat@swap.example' }] } });
+    const lead = (await db.query(`select id from leads where workspace_id = $1`, [workspace.id])).rows[0].id;
+    await db.query(
+      `insert into prospect_threads (id, workspace_id, sdr_id, lead_id, campaign_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, mail_thread_id, created_at, updated_at)
+       values ('thr_swap', $1, $2, $3, $4, 'pat@swap.example', 'Pat', 'Re: Idea', 'new', 'B', 50, now(), '<p1@swap.example>', now(), now())`,
+      [workspace.id, rep.sdr.id, lead, c.body.id],
+    );
+    await db.query(
+      `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, subject, body_text, at, created_at)
+       values ('tmsg_swap', 'thr_swap', 'inbound', '<p1@swap.example>', 'pat@swap.example', 'Re: Idea', 'Interested', now() - interval '1 minute', now())`,
+    );
+    const answer = (id: string, text: string) =>
+      ['From: pat@swap.example', 'To: swap@acme.example', 'Subject: Re: Idea', `Date: ${new Date().toUTCString()}`, `Message-ID: ${id}`, 'In-Reply-To: <p1@swap.example>', 'Content-Type: text/plain; charset=utf-8', '', text, ''].join('\r\n');
+    const inThread = async () => (await db.query(`select message_id_header from thread_messages where thread_id = 'thr_swap' order by created_at`)).rows.map((r: { message_id_header: string }) => r.message_id_header);
+    const watch = async () => (await db.query(`select uid_validity, last_uid::int from mailbox_watches where sdr_id = $1`, [rep.sdr.id])).rows[0] as { uid_validity: string | null; last_uid: number };
+
+    watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300, leaseMs: 3_000 });
+    await watcher.start();
+    try {
+      // The first answer, read from the old mailbox (its UID 1).
+      await imap.append('swap-old@acme.example', 'right', answer('<a1@swap.example>', 'Sounds good, tell me more.'));
+      await waitFor('the answer from the old mailbox in the thread', async () => (await inThread()).includes('<a1@swap.example>'));
+      // The new mailbox's UIDVALIDITY: two Dovecot mailboxes made in the same second share it.
+      // Here the old mailbox's stored answer is given it, as if they had been.
+      const client = new ImapFlow({ host: '127.0.0.1', port: imap.port, secure: false, auth: { user: 'swap-new@acme.example', pass: 'right' }, logger: false });
+      client.on('error', () => {});
+      await client.connect();
+      const status = await client.status('INBOX', { uidValidity: true });
+      assert.ok(status && status.uidValidity);
+      const newValidity = String(status.uidValidity);
+      await client.logout();
+      const stored = await db.query(`update inbound_messages set uid_validity = $1 where message_id_header = '<a1@swap.example>' returning uid::int`, [newValidity]);
+      assert.deepEqual(stored.rows, [{ uid: 1 }]);
+
+      // Reconnected to the other mailbox; the prospect's next answer is its UID 1.
+      await s.sdrs.connectMail(rep.sdr.id, { smtpUrl: smtp.url(), imapUrl: imap.url('swap-new@acme.example', 'right') });
+      await imap.append('swap-new@acme.example', 'right', answer('<a2@swap.example>', 'Thursday at 10 works for me.'));
+      await waitFor('the new mailbox read', async () => {
+        const w = await watch();
+        return w.uid_validity === newValidity && w.last_uid >= 1;
+      });
+      assert.deepEqual(await inThread(), ['<p1@swap.example>', '<a1@swap.example>', '<a2@swap.example>'], 'the answer from the new mailbox joined the thread');
+    } finally {
+      await watcher.stop();
+      watcher = undefined;
+    }
+  });
+
+  it("mail from a contact that arrived before the SDR's thread with them was opened is no answer in it, even when read after; mail after it is", async () => {
+    await watcher?.stop();
+    watcher = undefined;
+    const { workspace, adminKey } = await seedWorkspace(app);
+    const s = app.services();
+    const rep = await seedSdr(app, workspace.id, 'Early', 'early@acme.example');
+    await s.sdrs.connectMail(rep.sdr.id, { smtpUrl: smtp.url(), imapUrl: imap.url('early@acme.example', 'right') });
+    // The contact wrote to the SDR half an hour ago (the watch began two hours ago, so the mail
+    // is for it to read); the mailbox is read only now (a backlog: the server was unreachable,
+    // the password had changed), after a reply of theirs was handed to the SDR as a thread.
+    await db.query(`update mailbox_watches set since = now() - interval '2 hours' where sdr_id = $1`, [rep.sdr.id]);
+    const mail = (id: string, text: string) =>
+      ['From: kim@early.example', 'To: early@acme.example', 'Subject: Hello', `Date: ${new Date().toUTCString()}`, `Message-ID: ${id}`, 'Content-Type: text/plain; charset=utf-8', '', text, ''].join('\r\n');
+    await imap.append('early@acme.example', 'right', mail('<e1@early.example>', 'Great, Thursday works for me.'), new Date(Date.now() - 30 * 60_000));
+    const c = await app.request('POST', '/v1/campaigns', { key: adminKey, body: { name: 'Early', sequenceSteps: [{ subject: 'Idea', bodyHtml: 'x' }] } });
+    await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key: adminKey, body: { leads: [{ email: 'kim@early.example' }] } });
+    const lead = (await db.query(`select id from leads where workspace_id = $1`, [workspace.id])).rows[0].id;
+    await db.query(
+      `insert into prospect_threads (id, workspace_id, sdr_id, lead_id, campaign_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, mail_thread_id, created_at, updated_at)
+       values ('thr_early', $1, $2, $3, $4, 'kim@early.example', 'Kim', 'Re: Idea', 'new', 'B', 50, now(), '<k1@early.example>', now(), now())`,
+      [workspace.id, rep.sdr.id, lead, c.body.id],
+    );
+    await db.query(
+      `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, subject, body_text, at, created_at)
+       values ('tmsg_early', 'thr_early', 'inbound', '<k1@early.example>', 'kim@early.example', 'Re: Idea', 'Interested', now() - interval '1 minute', now())`,
+    );
+    const thread = async () => ({
+      status: (await db.query(`select status from prospect_threads where id = 'thr_early'`)).rows[0].status as string,
+      messages: (await db.query(`select message_id_header from thread_messages where thread_id = 'thr_early' order by created_at`)).rows.map((r: { message_id_header: string }) => r.message_id_header),
+    });
+    const cursor = async () => Number((await db.query(`select last_uid from mailbox_watches where sdr_id = $1`, [rep.sdr.id])).rows[0].last_uid);
+
+    watcher = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 300, leaseMs: 3_000 });
+    await watcher.start();
+    try {
+      const last = await imap.lastUid('early@acme.example', 'right');
+      await waitFor('the mailbox read to its end', async () => (await cursor()) >= last);
+      assert.deepEqual(await thread(), { status: 'new', messages: ['<k1@early.example>'] }, 'the earlier mail is no answer in the thread');
+      await imap.append('early@acme.example', 'right', mail('<e2@early.example>', 'Thursday at 10 works for me.'));
+      await waitFor('the answer after the thread was opened', async () => (await thread()).messages.length === 2);
+      assert.deepEqual(await thread(), { status: 'replied', messages: ['<k1@early.example>', '<e2@early.example>'] });
+    } finally {
+      await watcher.stop();
+      watcher = undefined;
+    }
   });
 });

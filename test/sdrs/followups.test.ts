@@ -255,6 +255,27 @@ describe('Follow-ups', () => {
       assert.equal((await threadRow(t)).status, 'needs_followup', 'due again after the return');
     });
 
+    it('an out-of-office never brings a follow-up forward: a return before the task was due, or one already past (read late), leaves it due when it was', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: 7 * DAY });
+      const t = await thread(d.wsId, d.sdrA);
+      await schedule();
+      const [task] = await tasks(t);
+      // Back long before the follow-up was due: it stays due when the SDR's rule said.
+      assert.equal(await app.services().followups.onProspectAnswer(t, { returnDate: new Date(task.due_at.getTime() - 5 * DAY) }), 1);
+      let [row] = await tasks(t);
+      assert.equal(row.status, 'pending');
+      assert.equal(row.due_at.toISOString(), task.due_at.toISOString());
+      // Due now; an out-of-office read late whose return date has passed leaves it due.
+      clock.set(new Date(task.due_at.getTime() + 60_000));
+      await schedule();
+      assert.equal((await threadRow(t)).status, 'needs_followup');
+      await app.services().followups.onProspectAnswer(t, { returnDate: new Date(task.due_at.getTime() - 2 * DAY) });
+      [row] = await tasks(t);
+      assert.equal(row.due_at.toISOString(), task.due_at.toISOString());
+      assert.equal((await threadRow(t)).status, 'needs_followup', 'still due: the prospect is back');
+    });
+
     it('onSend completes the pending task; without one it does nothing', async () => {
       const d = await desk();
       await rule(d.wsId, { afterMs: DAY });

@@ -89,6 +89,18 @@ export async function storeInbound(
   );
 }
 
+/**
+ * An SDR's watch now reads another mailbox (a reconnect to another server or user): the UIDs
+ * stored with the old mailbox's mail name nothing in the new one, and are forgotten. Kept, an
+ * answer in the new mailbox at a UID the old one had used, under the same UIDVALIDITY (two
+ * Dovecot mailboxes made in the same second share one), broke inbound_watch_uid_key: refused
+ * by PostgreSQL, it was skipped and never joined its thread. Message-IDs still tell a copy.
+ */
+export async function forgetMailboxUids(em: EntityManager, sdrId: string): Promise<void> {
+  // inbound_watch_uid_key (watch_id first); mailbox_watches_sdr_key
+  await sql(em, `update inbound_messages set uid_validity = null, uid = null where watch_id = (select id from mailbox_watches where sdr_id = ? and mailbox = 'INBOX')`, [sdrId]);
+}
+
 /** An SDR mailbox's message that joined no thread is not kept. */
 export async function dropInbound(em: EntityManager, id: string): Promise<void> {
   await sql(em, `delete from inbound_messages where id = ?`, [id]);

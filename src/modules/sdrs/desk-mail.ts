@@ -174,7 +174,7 @@ export class DeskMailService {
     const box = await mailboxOf(tx, sdrId);
     if (box && a.from && a.from.toLowerCase() === box.email.toLowerCase()) return false;
     const chain = [...a.references, ...(a.inReplyTo ? [a.inReplyTo] : [])];
-    const threadId = await threadOfAnswer(tx, sdrId, chain, a.from);
+    const threadId = await threadOfAnswer(tx, sdrId, chain, a.from, receivedAt);
     if (!threadId) return false;
     if (a.messageId && (await recordedSend(tx, threadId, a.messageId))) return false;
     const now = this.deps.clock.now();

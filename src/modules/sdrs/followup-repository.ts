@@ -76,8 +76,9 @@ export async function completeTasksOfThread(em: EntityManager, threadId: string,
   ]);
 }
 
+/** An out-of-office's return: the pending task(s) are due no earlier than `dueAt` (never brought forward). */
 export async function moveTasksOfThread(em: EntityManager, threadId: string, dueAt: Date) {
-  return sql<{ id: string }>(em, `update followup_tasks set due_at = ? where thread_id = ? and status = 'pending' returning id`, [
+  return sql<{ id: string }>(em, `update followup_tasks set due_at = greatest(due_at, ?) where thread_id = ? and status = 'pending' returning id`, [
     dueAt,
     threadId,
   ]);

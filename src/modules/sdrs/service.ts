@@ -23,6 +23,7 @@ import {
 } from './repository.ts';
 import { deleteRule, insertRule, rulesOfWorkspace, type FollowupRuleRow } from './followup-repository.ts';
 import { watchSdrMailbox } from '../mailboxes/repository.ts';
+import { forgetMailboxUids } from '../inbound/repository.ts';
 import { holdersOfReplies } from './thread-repository.ts';
 import { isoOrNull, toIso } from '../../shared/time.ts';
 import type { IcpCriteria } from './icp.ts';
@@ -150,6 +151,7 @@ export class SdrService {
       // to another server or user starts it afresh.
       const anotherMailbox = before !== null && !sameMailbox(this.deps.crypto.decrypt(before), input.imapUrl);
       await watchSdrMailbox(em, sdr.workspaceId, sdr.id, now, anotherMailbox);
+      if (anotherMailbox) await forgetMailboxUids(em, sdr.id);
     });
     return { sdr, mailbox: row };
   }

@@ -5,6 +5,7 @@ import type { ThreadStatus } from './threads-state.ts';
 import { likeSubstring } from '../../shared/text.ts';
 import type { ThreadCategory } from './priority.ts';
 import type { HandoffRow, ProspectThreadRow, ThreadMessageRow } from './rows.ts';
+import { MATCH_CLOCK_SLACK_MS } from '../messages/lookups.ts';
 
 // Prospect threads: prospect_threads, thread_messages and handoffs (prospect_thread_counts is
 // kept by triggers, migration 0003): the inbox's statement, one thread's reads, status, snooze
@@ -86,8 +87,14 @@ export async function addSentMessage(
   return t;
 }
 
-/** The SDR's thread an answer belongs to: the one whose messages it references, else the latest with that contact. */
-export async function threadOfAnswer(em: EntityManager, sdrId: string, chain: string[], from: string | null): Promise<string | undefined> {
+/**
+ * The SDR's thread an answer belongs to: the one whose messages it references, else the latest
+ * with that contact opened before the mail arrived (with the slack of matching by sender for the
+ * two clocks). Mail that came before the thread was opened answers nothing in it: read later (a
+ * backlog after the mailbox was unreachable, a new UIDVALIDITY) it made the thread `replied`
+ * and cancelled its follow-up before the SDR had written a word.
+ */
+export async function threadOfAnswer(em: EntityManager, sdrId: string, chain: string[], from: string | null, receivedAt: Date): Promise<string | undefined> {
   let [thread] = chain.length
     ? await sql<{ id: string }>(
         em,
@@ -97,7 +104,11 @@ export async function threadOfAnswer(em: EntityManager, sdrId: string, chain: st
       )
     : [];
   if (!thread && from)
-    [thread] = await sql<{ id: string }>(em, `select id from prospect_threads where sdr_id = ? and lower(contact_email) = ? order by last_message_at desc limit 1`, [sdrId, from]);
+    [thread] = await sql<{ id: string }>(
+      em,
+      `select id from prospect_threads where sdr_id = ? and lower(contact_email) = ? and created_at <= ? order by last_message_at desc limit 1`,
+      [sdrId, from, new Date(receivedAt.getTime() + MATCH_CLOCK_SLACK_MS)],
+    );
   return thread?.id;
 }
 
