@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { Config } from './config/index.ts';
+import { publicUrlWarning, type Config } from './config/index.ts';
 import type { Logger } from './adapters/logger.ts';
 import { buildApp } from './app.ts';
 import { createHttpServer } from './http/server.ts';
@@ -151,6 +151,8 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
   }
   up = true;
   log.info({ role, host: config.host, port, metricsPort, embedded: !!runtime.db.embedded }, 'mailgate is up');
+  const linksWarning = publicUrlWarning(config);
+  if (linksWarning) log.warn(linksWarning);
   return { server, port, metricsPort, shutdown };
 }
 

@@ -280,7 +280,9 @@ export function loadConfig(
     const parsed = (def.schema as z.ZodType).safeParse(raw);
     if (!parsed.success) {
       const msg = parsed.error.issues.map((i) => i.message).join('; ');
-      throw new ConfigError(`invalid setting ${source === key ? key : `${source} (${key})`}: ${msg} (got ${JSON.stringify(raw)})`);
+      // The shared wording of a list of values already says what it got.
+      const got = msg.includes('(got ') ? '' : ` (got ${JSON.stringify(raw)})`;
+      throw new ConfigError(`invalid setting ${source === key ? key : `${source} (${key})`}: ${msg}${got}`);
     }
     out[key] = parsed.data;
   }
@@ -291,6 +293,26 @@ export function loadConfig(
   return out as Config;
 }
 
+/** A listen address that accepts connections on every interface. */
+function wildcardHost(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '[::]';
+}
+
+/** The base of the links put into mail: MAILGATE_PUBLIC_URL, else this process's own address. */
 export function publicUrl(config: Config): string {
-  return (config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`).replace(/\/+$/, '');
+  if (config.publicUrl) return config.publicUrl.replace(/\/+$/, '');
+  const host = wildcardHost(config.host) ? '127.0.0.1' : config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host;
+  return `http://${host}:${config.port}`;
+}
+
+/**
+ * Why the links in sent mail will not reach anyone, or null: MAILGATE_PUBLIC_URL is unset while
+ * the daemon listens beyond loopback (a container, a server), so its own address, a loopback or
+ * internal one, would go into every tracking pixel and unsubscribe link.
+ */
+export function publicUrlWarning(config: Config): string | null {
+  if (config.publicUrl) return null;
+  const loopback = config.host === 'localhost' || config.host === '::1' || config.host === '[::1]' || /^127\./.test(config.host);
+  if (loopback) return null;
+  return `MAILGATE_PUBLIC_URL is unset: the tracking and unsubscribe links in sent mail point at ${publicUrl(config)}, which recipients cannot reach; set it to the address they reach this daemon at`;
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, ConfigError } from '../../src/config/index.ts';
+import { loadConfig, ConfigError, publicUrl, publicUrlWarning } from '../../src/config/index.ts';
 import { parseDuration } from '../../src/shared/duration.ts';
 
 describe('configuration', () => {
@@ -95,5 +95,36 @@ describe('configuration', () => {
     assert.equal(parseDuration('1.5h'), 5_400_000);
     assert.throws(() => parseDuration('5 minutes'));
     assert.throws(() => parseDuration('-1s'));
+    // Zero needs no unit: the settings that take 0 say "0 keeps everything".
+    assert.equal(parseDuration('0'), 0);
+    assert.throws(() => parseDuration('30'), /not a duration/);
+    assert.equal(loadConfig({ MAILGATE_EVENT_RETENTION: '0' }, {}).eventRetention, 0);
+    assert.throws(() => loadConfig({ MAILGATE_DASHBOARD_SESSION_IDLE: '0' }, {}), /MAILGATE_DASHBOARD_SESSION_IDLE.*at least 1m/);
+  });
+
+  it("the links' base: MAILGATE_PUBLIC_URL, else the listen address (loopback for a wildcard, brackets for IPv6); unset beyond loopback is warned about", () => {
+    const at = (env: Record<string, string>) => loadConfig(env, {});
+    assert.equal(publicUrl(at({ MAILGATE_PUBLIC_URL: 'https://mg.example.com/' })), 'https://mg.example.com');
+    assert.equal(publicUrl(at({ PORT: '8080' })), 'http://127.0.0.1:8080');
+    assert.equal(publicUrl(at({ HOST: '0.0.0.0', PORT: '8080' })), 'http://127.0.0.1:8080');
+    assert.equal(publicUrl(at({ HOST: '::', PORT: '8080' })), 'http://127.0.0.1:8080');
+    assert.equal(publicUrl(at({ HOST: 'fd00::5', PORT: '8080' })), 'http://[fd00::5]:8080');
+    assert.equal(publicUrlWarning(at({})), null);
+    assert.equal(publicUrlWarning(at({ HOST: '::1' })), null);
+    assert.equal(publicUrlWarning(at({ HOST: '0.0.0.0', MAILGATE_PUBLIC_URL: 'https://mg.example.com' })), null);
+    assert.match(publicUrlWarning(at({ HOST: '0.0.0.0', PORT: '8080' }))!, /MAILGATE_PUBLIC_URL is unset: .* point at http:\/\/127\.0\.0\.1:8080/);
+    assert.match(publicUrlWarning(at({ HOST: '10.0.0.7' }))!, /MAILGATE_PUBLIC_URL is unset/);
+  });
+
+  it('a refused setting says once what it got', () => {
+    for (const env of [{ LOG_LEVEL: 'verbose' }, { MAILGATE_WEBHOOK_ALLOW_PRIVATE: 'yes' }, { MAILGATE_EVENT_RETENTION: '5m' }]) {
+      let message = '';
+      try {
+        loadConfig(env, {});
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      assert.equal(message.split('(got ').length, 2, message);
+    }
   });
 });
