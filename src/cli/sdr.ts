@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { jsonOption, type CliContext } from './context.ts';
+import { EXIT_ERROR, jsonOption, type CliContext } from './context.ts';
 import { readTextFile } from './input.ts';
 
 export function registerSdrCommands(program: Command, ctx: CliContext) {
@@ -35,6 +35,9 @@ export function registerSdrCommands(program: Command, ctx: CliContext) {
       { id: view.id, mailConnected: view.mailConnected, mailEmail: view.mailEmail, healthState: mailbox.healthState, lastSyncError: mailbox.lastSyncError },
       view.mailConnected ? `connected ${mailbox.email} for SDR ${s.id}` : `mailbox stored but not usable (${mailbox.healthState}): ${mailbox.lastSyncError}`,
     );
+    // Stored either way (the watcher retries it), but a script checking the exit code must
+    // learn that the servers refused, as with `sender test`.
+    if (!view.mailConnected) ctx.setExitCode(EXIT_ERROR);
   });
   for (const [name, active] of [['activate', true], ['deactivate', false]] as const) {
     jsonOption(sdr.command(name).description(`${name} an SDR`).argument('<sdrId>', 'SDR id')).action(async (sdrId: string, opts: { json?: boolean }) => {

@@ -138,10 +138,12 @@ describe('mailgate CLI', () => {
     smtp.users.set('sam@acme.example', 'sam-pw');
     imap.addUser('sam@acme.example', 'sam-pw');
     const bad = await cli('sdr', 'connect-mail', sdr.json.id, '--smtp', smtp.url('sam@acme.example', 'wrong'), '--imap', imap.url('sam@acme.example', 'sam-pw'), '--json');
-    ok(bad);
+    // Stored for the watcher to retry, but the exit code says the servers refused (as `sender test`).
+    assert.equal(bad.code, 1, bad.err);
     assert.equal(bad.json.mailConnected, false);
     assert.equal(bad.json.healthState, 'needs_reauth');
     const down = await cli('sdr', 'connect-mail', sdr.json.id, '--smtp', smtp.url('sam@acme.example', 'sam-pw'), '--imap', 'imap://sam:x@127.0.0.1:1', '--json');
+    assert.equal(down.code, 1);
     assert.equal(down.json.healthState, 'disconnected');
     const good = await cli('sdr', 'connect-mail', sdr.json.id, '--smtp', smtp.url('sam@acme.example', 'sam-pw'), '--imap', imap.url('sam@acme.example', 'sam-pw'), '--json');
     ok(good);
