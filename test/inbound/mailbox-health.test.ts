@@ -8,6 +8,7 @@ import { SmtpSink } from '../support/smtp.ts';
 import { ImapFlow } from 'imapflow';
 import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
 import { refusedPort } from '../support/ports.ts';
+import { freezingProxy } from '../support/freezing-proxy.ts';
 
 
 // Mailbox health from real IMAP outcomes (issue 16, part 1): a sender account's IMAP watch and
@@ -130,6 +131,36 @@ describe('mailbox health from real IMAP outcomes', function () {
       await watcher?.stop();
       watcher = undefined;
       slammer.close();
+    }
+  });
+
+  it('stopping the watcher does not wait on a server that went silent mid-IDLE: its logout is bounded, then the connection is cut', async () => {
+    await watcher?.stop();
+    watcher = undefined;
+    const { workspace } = await seedWorkspace(app);
+    imap.addUser('hush@acme.example', 'right');
+    // Through a proxy that freezes the session (a hung server, a dropped NAT entry).
+    const proxy = await freezingProxy({ hostname: '127.0.0.1', port: imap.port });
+    try {
+      const sender = await app.services().senders.add({
+        workspaceId: workspace.id,
+        email: 'hush@acme.example',
+        name: 'Hush',
+        smtpUrl: 'smtp://u:p@127.0.0.1:1',
+        imapUrl: `imap://hush%40acme.example:right@127.0.0.1:${proxy.port}`,
+      });
+      const w = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 30_000, tickMs: 300, leaseMs: 3_000 });
+      await w.start();
+      await waitFor('the first sync', async () => (await db.query(`select last_synced_at from mailbox_watches where sender_account_id = $1`, [sender.id])).rows[0]?.last_synced_at);
+      proxy.freeze();
+      const t0 = performance.now();
+      await w.stop();
+      const took = performance.now() - t0;
+      // The bound is 2 s; imapflow's own wait for the server's answers was about 10 s.
+      assert.ok(took < 6_000, `the stop took ${Math.round(took)} ms`);
+      await waitFor('the frozen connection closed', async () => proxy.connections === 0);
+    } finally {
+      await proxy.close();
     }
   });
 

@@ -1,44 +1,12 @@
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import pg from 'pg';
 import { createTestDatabase } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
+import { freezingProxy } from '../support/freezing-proxy.ts';
 import { WorkerRegistry } from '../../src/modules/workers/registry.ts';
 import { systemClock } from '../../src/adapters/clock.ts';
 import { createLogger } from '../../src/adapters/logger.ts';
 import { migrate, openOrm } from '../../src/db/orm.ts';
-
-/**
- * A TCP proxy to PostgreSQL that can freeze the connections open at a moment: their bytes stop
- * flowing both ways and nothing closes them (what a failover that moves the address, or a
- * dropped NAT entry, does). Connections opened later flow.
- */
-async function freezingProxy(target: URL) {
-  const open = new Set<{ client: net.Socket; upstream: net.Socket; frozen: boolean }>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port), target.hostname);
-    const pair = { client, upstream, frozen: false };
-    open.add(pair);
-    client.on('data', (d) => !pair.frozen && upstream.write(d));
-    upstream.on('data', (d) => !pair.frozen && client.write(d));
-    const close = () => {
-      open.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('close', close).on('error', close);
-    upstream.on('close', close).on('error', close);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    freeze: () => open.forEach((p) => (p.frozen = true)),
-    close: async () => {
-      open.forEach((p) => (p.client.destroy(), p.upstream.destroy()));
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
 
 // Found by a review (2026-11-29): the heartbeat's queries had no time limit, so a connection
 // frozen under it hung the beat for as long as TCP took to give up (minutes); the others took

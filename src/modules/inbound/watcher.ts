@@ -32,6 +32,31 @@ export interface WatcherOptions {
 const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
 
 /**
+ * How long a session's LOGOUT may wait for the server. A server gone silent mid-IDLE answered
+ * neither the IDLE's end nor the LOGOUT, and imapflow waited about 10 s before it gave up: a
+ * stop (a shutdown, a lease handed over) waited as long.
+ */
+const LOGOUT_MS = 2_000;
+
+/** Logs out, or cuts the connection when the server has not answered within `ms`. */
+async function logoutWithin(client: ImapFlow, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  try {
+    await Promise.race([client.logout(), late]);
+  } catch {
+    // A logout that fails leaves the connection to be closed below.
+  } finally {
+    clearTimeout(timer);
+  }
+  try {
+    client.close();
+  } catch {
+    // already closed
+  }
+}
+
+/**
  * What a failed IMAP connection says about the mailbox: a refused login; the server limiting
  * us (RFC 5530's [LIMIT] / [UNAVAILABLE], or "too many connections" in words); otherwise it
  * could not be reached or dropped us.
@@ -106,11 +131,7 @@ class MailboxSession {
   async stop(): Promise<void> {
     this.stopped = true;
     this.notify();
-    try {
-      await this.client?.logout();
-    } catch {
-      this.client?.close();
-    }
+    if (this.client) await logoutWithin(this.client, LOGOUT_MS);
     await this.done;
   }
 
@@ -243,7 +264,7 @@ class MailboxSession {
         }
       }
     } finally {
-      if (!closed) await client.logout().catch(() => client.close());
+      if (!closed) await logoutWithin(client, LOGOUT_MS);
     }
     if (!this.stopped) throw new Error('IMAP connection closed');
   }

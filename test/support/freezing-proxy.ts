@@ -1,0 +1,37 @@
+import net from 'node:net';
+
+/**
+ * A TCP proxy that can freeze the connections open at a moment: their bytes stop flowing both
+ * ways and nothing closes them (what a failover that moves the address, a dropped NAT entry or
+ * a hung server does). Connections opened later flow.
+ */
+export async function freezingProxy(target: { hostname: string; port: string | number }) {
+  const open = new Set<{ client: net.Socket; upstream: net.Socket; frozen: boolean }>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    const pair = { client, upstream, frozen: false };
+    open.add(pair);
+    client.on('data', (d) => !pair.frozen && upstream.write(d));
+    upstream.on('data', (d) => !pair.frozen && client.write(d));
+    const close = () => {
+      open.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('close', close).on('error', close);
+    upstream.on('close', close).on('error', close);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    /** How many proxied connections are open now. */
+    get connections() {
+      return open.size;
+    },
+    freeze: () => open.forEach((p) => (p.frozen = true)),
+    close: async () => {
+      open.forEach((p) => (p.client.destroy(), p.upstream.destroy()));
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
