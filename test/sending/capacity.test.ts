@@ -3,6 +3,8 @@ import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { sendingWorld, HOUR } from './world.ts';
 import type { TestApp } from '../support/harness.ts';
 import pg from 'pg';
+import { claimForPool } from '../../src/modules/sending/capacity.ts';
+import { waitFor } from '../support/wait.ts';
 
 describe('sending engine: pool capacity, account limits and schedule', function () {
   this.timeout(60_000);
@@ -126,6 +128,45 @@ describe('sending engine: pool capacity, account limits and schedule', function 
       [t.campaignId, t.senders[0]],
     );
     assert.deepEqual(sent.rows, Array(3).fill({ state: 'sent', sender_account_id: t.senders[0] }));
+  });
+
+  it("an account shared by two pools: claims of the two pools at once never take it past its daily limit", async () => {
+    // One account (limit 3) in two pools, a campaign on each. Two workers claim for the two
+    // pools at once: the second waits for the account's row lock while the first holds it.
+    const t = await setup({ leads: Array.from({ length: 4 }, (_, i) => ({ email: `sh1.${i}@lead.example` })), senders: [{ email: 'shared@acme.example', dailyLimit: 3 }] });
+    const shared = t.senders[0];
+    const p2 = await app.services().senders.createPool(t.workspaceId, 'second', 1000, [shared]);
+    const c2 = await app.request('POST', '/v1/campaigns', { key: t.key, body: { name: 'Two', senderPoolId: p2.id, sequenceSteps: [{ subject: 's', bodyHtml: 's' }] } });
+    assert.equal(c2.status, 201);
+    assert.equal((await app.request('POST', `/v1/campaigns/${c2.body.id}/leads/bulk`, { key: t.key, body: { leads: Array.from({ length: 4 }, (_, i) => ({ email: `sh2.${i}@lead.example` })) } })).status, 200);
+    assert.equal((await app.request('POST', `/v1/campaigns/${c2.body.id}/start`, { key: t.key })).status, 200);
+    const request = (poolId: string, campaignId: string, workerId: string) => ({
+      poolId, campaignIds: [campaignId], now: clock.now(), batchSize: 50, workerId, leaseUntil: new Date(clock.now().getTime() + HOUR), held: new Set<string>(),
+    });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    // Worker A claims for the first pool and holds its transaction open.
+    let claimedA = -1;
+    const first = app.deps.orm.em.fork().transactional(async (em) => {
+      claimedA = (await claimForPool(em, request(t.poolId, t.campaignId, 'worker-a'))).length;
+      await gate;
+    });
+    await waitFor('worker A holding its claim', async () => claimedA >= 0);
+    // Worker B claims for the second pool: it waits for the shared account's row.
+    const second = app.deps.orm.em.fork().transactional((em) => claimForPool(em, request(p2.id, c2.body.id, 'worker-b')));
+    try {
+      await waitFor('worker B waiting for the account', async () =>
+        (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%pool_members%' and pid <> pg_backend_pid()`)).rows.length > 0,
+      );
+    } finally {
+      release();
+    }
+    await first;
+    const claimedB = (await second).length;
+    assert.equal(claimedA, 3);
+    const { rows } = await db.query(`select count(*)::int as n from outbound_messages where sender_account_id = $1 and state in ('sending', 'sent')`, [shared]);
+    assert.deepEqual([claimedB, rows[0].n], [0, 3], 'the second claim sees the first one\'s messages: nothing over the limit');
+    await db.query(`update outbound_messages set state = 'queued', claimed_by = null, lease_until = null, pool_id = null, sender_account_id = null where state = 'sending' and sender_account_id = $1`, [shared]);
   });
 
   it('schedule window: nothing is sent outside it; sending starts when it opens', async () => {

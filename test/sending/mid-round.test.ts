@@ -111,6 +111,47 @@ describe('sending engine: failures and changes mid-round', function () {
     assert.equal(s.sent + s.queued, 10);
   });
 
+  it("a campaign moved to another pool mid-round is not claimed again through its old pool in that round", async () => {
+    const t = await w.setup({ leads: Array.from({ length: 10 }, (_, i) => ({ email: `mv${i}@lead.example` })), senders: [{ email: 'old-pool@acme.example' }] });
+    w.sink.users.set('new-pool@acme.example', 'pw');
+    const fresh = await w.app.services().senders.add({ workspaceId: t.workspaceId, email: 'new-pool@acme.example', name: 'New', smtpUrl: w.sink.url('new-pool@acme.example', 'pw') });
+    const next = await w.app.services().senders.createPool(t.workspaceId, 'new', 1000, [fresh.id]);
+    let moved = false;
+    let moving = false;
+    const m: Messenger = {
+      send: async (a: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) => {
+        if (!moving) {
+          moving = true;
+          const res = await w.app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { senderPoolId: next.id } });
+          assert.equal(res.status, 200, res.text);
+          moved = true;
+        }
+        return w.messenger.send(a, mail, beforeEnd);
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(w.app.deps, m, { maxConnections: 1, retryDelaysMs: [60_000], batchSize: 2, maxRoundMs: 3000 });
+    const claims: Array<{ afterMove: boolean; n: number }> = [];
+    const claim = (d as unknown as { claim: (...args: unknown[]) => Promise<unknown[]> }).claim.bind(d);
+    (d as unknown as { claim: (...args: unknown[]) => Promise<unknown[]> }).claim = async (...args: unknown[]) => {
+      const afterMove = moved;
+      const batch = await claim(...args);
+      claims.push({ afterMove, n: batch.length });
+      return batch;
+    };
+    try {
+      await d.runRound();
+      assert.deepEqual(claims.filter((c) => c.afterMove).map((c) => c.n).filter((n) => n > 0), [], `claims through the old pool after the move: ${JSON.stringify(claims)}`);
+      const before = claims.filter((c) => !c.afterMove).reduce((n, c) => n + c.n, 0);
+      await d.runRound();
+      const { rows } = await w.db.query(`select sender_account_id, count(*)::int as n from outbound_messages where campaign_id = $1 and state = 'sent' group by 1`, [t.campaignId]);
+      const by = new Map(rows.map((r) => [r.sender_account_id, r.n]));
+      assert.deepEqual([by.get(t.senders[0]), by.get(fresh.id)], [before, 10 - before], 'only what was claimed before the move went through the old pool');
+    } finally {
+      await d.close();
+    }
+  });
+
   it('a waiting message of an ended enrollment whose step was removed is cancelled (it was claimed and put back by every round)', async () => {
     const t = await w.setup({
       leads: [{ email: 'rs@lead.example' }],

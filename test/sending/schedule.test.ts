@@ -50,4 +50,18 @@ describe('schedule: first sending slot', () => {
     }
     assert.equal(checked, 85);
   });
+  it('a return day whose midnight the clocks skip starts when they jump (01:00), not at 23:00 the day before', () => {
+    // Chile and Cuba move their clocks forward at 00:00: on Sunday 6 September 2026 Santiago goes
+    // from Saturday 23:59:59 (UTC-4) to Sunday 01:00 (UTC-3); Havana on Sunday 8 March 2026.
+    const allWeek: Schedule['days'] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+    const santiago: Schedule = { timezone: 'America/Santiago', days: allWeek, start: '06:00', end: '23:59' };
+    assert.equal(iso(startOfDay(santiago, new Date('2026-09-06T00:00:00Z'))), '2026-09-06T04:00:00.000Z');
+    // A window open late on Saturday: the lead back on Sunday got the step on Saturday at 23:00.
+    assert.equal(iso(firstSlot(santiago, startOfDay(santiago, new Date('2026-09-06T00:00:00Z')))), '2026-09-06T09:00:00.000Z', 'Sunday 06:00 (UTC-3)');
+    const havana: Schedule = { timezone: 'America/Havana', days: allWeek, start: '20:00', end: '02:00' };
+    assert.equal(iso(startOfDay(havana, new Date('2026-03-08T00:00:00Z'))), '2026-03-08T05:00:00.000Z');
+    // Days whose midnight exists are unchanged.
+    assert.equal(iso(startOfDay(santiago, new Date('2026-09-07T00:00:00Z'))), '2026-09-07T03:00:00.000Z');
+    assert.equal(iso(startOfDay(santiago, new Date('2026-04-05T00:00:00Z'))), '2026-04-05T04:00:00.000Z', 'clocks going back at 24:00 on Saturday: Sunday midnight is one instant');
+  });
 });

@@ -67,10 +67,28 @@ export interface AccountSlot {
  * after an unreachable server or throttling: senders/health.ts), locked in id order so
  * an account shared by two pools is never over its own limit, with their rolling usage (counted
  * only for an account with a daily limit: without one nothing reads it).
+ *
+ * Locked first, counted in a statement of its own: a statement reads one snapshot, taken when it
+ * starts, so usage counted by the statement that waited for the lock missed what the claim
+ * holding the lock (another pool's, for an account in both) committed meanwhile, and each pool
+ * gave the account its whole limit (6 messages for a limit of 3, capacity.test.ts).
  */
 export async function lockAccounts(em: EntityManager, poolId: string, now: Date): Promise<AccountSlot[]> {
-  // pool_members primary key; the account's sent tallies with outbound_sender_sent_idx (as the
-  // pool's: tallies.ts); outbound_sending_sender_idx
+  // pool_members primary key
+  const locked = await sql<{ id: string }>(
+    em,
+    `select a.id
+       from pool_members pm join sender_accounts a on a.id = pm.sender_account_id
+      where pm.pool_id = ? and a.status = 'active' and a.health <> 'auth_failed'
+        and (a.health_retry_at is null or a.health_retry_at <= ?)
+      order by a.id
+      for no key update of a`,
+    [poolId, now],
+    { name: 'claim.lock_accounts' },
+  );
+  if (!locked.length) return [];
+  // sender_accounts primary key; the account's sent tallies with outbound_sender_sent_idx (as
+  // the pool's: tallies.ts); outbound_sending_sender_idx
   const w = tallyWindow(now);
   return sql<AccountSlot>(
     em,
@@ -78,12 +96,10 @@ export async function lockAccounts(em: EntityManager, poolId: string, now: Date)
             case when a.daily_limit is null then 0
                  else ${usedSql('a.id', 'sender_account_id')} end as used,
             (select count(*) from outbound_messages m where m.sender_account_id = a.id and m.state = 'sending') as in_flight
-       from pool_members pm join sender_accounts a on a.id = pm.sender_account_id
-      where pm.pool_id = ? and a.status = 'active' and a.health <> 'auth_failed'
-        and (a.health_retry_at is null or a.health_retry_at <= ?)
-      order by a.id
-      for no key update of a`,
-    [w.edgeEnd, w.since, w.edgeEnd, poolId, now],
+       from sender_accounts a
+      where a.id = any(?::text[])
+      order by a.id`,
+    [w.edgeEnd, w.since, w.edgeEnd, locked.map((a) => a.id)],
     { name: 'claim.accounts' },
   );
 }
@@ -95,10 +111,11 @@ export interface Candidate {
 }
 
 /**
- * Due queued messages of the given campaigns that are running now, oldest first, locked;
- * others' locks skipped. The round's list of campaigns is read when it starts: a campaign paused
- * since is not claimed again (each of its batches went to SMTP only for the guard to drop every
- * connection, for as long as the round lasted). Passed over: messages sticky to an account that
+ * Due queued messages of the given campaigns that are running now on the pool `poolId`, oldest
+ * first, locked; others' locks skipped. The round's list of campaigns is read when it starts: a
+ * campaign paused since is not claimed again (each of its batches went to SMTP only for the guard
+ * to drop every connection, for as long as the round lasted), nor one moved to another pool since
+ * (its old pool's accounts went on sending it for the rest of the round). Passed over: messages sticky to an account that
  * cannot take one now (`blocked`: at its daily limit or inside its interval; they wait for it,
  * sending/capacity.ts). Filtered in the scan, not after the limit: a head of the queue sticky to
  * a full account would otherwise fill every candidate list, and every other message of the
@@ -106,6 +123,7 @@ export interface Candidate {
  */
 export async function dueMessages(
   em: EntityManager,
+  poolId: string,
   campaignIds: string[],
   now: Date,
   limit: number,
@@ -119,7 +137,7 @@ export async function dueMessages(
     em,
     `select x.id, x.enrollment_id, x.sticky
        from unnest(?::text[]) as c(id)
-       join campaigns k on k.id = c.id and k.status = 'running'
+       join campaigns k on k.id = c.id and k.status = 'running' and k.sender_pool_id = ?
        cross join lateral (
          select m.id, m.enrollment_id, m.due_at, e.sender_account_id as sticky
            from outbound_messages m join enrollments e on e.id = m.enrollment_id
@@ -130,7 +148,7 @@ export async function dueMessages(
           for update of m skip locked) x
       order by x.due_at, x.id
       limit ?`,
-    [campaignIds, now, blocked, limit, limit],
+    [campaignIds, poolId, now, blocked, limit, limit],
     { name: 'claim.due' },
   );
 }

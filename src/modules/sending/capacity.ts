@@ -42,7 +42,7 @@ export async function claimForPool(em: EntityManager, r: ClaimRequest): Promise<
   const blocked = [...slots].filter(([, s]) => !slotCanTake(s)).map(([id]) => id);
   if (blocked.length === slots.size) return [];
   const batchSize = Math.min(r.batchSize, poolLeft);
-  const candidates = await dueMessages(em, r.campaignIds, r.now, batchSize * 2, blocked);
+  const candidates = await dueMessages(em, r.poolId, r.campaignIds, r.now, batchSize * 2, blocked);
   const claims: Claim[] = [];
   const order = accounts.map((a) => a.id);
   let cursor = 0;

@@ -52,7 +52,15 @@ function zonedInstant(day: Date, minutes: number, timeZone: string): Date {
  * stored) where the campaign sends: its schedule's time zone, UTC without a schedule.
  */
 export function startOfDay(schedule: Schedule | null, day: Date): Date {
-  return schedule ? zonedInstant(day, 0, schedule.timezone) : new Date(Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate()));
+  const midnight = Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate());
+  if (!schedule) return new Date(midnight);
+  const t = zonedInstant(day, 0, schedule.timezone);
+  // Clocks that jump forward at 00:00 (Chile, Cuba, Paraguay) skip the day's midnight, and
+  // zonedInstant answers an instant of the day before (23:00). The day starts when they jump:
+  // midnight at the offset before the change (the offset at that earlier instant).
+  const offset = offsetMinutes(t, schedule.timezone);
+  if (t.getTime() + offset * 60_000 < midnight) return new Date(midnight - offset * 60_000);
+  return t;
 }
 
 /**
