@@ -14,7 +14,7 @@ export type SendOutcome =
   | { kind: 'auth_failed'; response: string }
   /** The server could not be reached: connection refused, DNS failure, timeout. The account's fault, not the message's. */
   | { kind: 'unreachable'; response: string }
-  /** The provider throttles the account (421, a 4.7.x rate answer, 452 too many). */
+  /** The provider throttles the account (421, a 4.7.x rate answer, 452 too many, a 5xx about its sending quota). */
   | { kind: 'rate_limited'; code: number; response: string };
 
 /** nodemailer's codes (and the socket's) for a server that could not be reached or answered in time. */
@@ -28,7 +28,22 @@ const UNREACHABLE_CODES = new Set(['ECONNECTION', 'ESOCKET', 'ETIMEDOUT', 'EDNS'
 function throttled(code: number, response: string): boolean {
   if (code === 421) return true;
   if (code >= 400 && code < 500 && /\b4\.7\.\d{1,3}\b/.test(response) && /rate|limit|too many|throttl|exceeded/i.test(response)) return true;
+  if (code >= 500 && code < 600 && sendingQuotaUsedUp(response)) return true;
   return code === 452 && /too many/i.test(response) && !/recipient/i.test(response);
+}
+
+/**
+ * A permanent answer that is about the sending account's own quota, not the recipient: Gmail's
+ * "550 5.4.5 Daily user sending limit exceeded", Microsoft 365's "554 5.2.0
+ * ...SubmissionQuotaExceededException" and "550 5.1.90 ... reached your daily limit for message
+ * recipients", and the same words elsewhere ("sending quota/limit exceeded"). Taken as a hard
+ * bounce, each lead the account was given was bounced and suppressed until the quota reset. A
+ * recipient's full mailbox ("552 5.2.2 ... over quota") stays the message's.
+ */
+function sendingQuotaUsedUp(response: string): boolean {
+  if (/\b5\.2\.2\b/.test(response) || /mailbox/i.test(response)) return false;
+  if (/\b5\.4\.5\b/.test(response) || /\b5\.1\.90\b/.test(response) || /SubmissionQuotaExceeded/i.test(response)) return true;
+  return /\b(?:daily|sending|submission|outbound)(?: user)?(?: sending| send| message| recipient)?\s+(?:quota|limit)s?\b.{0,40}\b(?:exceeded|reached)\b/i.test(response);
 }
 
 export interface MailAccount {

@@ -33,6 +33,19 @@ describe('SMTP outcomes are storable text', () => {
     assert.equal(kind({ code: 'EAUTH', responseCode: 454, command: 'AUTH PLAIN', response: '454 4.7.0 temporary authentication failure' }), 'unreachable');
   });
 
+  it("a 5xx about the account's sending quota is the account's throttling; a recipient's full mailbox stays the message's", () => {
+    const kind = (code: number, response: string, command = 'DATA') => classifySmtpError({ code: 'EMESSAGE', responseCode: code, command, response }).kind;
+    assert.equal(kind(550, '550-5.4.5 Daily user sending limit exceeded. For more information on Gmail sending limits go to https://support.google.com/a/answer/166852'), 'rate_limited');
+    assert.equal(kind(554, '554 5.2.0 STOREDRV.Submission.Exception:SubmissionQuotaExceededException; Failed to process message due to a permanent exception'), 'rate_limited');
+    assert.equal(kind(550, "550 5.1.90 Your message can't be sent because you've reached your daily limit for message recipients"), 'rate_limited');
+    assert.equal(kind(550, '550 Sending quota exceeded for this account'), 'rate_limited');
+    assert.equal(kind(550, '550 5.7.1 Daily sending limit reached, try tomorrow', 'RCPT TO'), 'rate_limited');
+    assert.equal(kind(552, '552 5.2.2 The email account that you tried to reach is over quota', 'RCPT TO'), 'rejected');
+    assert.equal(kind(552, '552 Mailbox quota exceeded for this recipient', 'RCPT TO'), 'rejected');
+    assert.equal(kind(550, '550 5.1.1 The email account that you tried to reach does not exist', 'RCPT TO'), 'rejected');
+    assert.equal(kind(554, '554 5.7.1 Message rejected: the daily digest of limits was exceeded by spam score'), 'rejected');
+  });
+
   it('a server that drops the connection after the whole message (before its answer) costs the message an attempt', async () => {
     // A minimal SMTP server: it reads the message to its final dot, then closes without a word.
     let messages = 0;

@@ -18,6 +18,8 @@ describe('sender account health from real SMTP outcomes', function () {
   /** Answers 421 to MAIL FROM while `throttling`. */
   const throttled = new SmtpSink();
   let throttling = true;
+  /** Refuses every message after its data with Microsoft 365's "sending quota exceeded". */
+  const overQuota = new SmtpSink();
   /** Not started until the test brings it up: its port (below the ephemeral range) refuses until then. */
   const down = new SmtpSink();
   let downPort = 0;
@@ -34,6 +36,18 @@ describe('sender account health from real SMTP outcomes', function () {
         cb(err);
       },
     });
+    await overQuota.start({
+      onData: (stream, _session, cb) => {
+        stream.resume();
+        stream.on('end', () => {
+          const err = new Error('5.2.0 STOREDRV.Submission.Exception:SubmissionQuotaExceededException; Failed to process message due to a permanent exception with message Cannot submit message.') as Error & {
+            responseCode: number;
+          };
+          err.responseCode = 554;
+          cb(err);
+        });
+      },
+    });
     downPort = await laterPort();
     app = await startTestApp({ clock, config: { publicUrl: 'https://mg.example.com' } });
     db = new pg.Client({ connectionString: app.databaseUrl });
@@ -48,6 +62,7 @@ describe('sender account health from real SMTP outcomes', function () {
     await app.close();
     await good.stop();
     await throttled.stop();
+    await overQuota.stop();
     await down.stop();
   });
 
@@ -167,6 +182,25 @@ describe('sender account health from real SMTP outcomes', function () {
     assert.equal(throttled.received.length, 1);
     assert.equal((await accounts(t.key)).find((x) => x.id === slowId)!.health, 'ok');
     assert.deepEqual(transitions(slowId).map((l) => l.msg), ['sender account health unknown -> rate_limited', 'sender account health rate_limited -> ok']);
+  });
+
+  it("a 5xx that says the account's sending quota is used up is the account's throttling: rate_limited, no lead bounced or suppressed, the other account sends", async () => {
+    const full = `full.${rand()}@acme.example`;
+    const fine = `fine.${rand()}@acme.example`;
+    overQuota.users.set(full, 'pw');
+    good.users.set(fine, 'pw');
+    const t = await setup([{ email: full, url: overQuota.url(full, 'pw') }, { email: fine, url: good.url(fine, 'pw') }], 4);
+    const [fullId] = t.ids;
+    await dispatcher.runRound();
+    await dispatcher.runRound();
+    assert.equal(sentBy(good, fine), 4);
+    const a = (await accounts(t.key)).find((x) => x.id === fullId)!;
+    assert.equal(a.health, 'rate_limited');
+    assert.match(a.healthError, /SubmissionQuotaExceeded/);
+    const s = await stats(t.key, t.campaignId);
+    assert.deepEqual([s.sent, s.bounced, s.queued], [4, 0, 0]);
+    const suppressed = await db.query(`select count(*)::int as n from suppressions where workspace_id = (select workspace_id from campaigns where id = $1)`, [t.campaignId]);
+    assert.equal(suppressed.rows[0].n, 0, "no lead suppressed for the account's quota");
   });
 
   it('a refused login: auth_failed, not retried after any back-off, cleared by resume; one line per change', async () => {
