@@ -197,8 +197,9 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
 
   it('with several workers, one watches each mailbox; another takes over when the holder dies', async () => {
     for (const w of watchers.splice(0)) await w.stop();
-    const a = watcher({ useIdle: false });
-    const b = watcher({ useIdle: false });
+    // Both in IDLE: the server tells both sessions of the new mail at once.
+    const a = watcher();
+    const b = watcher();
     await a.start();
     await b.start();
     const owner = async () => (await db.query(`select lease_owner from mailbox_watches`)).rows[0].lease_owner as string | null;
@@ -429,6 +430,29 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     const r = await waitFor('the reply after our message', async () => (await replies()).find((x) => x.email === 'early@lead.example'));
     assert.equal(r.classification, 'interested');
     assert.equal(await leadStatus('early@lead.example'), 'replied');
+  });
+
+  it('two sender accounts watching one mailbox (aliases of one user) record a reply once: one reply, one event', async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    await sendTo('alias@lead.example');
+    const workspaceId = (await db.query(`select workspace_id from campaigns where id = $1`, [campaignId])).rows[0].workspace_id;
+    // The second account's IMAP is the first one's mailbox.
+    await app.services().senders.add({ workspaceId, email: 'sales@acme.example', name: 'Sales', smtpUrl: sink.url(SENDER, 'smtp-pw'), imapUrl: imap.url(SENDER, PW) });
+    // Both in IDLE: the server tells both sessions of the new mail at once.
+    const a = watcher();
+    const b = watcher();
+    await a.start();
+    await b.start();
+    await imap.append(SENDER, PW, mail({ from: 'alias@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<alias-1@lead.example>', inReplyTo: sent.get('alias@lead.example') }, 'Yes, interested. Call me on Monday.'));
+    const last = await imap.lastUid(SENDER, PW);
+    await waitFor('both watches past the reply', async () => {
+      const { rows } = await db.query(`select last_uid from mailbox_watches where sender_account_id is not null`);
+      return rows.length === 2 && rows.every((r) => Number(r.last_uid) >= last);
+    });
+    assert.equal((await replies()).filter((r) => r.email === 'alias@lead.example').length, 1);
+    const ev = await db.query(`select count(*)::int as n from events where type = 'reply.received' and data->>'email' = 'alias@lead.example'`);
+    assert.equal(ev.rows[0].n, 1);
+    assert.equal((await db.query(`select count(*)::int as n from inbound_messages where message_id_header = '<alias-1@lead.example>'`)).rows[0].n, 1);
   });
 });
 

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
+import { advisoryXactLock } from '../../db/admin.ts';
 import type { InboundAnalysis } from './analyze.ts';
 
 // The owner of `inbound_messages` and `replies`. Their rows as hand-written SQL returns them, one
@@ -59,6 +60,23 @@ export async function alreadyIngested(em: EntityManager, watchId: string, m: { m
           where watch_id = ? and message_id_header is null and received_at = ? and from_email is not distinct from ? and raw = ? limit 1`,
         [watchId, m.receivedAt, m.from, m.raw],
       );
+  return rows.length > 0;
+}
+
+/**
+ * The same mail, matched to the same message of ours, stored already through another mailbox
+ * watch: two sender accounts reading one mailbox (aliases of one user, a shared inbox) each
+ * read every message there, both at once when both are in IDLE. The check holds a transaction
+ * lock on the pair (mail, message of ours), so the second of two such transactions waits for
+ * the first and then sees its row. inbound_message_id_idx.
+ */
+export async function ingestedElsewhere(em: EntityManager, watchId: string, outboundMessageId: string, m: { messageId: string; from: string | null }): Promise<boolean> {
+  await advisoryXactLock(em, `inbound ${outboundMessageId} ${m.messageId}`);
+  const rows = await sql(
+    em,
+    `select 1 from inbound_messages where message_id_header = ? and outbound_message_id = ? and from_email is not distinct from ? and watch_id is distinct from ? limit 1`,
+    [m.messageId, outboundMessageId, m.from, watchId],
+  );
   return rows.length > 0;
 }
 

@@ -13,7 +13,7 @@ import { oooResumeAt } from '../sending/postpone.ts';
 import { campaignExists } from '../campaigns/repository.ts';
 import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
 import { advanceCursor } from '../mailboxes/repository.ts';
-import { alreadyIngested, dropInbound, hasReplyClassified, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
+import { alreadyIngested, dropInbound, ingestedElsewhere, hasReplyClassified, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
 
 export interface IncomingMail {
   watchId: string;
@@ -86,6 +86,7 @@ export class InboundService {
       if (analysis.messageId && (await matchByMessageIds(tx, mail.workspaceId, [analysis.messageId]))) return 'ignored';
       const match = await this.match(tx, mail, analysis);
       if (!match) return 'unmatched';
+      if (analysis.messageId && (await ingestedElsewhere(tx, mail.watchId, match.id, { messageId: analysis.messageId, from: analysis.from }))) return 'duplicate';
       if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');
       const inboundId = await this.store(tx, mail, analysis, match.id, analysis.kind);
       if (analysis.kind === 'bounce') await this.bounce(tx, match, analysis, inboundId, mail.receivedAt);
