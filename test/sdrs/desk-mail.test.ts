@@ -6,6 +6,8 @@ import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
 import { MailboxWatcher } from '../../src/modules/inbound/watcher.ts';
 import { assertThreadCountsExact } from '../support/thread-counts.ts';
+import { addAnswer } from '../../src/modules/sdrs/thread-repository.ts';
+import { transaction } from '../../src/db/transaction.ts';
 
 
 describe('SDR desk mail: send-manual through the SDR mailbox, answers joining the thread', function () {
@@ -157,6 +159,24 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
     assert.equal(status.body.data.connected, true);
     assert.equal(status.body.data.healthState, 'active');
     assert.ok(status.body.data.lastSyncedAt);
+  });
+
+  it("an answer read late never moves the thread's last message back before the SDR's later send", async () => {
+    await db.query(
+      `insert into prospect_threads (id, workspace_id, sdr_id, lead_id, campaign_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, mail_thread_id, created_at, updated_at)
+       select 'thr_late', workspace_id, sdr_id, lead_id, campaign_id, contact_email, contact_name, subject, 'awaiting_reply', category, priority_score, '2026-06-01T10:10:00Z', '<late@lead.example>', '2026-06-01T10:00:00Z', now()
+         from prospect_threads where id = $1`,
+      [threadId],
+    );
+    // The prospect wrote at 10:05; the SDR, not having seen it, sent at 10:10; the mailbox was read at 10:20.
+    await transaction(app.deps.orm.em.fork(), (em) =>
+      addAnswer(em, 'thr_late', { inboundMessageId: null as unknown as string, messageIdHeader: '<late-1@lead.example>', from: 'pat@lead.example', subject: 'Re: Idea', bodyText: 'Yes', receivedAt: new Date('2026-06-01T10:05:00Z'), outOfOffice: false }, new Date('2026-06-01T10:20:00Z')),
+    );
+    const { rows } = await db.query(`select status, last_message_at from prospect_threads where id = 'thr_late'`);
+    assert.equal(rows[0].status, 'replied');
+    assert.equal(rows[0].last_message_at.toISOString(), '2026-06-01T10:10:00.000Z');
+    await db.query(`delete from thread_messages where thread_id = 'thr_late'`);
+    await db.query(`delete from prospect_threads where id = 'thr_late'`);
   });
 
   // With an Idempotency-Key (plain tests, before the errors test moves the thread away).

@@ -127,7 +127,9 @@ export async function addAnswer(
   );
   await sql(
     em,
-    `update prospect_threads set status = case when ? and status = any(?::text[]) then 'replied' else status end, last_message_at = ?, updated_at = ? where id = ?`,
+    // An answer read late (a backlog) may have arrived before the SDR's last send: the thread's
+    // last message never moves back (the inbox's order, recency, the follow-up's schedule).
+    `update prospect_threads set status = case when ? and status = any(?::text[]) then 'replied' else status end, last_message_at = greatest(last_message_at, ?), updated_at = ? where id = ?`,
     [!m.outOfOffice, OPEN, m.receivedAt, now, threadId],
   );
 }
