@@ -80,6 +80,14 @@ describe('analyzeMessage', () => {
     assert.deepEqual(a.references, ['<msg_ours.1@northwind.example>']);
   });
 
+  it('threading ids with comments or without angle brackets are read as the ids they name', async () => {
+    const a = await analyzeMessage(
+      mail(['From: lead@example.com', 'To: alice@northwind.example', 'Subject: Re: Hi', 'Message-ID: <r9@example.com>', 'In-Reply-To: msg_ours.7@northwind.example (sent from a phone)', 'References: <first@example.com> (thread) msg_ours.7@northwind.example'], 'Yes, call me.'),
+    );
+    assert.equal(a.inReplyTo, '<msg_ours.7@northwind.example>');
+    assert.ok(a.references.includes('<first@example.com>'), JSON.stringify(a.references));
+  });
+
   it('an out-of-office reply carries its return date', async () => {
     const a = await analyzeMessage(await fixture('ooo/de/exchange.eml'));
     assert.equal(a.classification, 'out_of_office');

@@ -239,11 +239,14 @@ const MAX_ID_BYTES = 998;
 
 function angleIds(value: string | string[] | null): string[] {
   if (!value) return [];
-  const all = Array.isArray(value) ? value.join(' ') : value;
+  // Comments go first: "foo@bar (sent from a phone)" arrives from mailparser wrapped whole,
+  // "<foo@bar (sent from a phone)>", and became "<<foo@bar>", which matched nothing.
+  const all = (Array.isArray(value) ? value.join(' ') : value).replace(/\([^()]*\)/g, ' ');
   const ids =
     all.match(/<[^<>\s]+>/g) ??
     all
       .split(/\s+/)
+      .map((s) => s.replace(/^<+|>+$/g, ''))
       .filter((s) => s.includes('@'))
       .map((s) => `<${s}>`);
   return ids.filter((id) => Buffer.byteLength(id) <= MAX_ID_BYTES);
