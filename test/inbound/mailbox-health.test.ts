@@ -45,6 +45,26 @@ describe('mailbox health from real IMAP outcomes', function () {
       .filter((l) => l.includes(id) && / health \w+ -> \w+/.test(l))
       .map((l) => JSON.parse(l) as { level: number; msg: string; response: string | null });
 
+  /**
+   * A thread as assignment leaves it for the SDR: a campaign, its lead, the prospect's first
+   * answer (`first`, the thread's mail thread id) a minute ago.
+   */
+  async function seedThread(adminKey: string, workspaceId: string, sdrId: string, t: { id: string; contact: string; name: string; first: string }) {
+    const c = await app.request('POST', '/v1/campaigns', { key: adminKey, body: { name: t.name, sequenceSteps: [{ subject: 'Idea', bodyHtml: 'x' }] } });
+    await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key: adminKey, body: { leads: [{ email: t.contact }] } });
+    const lead = (await db.query(`select id from leads where workspace_id = $1 and email_key = $2`, [workspaceId, t.contact])).rows[0].id;
+    await db.query(
+      `insert into prospect_threads (id, workspace_id, sdr_id, lead_id, campaign_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, mail_thread_id, created_at, updated_at)
+       values ($1, $2, $3, $4, $5, $6, $7, 'Re: Idea', 'new', 'B', 50, now(), $8, now(), now())`,
+      [t.id, workspaceId, sdrId, lead, c.body.id, t.contact, t.name, t.first],
+    );
+    await db.query(
+      `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, subject, body_text, at, created_at)
+       values ($1, $2, 'inbound', $3, $4, 'Re: Idea', 'Interested', now() - interval '1 minute', now())`,
+      [`tmsg_${t.id}`, t.id, t.first, t.contact],
+    );
+  }
+
   it('a refused login and a closed port: auth_failed / needs_reauth and unreachable / disconnected, each change logged once at warn', async () => {
     const { workspace, adminKey } = await seedWorkspace(app);
     const s = app.services();
@@ -197,19 +217,7 @@ describe('mailbox health from real IMAP outcomes', function () {
     const s = app.services();
     const rep = await seedSdr(app, workspace.id, 'Swap', 'swap@acme.example');
     await s.sdrs.connectMail(rep.sdr.id, { smtpUrl: smtp.url(), imapUrl: imap.url('swap-old@acme.example', 'right') });
-    // A thread as assignment leaves it: a campaign, its lead, the prospect's first answer.
-    const c = await app.request('POST', '/v1/campaigns', { key: adminKey, body: { name: 'Swap', sequenceSteps: [{ subject: 'Idea', bodyHtml: 'x' }] } });
-    await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key: adminKey, body: { leads: [{ email: 'pat@swap.example' }] } });
-    const lead = (await db.query(`select id from leads where workspace_id = $1`, [workspace.id])).rows[0].id;
-    await db.query(
-      `insert into prospect_threads (id, workspace_id, sdr_id, lead_id, campaign_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, mail_thread_id, created_at, updated_at)
-       values ('thr_swap', $1, $2, $3, $4, 'pat@swap.example', 'Pat', 'Re: Idea', 'new', 'B', 50, now(), '<p1@swap.example>', now(), now())`,
-      [workspace.id, rep.sdr.id, lead, c.body.id],
-    );
-    await db.query(
-      `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, subject, body_text, at, created_at)
-       values ('tmsg_swap', 'thr_swap', 'inbound', '<p1@swap.example>', 'pat@swap.example', 'Re: Idea', 'Interested', now() - interval '1 minute', now())`,
-    );
+    await seedThread(adminKey, workspace.id, rep.sdr.id, { id: 'thr_swap', contact: 'pat@swap.example', name: 'Pat', first: '<p1@swap.example>' });
     const answer = (id: string, text: string) =>
       ['From: pat@swap.example', 'To: swap@acme.example', 'Subject: Re: Idea', `Date: ${new Date().toUTCString()}`, `Message-ID: ${id}`, 'In-Reply-To: <p1@swap.example>', 'Content-Type: text/plain; charset=utf-8', '', text, ''].join('\r\n');
     const inThread = async () => (await db.query(`select message_id_header from thread_messages where thread_id = 'thr_swap' order by created_at`)).rows.map((r: { message_id_header: string }) => r.message_id_header);
@@ -261,18 +269,7 @@ describe('mailbox health from real IMAP outcomes', function () {
     const mail = (id: string, text: string) =>
       ['From: kim@early.example', 'To: early@acme.example', 'Subject: Hello', `Date: ${new Date().toUTCString()}`, `Message-ID: ${id}`, 'Content-Type: text/plain; charset=utf-8', '', text, ''].join('\r\n');
     await imap.append('early@acme.example', 'right', mail('<e1@early.example>', 'Great, Thursday works for me.'), new Date(Date.now() - 30 * 60_000));
-    const c = await app.request('POST', '/v1/campaigns', { key: adminKey, body: { name: 'Early', sequenceSteps: [{ subject: 'Idea', bodyHtml: 'x' }] } });
-    await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key: adminKey, body: { leads: [{ email: 'kim@early.example' }] } });
-    const lead = (await db.query(`select id from leads where workspace_id = $1`, [workspace.id])).rows[0].id;
-    await db.query(
-      `insert into prospect_threads (id, workspace_id, sdr_id, lead_id, campaign_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, mail_thread_id, created_at, updated_at)
-       values ('thr_early', $1, $2, $3, $4, 'kim@early.example', 'Kim', 'Re: Idea', 'new', 'B', 50, now(), '<k1@early.example>', now(), now())`,
-      [workspace.id, rep.sdr.id, lead, c.body.id],
-    );
-    await db.query(
-      `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, subject, body_text, at, created_at)
-       values ('tmsg_early', 'thr_early', 'inbound', '<k1@early.example>', 'kim@early.example', 'Re: Idea', 'Interested', now() - interval '1 minute', now())`,
-    );
+    await seedThread(adminKey, workspace.id, rep.sdr.id, { id: 'thr_early', contact: 'kim@early.example', name: 'Kim', first: '<k1@early.example>' });
     const thread = async () => ({
       status: (await db.query(`select status from prospect_threads where id = 'thr_early'`)).rows[0].status as string,
       messages: (await db.query(`select message_id_header from thread_messages where thread_id = 'thr_early' order by created_at`)).rows.map((r: { message_id_header: string }) => r.message_id_header),
