@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { systemClock } from './clock.ts';
+import { storableText } from '../shared/text.ts';
 
 // A Chat Completions client for any OpenAI-compatible server (OpenAI, Azure OpenAI, Ollama, vLLM,
 // llama.cpp) whose answers are JSON validated by a zod schema.
@@ -338,17 +339,20 @@ export class OpenAiCompatibleProvider implements LlmProvider {
         continue;
       }
       if (x.ok) {
+        // What the server says is untrusted: usage that is no whole count is not counted, and a
+        // model name is text made storable (both are stored with the draft).
         const usage = x.completion.usage;
-        if (usage) {
-          state.usage.promptTokens += usage.prompt_tokens ?? 0;
-          state.usage.completionTokens += usage.completion_tokens ?? 0;
+        if (usage && typeof usage === 'object') {
+          state.usage.promptTokens += tokenCount(usage.prompt_tokens);
+          state.usage.completionTokens += tokenCount(usage.completion_tokens);
         }
-        if (x.completion.model) state.model = x.completion.model;
+        if (typeof x.completion.model === 'string' && x.completion.model.trim()) state.model = storableText(x.completion.model).slice(0, 200);
         return x.completion;
       }
       if (!RETRYABLE.has(x.kind) || retry >= this.maxRetries) {
         const tries = retry + 1;
-        throw new LlmError(x.kind, `${this.withoutKey(x.detail)} (${tries} attempt${tries === 1 ? '' : 's'})`, { status: x.status });
+        // The server's text reaches a draft's rationale (stored): made storable.
+        throw new LlmError(x.kind, storableText(`${this.withoutKey(x.detail)} (${tries} attempt${tries === 1 ? '' : 's'})`), { status: x.status });
       }
       const retryAfter = x.kind === 'rate_limited' ? x.retryAfterMs : undefined;
       const delayMs = Math.round(
@@ -458,14 +462,33 @@ function networkDetail(err: unknown): string {
 function parseCompletion(text: string): ChatCompletion | undefined {
   try {
     const body = JSON.parse(text) as ChatCompletion;
-    return Array.isArray(body?.choices) && body.choices.length > 0 ? body : undefined;
+    // A first choice that is no object ({"choices": [null]}) is no completion either.
+    return Array.isArray(body?.choices) && body.choices.length > 0 && body.choices[0] !== null && typeof body.choices[0] === 'object' ? body : undefined;
   } catch {
     return undefined;
   }
 }
 
 function contentOf(completion: ChatCompletion): string {
-  return completion.choices[0].message?.content ?? '';
+  const content: unknown = completion.choices[0].message?.content;
+  return typeof content === 'string' ? content : '';
+}
+
+/** A token count as reported: a finite, non-negative number, rounded; anything else counts 0. */
+function tokenCount(n: unknown): number {
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.round(n) : 0;
+}
+
+/**
+ * The model's answer with every string (keys included) made storable: JSON may spell a NUL
+ * (\u0000) or a lone surrogate, which PostgreSQL's text and jsonb refuse, and what the model
+ * writes is stored (a draft's body and rationale, the rubric in its insight).
+ */
+function storableJson(value: unknown): unknown {
+  if (typeof value === 'string') return storableText(value);
+  if (Array.isArray(value)) return value.map(storableJson);
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableText(k), storableJson(v)]));
+  return value;
 }
 
 /** The JSON schema of what the model must write: the schema's input (what safeParse accepts). */
@@ -498,7 +521,7 @@ function check<T>(completion: ChatCompletion, mode: StructuredMode, schema: z.Zo
     }
   }
   if (json === undefined) return { ok: false, truncated: false, problem: 'it is not valid JSON' };
-  const parsed = schema.safeParse(json);
+  const parsed = schema.safeParse(storableJson(json));
   if (!parsed.success) return { ok: false, truncated: false, problem: `it does not match the schema (${summarizeIssues(parsed.error.issues)})` };
   return { ok: true, value: parsed.data };
 }

@@ -132,6 +132,42 @@ describe('AI drafts with an LLM (a fake OpenAI-compatible server)', function () 
     writer = () => ({ json: { body: GOOD_BODY, confidence: 0.9, rationale: 'ok' } });
   });
 
+  it('a malformed answer (NUL or a lone surrogate in the JSON, a null choice, usage that is no count, an error text with NUL) gives drafts, never a 500', async () => {
+    const good = { body: GOOD_BODY, confidence: 0.9, rationale: 'ok' };
+    // NUL and a lone surrogate spelled in the model's JSON: the body, the rationale, a rubric claim.
+    writer = () => ({ content: JSON.stringify(good).replace('Thanks for', 'Thanks\\u0000 for').replace('"ok"', '"o\\ud800k\\u0000"') });
+    rubric = () => ({ content: '{"asks":[{"ask":"pric\\u0000ing","answered":true}],"unsupportedClaims":["a\\u0000b \\udc00"]}' });
+    let res = await generate();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.data.insights[0].approach, 'direct_answer');
+    assert.match(res.body.data.drafts[0].bodyText, /^Hi Dana,\n\nThanks for the quick reply/);
+    assert.equal(res.body.data.insights[0].rationale, 'o\ufffdk');
+    const stored = await desk.db.query(`select scores from draft_insights where draft_id = $1`, [res.body.data.drafts[0].id]);
+    assert.deepEqual(stored.rows[0].scores.rubric.unsupportedClaims, ['ab \ufffd']);
+
+    // A completion whose first choice is null: no completion (retried as a server error), then the offline composer.
+    writer = () => ({ raw: { id: 'x', object: 'chat.completion', model: 'fake-model', choices: [null] } });
+    rubric = () => ({ json: { asks: [], unsupportedClaims: [] } });
+    res = await generate();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.data.insights[0].approach, 'offline_template');
+
+    // Usage that is no whole count (a string, a fraction) is not stored as one.
+    writer = () => ({ json: good, usage: { prompt_tokens: 'n/a', completion_tokens: 12.5 } as never });
+    res = await generate();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.data.insights[0].approach, 'direct_answer');
+    assert.ok(Number.isInteger(res.body.data.drafts[0].usage.promptTokens) && Number.isInteger(res.body.data.drafts[0].usage.completionTokens));
+
+    // The server's error text (it reaches the offline draft's rationale) with a NUL in it.
+    writer = () => ({ status: 401, body: { error: { message: 'invalid\u0000 key' } } });
+    res = await generate();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.data.insights[0].approach, 'offline_template');
+    assert.match(res.body.data.insights[0].rationale, /auth: LLM server answered 401: invalid key/);
+    writer = () => ({ json: good });
+  });
+
   it('the rubric blocks a send with an unsupported claim, warns on an unanswered ask, and the send goes through once fixed', async () => {
     const [d] = (await generate()).body.data.drafts;
     rubric = () => ({ json: { asks: [{ ask: 'a call next Tuesday', answered: false }], unsupportedClaims: ['Acme doubles revenue in 30 days'] } });
@@ -162,6 +198,21 @@ describe('AI drafts with an LLM (a fake OpenAI-compatible server)', function () 
     assert.equal(m.parsed.inReplyTo, '<r1@northwind.example>');
     assert.match(m.parsed.text!, /\$49 per rep per month/);
     assert.equal((await req('GET', `/v1/sdr/threads/${desk.threadId}`)).body.data.status, 'awaiting_reply');
+  });
+
+  it('a rubric listing more unsupported claims than are shown, or quoting one at length, still blocks the send', async () => {
+    const [d] = (await generate()).body.data.drafts;
+    const sentBefore = desk.sink.received.length;
+    for (const claims of [Array.from({ length: 13 }, (_, i) => `invented claim ${i + 1}`), [`Acme doubles revenue ${'and more '.repeat(40)}`]]) {
+      rubric = () => ({ json: { asks: [], unsupportedClaims: claims } });
+      const res = await req('POST', `/v1/sdr/drafts/${d.id}/send`, {});
+      assert.equal(res.status, 422, JSON.stringify(res.body));
+      const codes = res.body.guardrails.issues.map((i: { code: string }) => i.code);
+      assert.ok(codes.includes('unsupported_claim') && !codes.includes('rubric_unavailable'), JSON.stringify(codes));
+      assert.ok(codes.filter((c: string) => c === 'unsupported_claim').length <= 12);
+    }
+    assert.equal(desk.sink.received.length, sentBefore, 'nothing was sent');
+    rubric = () => ({ json: { asks: [], unsupportedClaims: [] } });
   });
 
   it('a rubric that cannot run does not block the deterministic guardrails, and says so', async () => {

@@ -19,6 +19,8 @@ export type FakeAnswer =
   | { status: number; body?: unknown; headers?: Record<string, string> }
   /** Never answers (until close). */
   | { hang: true }
+  /** A 200 whose JSON body is this value as is (a malformed completion). */
+  | { raw: unknown }
   | ((req: FakeRequest) => FakeAnswer | Promise<FakeAnswer>);
 
 export interface FakeRequest {
@@ -105,6 +107,7 @@ export class FakeOpenAi {
     while (typeof answer === 'function') answer = await answer(request);
 
     if ('hang' in answer) return;
+    if ('raw' in answer) return send(res, 200, answer.raw);
     if ('status' in answer) {
       const errorBody = answer.body ?? { error: { message: `fake error ${answer.status}`, type: 'server_error' } };
       return send(res, answer.status, errorBody, answer.headers);

@@ -47,11 +47,17 @@ function variantSchema(ctx: DraftContext) {
     });
 }
 
+// More asks or claims than we show, or a claim quoted at length, is still the reviewer's verdict:
+// cut to what is kept, never refused. (Refused, a draft with 13 unsupported claims failed the
+// rubric, and the send went out on the rule checks alone with a rubric_unavailable warning.)
 const RubricSchema = z.object({
-  asks: z.array(z.object({ ask: z.string(), answered: z.boolean() })).max(12),
-  unsupportedClaims: z.array(z.string().max(300)).max(12).describe('claims in the DRAFT about facts, numbers, customers, prices or commitments that neither KNOWLEDGE nor the THREAD supports'),
+  asks: z.array(z.object({ ask: z.string(), answered: z.boolean() })).transform((a) => a.slice(0, 12).map((x) => ({ ...x, ask: x.ask.slice(0, 300) }))),
+  unsupportedClaims: z
+    .array(z.string())
+    .transform((a) => a.slice(0, 12).map((c) => (c.length > 300 ? `${c.slice(0, 299)}…` : c)))
+    .describe('claims in the DRAFT about facts, numbers, customers, prices or commitments that neither KNOWLEDGE nor the THREAD supports'),
 });
-export type Rubric = z.infer<typeof RubricSchema>;
+export type Rubric = z.output<typeof RubricSchema>;
 
 export interface WrittenDraft {
   bodyText: string;
