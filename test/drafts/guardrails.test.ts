@@ -201,6 +201,24 @@ describe('drafts: guardrails, links', () => {
     assertBlocks(input({ bodyHtml: `${html}<a href="java\tscript:alert(1)">x</a>` }), 'insecure_link', 'bodyHtml', /javascript:/);
   });
 
+  it('checks the URLs CSS loads (escaped, protocol-relative, in <style> too), SVG xlink:href and <object data>', () => {
+    const html = textToHtml(GOOD_BODY);
+    const loads = [
+      '<div style="background:url(//tracker.example/p.gif)">x</div>',
+      "<div style=\"background:url('//tracker.example/p.gif')\">x</div>",
+      '<div style="background:url(\\68ttps://tracker.example/p.gif)">x</div>',
+      '<style>p{background:url("\\68ttps://tracker.example/p.gif")}</style>',
+      '<style>@import url(//tracker.example/a.css);</style>',
+      '<style>@import "https://tracker.example/a.css";</style>',
+      '<svg><image xlink:href="https://tracker.example/p.png"/></svg>',
+      '<object data="https://tracker.example/x"></object>',
+    ];
+    for (const extra of loads) assertBlocks(input({ bodyHtml: `${html}${extra}` }), 'unknown_link', 'bodyHtml', /tracker\.example/);
+    // CSS that loads nothing from elsewhere is no link: relative url(), font names, content strings.
+    const plain = `${html}<style>p{font-family:"Helvetica Neue";background:url(x.png)} q:before{content:"note: 5"}</style><div style="background:url(https://acme.com/bg.png)">x</div>`;
+    assert.deepEqual(codes(input({ bodyHtml: plain })).filter((c) => c.endsWith('_link')), []);
+  });
+
   it('reports a bad link of the text once, not again for its HTML', () => {
     const found = issues(input({ bodyText: withSentence('See https://evil.example/x') }), 'unknown_link');
     assert.deepEqual(found.map((x) => x.field), ['bodyText']);

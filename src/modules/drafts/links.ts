@@ -108,8 +108,8 @@ function hostOf(absolute: string): string {
   }
 }
 
-/** Attributes whose value is a URL the client loads or follows. */
-const URL_ATTRIBUTES = ['href', 'src', 'action', 'formaction', 'background', 'poster', 'cite'];
+/** Attributes whose value is a URL the client loads or follows (SVG's xlink:href, <object data>). */
+const URL_ATTRIBUTES = ['href', 'xlink:href', 'src', 'data', 'action', 'formaction', 'background', 'poster', 'cite'];
 /** Values of those attributes that are not web links (addresses are checked as addresses). */
 const NOT_A_WEB_LINK = /^(mailto:|tel:|sms:|cid:|data:image\/|#|$)/i;
 
@@ -126,7 +126,10 @@ export function findLinksInHtml(html: string, options: { includeHidden?: boolean
     if (!found.has(link.url)) found.set(link.url, link);
   };
   walkHtml(html, options.includeHidden ?? false, {
-    text: (text, index) => findLinks(text).forEach((l) => add({ ...l, index: index + l.index })),
+    text: (text, index, inStyle) => {
+      findLinks(text).forEach((l) => add({ ...l, index: index + l.index }));
+      if (inStyle) cssLinks(text).forEach((l) => add({ ...l, index }));
+    },
     element: (el, index) => {
       for (const name of URL_ATTRIBUTES) {
         // Browsers drop tabs and newlines inside URLs ("java\tscript:" is "javascript:").
@@ -137,10 +140,38 @@ export function findLinksInHtml(html: string, options: { includeHidden?: boolean
         const value = candidate.trim().split(/\s+/)[0] ?? '';
         if (!NOT_A_WEB_LINK.test(value)) add(toFoundLink(value, index));
       }
-      if (el.attribs.style !== undefined) findLinks(el.attribs.style).forEach((l) => add({ ...l, index }));
+      if (el.attribs.style !== undefined) [...findLinks(el.attribs.style), ...cssLinks(el.attribs.style)].forEach((l) => add({ ...l, index }));
     },
   });
   return [...found.values()];
+}
+
+/**
+ * The absolute URLs a style sheet or a style attribute loads, as the client's CSS parser reads
+ * them: escapes decoded (`\68ttps:` is `https:`), then every `url(…)` and quoted string that
+ * has a scheme or starts with `//` (protocol-relative: `url(//host/x.png)`). Relative ones
+ * (`url(x.png)`) have no host to leave for and are not listed.
+ */
+export function cssLinks(css: string): FoundLink[] {
+  const decoded = css
+    .replace(/\/\*[\s\S]*?\*\//g, ' ')
+    .replace(/\\(?:([0-9a-f]{1,6})[ \t\n\r\f]?|\r\n|([\s\S]))/gi, (_, hex: string | undefined, ch: string | undefined) => {
+      if (hex === undefined) return ch === undefined || ch === '\n' || ch === '\r' || ch === '\f' ? '' : ch;
+      const cp = parseInt(hex, 16);
+      return cp === 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? '\ufffd' : String.fromCodePoint(cp);
+    });
+  const out: FoundLink[] = [];
+  for (const m of decoded.matchAll(/url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))|"([^"]*)"|'([^']*)'/gi)) {
+    const inUrl = m[1] !== undefined || m[2] !== undefined || m[3] !== undefined;
+    const value = (m[1] ?? m[2] ?? m[3] ?? m[4] ?? m[5] ?? '').replace(/[\t\n\r]/g, '').trim();
+    if (NOT_A_WEB_LINK.test(value)) continue;
+    // Browsers read a backslash in a web URL as a slash ("\\evil.example" is "//evil.example").
+    if (/^[\\/]{2}/.test(value)) out.push(toFoundLink(`//${value.replace(/^[\\/]+/, '')}`, m.index));
+    // In url() any scheme (javascript:, http:); a plain string (@import "…", image-set("…"),
+    // content: "…") only when it is a URL with an authority.
+    else if (inUrl ? EXPLICIT_SCHEME.test(value) : /^[a-z][a-z0-9+.-]*:[\\/]{2}/i.test(value)) out.push(toFoundLink(value, m.index));
+  }
+  return out;
 }
 
 /** Email addresses in an HTML body's text and attribute values (mailto: links), each once. */
@@ -167,12 +198,15 @@ type Element = Parameters<typeof DomUtils.getAttributeValue>[0];
 function walkHtml(
   html: string,
   includeHidden: boolean,
-  visit: { text: (text: string, index: number) => void; element: (el: Element, index: number) => void },
+  visit: { text: (text: string, index: number, inStyle: boolean) => void; element: (el: Element, index: number) => void },
 ): void {
   const doc = includeHidden ? parseDocument(html, { withStartIndices: true }) : visibleDom(html);
   for (const node of descendants(doc)) {
     if (DomUtils.isTag(node)) visit.element(node, node.startIndex ?? 0);
-    else if (node.type === 'text') visit.text(node.data, node.startIndex ?? 0);
+    else if (node.type === 'text') {
+      const parent = node.parent;
+      visit.text(node.data, node.startIndex ?? 0, parent !== null && DomUtils.isTag(parent) && parent.name === 'style');
+    }
   }
 }
 
