@@ -231,6 +231,13 @@ describe('POST /v1/replies/:replyId/assign', function () {
     res = await assign(id, { sdrId: sdr.id, seniority: 'emperor', employeeCount: '51-200' });
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'invalid_request');
+    // Blank is not given: the gate cannot be passed with values of spaces (they would check as "not given").
+    for (const blank of [{ seniority: '  ', employeeCount: '51-200' }, { seniority: 'vp', employeeCount: ' \t' }]) {
+      res = await assign(id, { sdrId: sdr.id, ...blank });
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.equal(res.body.error.code, 'invalid_request');
+      assert.match(res.body.error.message, blank.seniority === 'vp' ? /employeeCount/ : /seniority/);
+    }
     res = await assign(id, { sdrId: sdr.id, seniority: 'entry', employeeCount: '51-200' });
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'icp_failed');

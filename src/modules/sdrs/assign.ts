@@ -157,7 +157,8 @@ export class AssignmentService {
   }
 
   private async icpGate(workspaceId: string, input: AssignInput): Promise<void> {
-    const missing = (['seniority', 'employeeCount'] as const).filter((f) => input[f] === undefined || input[f] === '');
+    // Blank is missing too: checkIcp passes a value it is not given (spaces included).
+    const missing = (['seniority', 'employeeCount'] as const).filter((f) => input[f] === undefined || String(input[f]).trim() === '');
     if (missing.length) throw ApiError.invalid(`${missing.join(' and ')} required unless skipIcpCheck is true`);
     const criteria = await icpCriteria(this.em, workspaceId);
     const verdict = checkIcp({ seniority: criteria?.seniority ?? null, employeeCounts: criteria?.employee_counts ?? null }, { seniority: input.seniority!, employeeCount: input.employeeCount! });
