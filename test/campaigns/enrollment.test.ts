@@ -136,6 +136,21 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     assert.equal((await db.query(`select count(*)::int as n from leads where email_key in ('dup@lead.example', 'ok@lead.example')`)).rows[0].n, 0);
   });
 
+  it('a custom field set to null is removed (as null clears a standard field): a lead at 50 can swap one for another', async () => {
+    const id = await campaign();
+    const fields = (prefix: string, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, i]));
+    const custom = async (email: string) => (await db.query(`select custom from leads where email_key = $1`, [email])).rows[0].custom as Record<string, unknown>;
+    assert.equal((await enroll(id, [{ email: 'swap@lead.example', ...fields('a', 50) }, { email: 'new@lead.example', plan: 'pro', region: null }])).status, 200);
+    assert.deepEqual(await custom('new@lead.example'), { plan: 'pro' }, 'a new lead is stored without it');
+    const res = await enroll(id, [{ email: 'swap@lead.example', a0: null, fresh: 'yes' }]);
+    assert.equal(res.status, 200, res.text);
+    const stored = await custom('swap@lead.example');
+    assert.equal(Object.keys(stored).length, 50);
+    assert.equal('a0' in stored, false);
+    assert.equal(stored.fresh, 'yes');
+    assert.equal(stored.a1, 1);
+  });
+
   it('400 for a malformed body, a missing or empty leads array, more than 10,000 leads; 404 for an unknown campaign', async () => {
     const id = await campaign();
     for (const body of [{}, { leads: [] }, { leads: {} }, { leads: [{ email: 'a@b.example' }], extra: true }]) {

@@ -73,7 +73,9 @@ const COLUMNS: Record<StandardField, string> = { firstName: 'first_name', lastNa
  */
 export async function upsertLeads(em: EntityManager, workspaceId: string, leads: LeadInput[], now: Date) {
   const keys = leads.map((l) => l.emailKey);
-  const customs = leads.map((l) => JSON.stringify(l.custom));
+  // A custom field set to null is no field (as null clears a standard one): a new lead is
+  // stored without it, and an existing lead's is removed (patchLeads).
+  const customs = leads.map((l) => JSON.stringify(withoutNulls(l.custom)));
 
   // leads_workspace_email_key: the conflict target. Rows go in by email key (and are patched in
   // the same order below), so requests enrolling the same leads in any order wait for each
@@ -113,10 +115,15 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
   return { leadIds: keys.map((k) => idByKey.get(k)!), customCounts: keys.map((k) => customCount.get(k)!), created: inserted.length, updated: updated.length };
 }
 
+function withoutNulls(custom: Record<string, unknown>): Record<string, unknown> {
+  for (const v of Object.values(custom)) if (v === null) return Object.fromEntries(Object.entries(custom).filter(([, x]) => x !== null));
+  return custom;
+}
+
 const fieldArray = (leads: LeadInput[], f: StandardField) => leads.map((l) => (l.fields[f] === undefined ? null : l.fields[f]));
 const presentArray = (leads: LeadInput[], f: StandardField) => leads.map((l) => l.fields[f] !== undefined);
 
-/** Overwrites only the fields present in the request; custom fields are merged key by key. */
+/** Overwrites only the fields present in the request; custom fields are merged key by key (null removes one). */
 async function patchLeads(em: EntityManager, workspaceId: string, leads: LeadInput[], now: Date) {
   const sets = (Object.keys(COLUMNS) as StandardField[])
     .map((f) => `${COLUMNS[f]} = case when p.has_${COLUMNS[f]} then p.${COLUMNS[f]} else l.${COLUMNS[f]} end`)
@@ -133,7 +140,7 @@ async function patchLeads(em: EntityManager, workspaceId: string, leads: LeadInp
     `update leads l set
          email = p.email,
          ${sets},
-         custom = l.custom || p.custom::jsonb,
+         custom = (l.custom || p.custom::jsonb) - array(select e.key from jsonb_each(p.custom::jsonb) as e where e.value = 'null'::jsonb),
          updated_at = ?
        from unnest(?::text[], ?::text[], ?::text[], ?::boolean[], ?::text[], ?::boolean[], ?::text[], ?::boolean[], ?::text[], ?::boolean[], ?::text[])
          as p(email_key, email, custom, has_first_name, first_name, has_last_name, last_name, has_company, company, has_job_title, job_title)
