@@ -399,7 +399,11 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     const timer = setTimeout(() => controller.abort(), this.timeoutMs);
     try {
       const res = await fetch(this.url, { method: 'POST', headers: this.headers, body: JSON.stringify(this.wire(body)), signal: controller.signal });
-      const text = await res.text();
+      const text = await readCapped(res, MAX_ANSWER_BYTES);
+      if (text === null) {
+        controller.abort();
+        return { ok: false, kind: 'server_error', status: res.status, detail: `LLM server answered ${res.status} with more than ${MAX_ANSWER_BYTES / 1_048_576} MB` };
+      }
       if (res.ok) {
         const completion = parseCompletion(text);
         if (completion) return { ok: true, completion };
@@ -420,6 +424,32 @@ export class OpenAiCompatibleProvider implements LlmProvider {
       clearTimeout(timer);
     }
   }
+}
+
+/**
+ * The most of an answer read (a chat completion of drafts is a few KB): a server answering
+ * without end (a misconfigured proxy, a model looping) would otherwise be read into memory
+ * until the timeout.
+ */
+const MAX_ANSWER_BYTES = 4 * 1_048_576;
+
+/** The response body as text, or null when it is longer than `max` bytes (reading stops there). */
+async function readCapped(res: Response, max: number): Promise<string | null> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function statusKind(status: number): LlmErrorKind {

@@ -162,6 +162,13 @@ describe('LLM adapter (OpenAI-compatible)', () => {
     assert.match(err.message, /500.*3 attempts/);
   });
 
+  it('reads at most 4 MB of an answer: a longer one is a server error (retried), never read to its end', async () => {
+    const server = await fake({ fallback: { raw: { choices: [{ message: { content: 'x'.repeat(5 * 1_048_576) } }] } } });
+    const err = await rejectsWith(provider(server, { maxRetries: 1 }).complete(request), 'server_error');
+    assert.equal(server.requests.length, 2);
+    assert.match(err.message, /more than 4 MB.*2 attempts/);
+  });
+
   it('times out a hanging request and retries it within maxRetries', async () => {
     const server = await fake({ fallback: { hang: true } });
     const err = await rejectsWith(provider(server, { timeoutMs: 200, maxRetries: 1 }).complete(request), 'timeout');
