@@ -237,6 +237,17 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
     assert.ok(after.messages.some((x: { direction: string; bodyText: string }) => x.direction === 'inbound' && /Tuesday at 10/.test(x.bodyText)));
   });
 
+  it('a subject edited to carry a link from nowhere in the thread blocks the send, naming the subject', async () => {
+    const [d] = (await generate({})).body.data.drafts;
+    desk.sink.received.length = 0;
+    const edited = await req('PATCH', `/v1/sdr/drafts/${d.id}`, { subject: 'Re: Coaching — pricing at https://evil.example/pay' });
+    assert.equal(edited.status, 200, JSON.stringify(edited.body));
+    const res = await req('POST', `/v1/sdr/drafts/${d.id}/send`, {});
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    assert.ok(res.body.guardrails.issues.some((i: { code: string; field: string }) => i.code === 'unknown_link' && i.field === 'subject'), JSON.stringify(res.body.guardrails.issues));
+    assert.equal(desk.sink.received.length, 0);
+  });
+
   it('a mailbox that is not usable: 409 mail_not_connected, nothing written', async () => {
     const [d] = (await generate({})).body.data.drafts;
     await desk.db.query(`update sdr_mailboxes set health_state = 'needs_reauth' where sdr_id = $1`, [desk.sdrId]);

@@ -156,6 +156,15 @@ describe('drafts: guardrails, empty and long', () => {
 });
 
 describe('drafts: guardrails, links', () => {
+  it('the subject is checked as the body is: a foreign link or address there blocks; an allowed one does not', () => {
+    const foreignLink = runGuardrails(input({ subject: 'Re: SSO pricing, see https://evil.example/offer' })).issues.find((x) => x.field === 'subject' && x.severity === 'block');
+    assert.ok(foreignLink, 'a link to a domain from nowhere in the subject blocks');
+    assert.equal(foreignLink.code, runGuardrails(input({ bodyText: withSentence('See https://evil.example/offer') })).issues.find((x) => x.field === 'bodyText' && x.severity === 'block')!.code);
+    assertBlocks(input({ subject: 'Re: SSO pricing — write to deals@elsewhere.example' }), 'unknown_address', 'subject');
+    assertBlocks(input({ subject: 'Re: SSO pricing http://acme.com/a' }), 'insecure_link', 'subject');
+    assert.deepEqual(runGuardrails(input({ subject: 'Re: SSO pricing at acme.com' })).issues, []);
+  });
+
   it('insecure_link: http', () => {
     assertBlocks(input({ bodyText: withSentence('Old page: http://acme.com/a') }), 'insecure_link', 'bodyText', /^link http:\/\/acme\.com\/a uses http: — use https$/);
     assertBlocks(input({ bodyText: withSentence('Files: ftp://acme.com/a') }), 'insecure_link', 'bodyText', /uses ftp:/);

@@ -79,8 +79,9 @@ export function runGuardrails(input: GuardrailInput): GuardrailsResult {
     }
   }
 
-  // --- Links and addresses, in the text and in the HTML (hidden parts and hrefs included) ---
+  // --- Links and addresses, in the subject, the text and the HTML (hidden parts and hrefs included) ---
   const linksByField: [string, FoundLink[]][] = [
+    ['subject', findLinks(subject)],
     ['bodyText', findLinks(text)],
     ['bodyHtml', findLinksInHtml(input.bodyHtml, { includeHidden: true })],
   ];
@@ -99,6 +100,7 @@ export function runGuardrails(input: GuardrailInput): GuardrailsResult {
   const participants = new Set([contactEmail, ...input.thread.participants.map(normalizeAddress)]);
   const allowedEmails = new Set([...[...input.allowed.emails].map(normalizeAddress), ...participants]);
   const addressesByField: [string, string[]][] = [
+    ['subject', findEmails(subject)],
     ['bodyText', findEmails(text)],
     ['bodyHtml', findEmailsInHtml(input.bodyHtml, { includeHidden: true })],
   ];

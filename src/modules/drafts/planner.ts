@@ -147,6 +147,8 @@ export class DraftPlanner {
     const sDomains = new Set(wDomains);
     const sEmails = new Set(wEmails);
     for (const [i, m] of messages.entries()) if (m.direction === 'inbound') addFrom(texts[i], sDomains, sEmails);
+    // The thread's subjects are in the thread too: a draft's subject repeats them ("Re: ...").
+    for (const subject of [t.subject, ...messages.map((m) => m.subject)]) if (subject) addFrom(subject, sDomains, sEmails);
     for (const p of participants) sEmails.add(p);
 
     return {
