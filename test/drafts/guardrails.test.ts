@@ -240,6 +240,11 @@ describe('drafts: guardrails, links', () => {
 });
 
 describe('drafts: guardrails, addresses and recipients', () => {
+  it('an address at an address literal is an address: unknown, it blocks', () => {
+    assertBlocks(input({ bodyText: withSentence('Write to me at deals@[192.0.2.7] instead.') }), 'unknown_address', 'bodyText', /deals@\[192\.0\.2\.7\]/);
+    assertBlocks(input({ bodyText: withSentence('Or deals@[IPv6:2001:db8::7].') }), 'unknown_address', 'bodyText', /deals@\[ipv6:2001:db8::7\]/);
+  });
+
   it('unknown_address in the text or the HTML (mailto:)', () => {
     assertBlocks(input({ bodyText: withSentence('Or email attacker@evil.example.') }), 'unknown_address', 'bodyText', /attacker@evil\.example/);
     const html = `${textToHtml(GOOD_BODY)}<p><a href="mailto:attacker@evil.example">write to us</a></p>`;

@@ -33,7 +33,9 @@ const BARE_TLDS = [
 // One scan finds emails, scheme URLs, www. links and bare domains, leftmost first, so an email's
 // domain or a URL's path is never reported as a second link. Each alternative may only start
 // where its token starts (the lookbehinds), which keeps the scan linear on hostile input.
-const EMAIL_SRC = String.raw`[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}`;
+// An address at a domain, or at an address literal (x@[192.0.2.1], x@[IPv6:2001:db8::1]), which
+// mail servers deliver to as well: unrecognised, it passed the guardrails as no address at all.
+const EMAIL_SRC = String.raw`[a-z0-9._%+-]+@(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}|\[(?:ipv6:)?[0-9a-f:.]+\])`;
 const URL_CHARS = String.raw`[^\s<>"'\x60]`;
 /** The first character after "://" or "www.": one that trailing-punctuation trimming keeps. */
 const URL_START = String.raw`[^\s<>"'\x60.,;:!?*_~\u2026)\]}]`;
