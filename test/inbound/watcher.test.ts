@@ -9,6 +9,7 @@ import { SmtpMessenger } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { MailboxWatcher, fetchBatches, isDatabaseError } from '../../src/modules/inbound/watcher.ts';
 import { dsn } from '../support/mail.ts';
+import { campaignMessageId } from '../../src/modules/messages/message-id.ts';
 
 
 function mail(h: { from: string; to: string; subject: string; messageId: string; inReplyTo?: string; extra?: string }, body: string): string {
@@ -453,6 +454,43 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     const ev = await db.query(`select count(*)::int as n from events where type = 'reply.received' and data->>'email' = 'alias@lead.example'`);
     assert.equal(ev.rows[0].n, 1);
     assert.equal((await db.query(`select count(*)::int as n from inbound_messages where message_id_header = '<alias-1@lead.example>'`)).rows[0].n, 1);
+  });
+
+  it('an answer or a bounce naming a copy sent before a crash finds its message by the id in its Message-ID: the re-send pending, or recorded under another header', async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    // crash1: the copy the lead answered went out; the re-send, through another account (so
+    // another domain in its Message-ID), is the one recorded.
+    await sendTo('crash1@lead.example');
+    const first = sent.get('crash1@lead.example')!;
+    assert.match(first, /^<msg_[a-z0-9]+\.[0-9a-f]{12}@acme\.example>$/);
+    await db.query(`update outbound_messages set message_id_header = replace(message_id_header, '@acme.example', '@other.example') where message_id_header = $1`, [first]);
+    // crash2 and crash3: a copy went out and the worker was killed before its outcome was
+    // recorded, so the message waits queued for its re-send, no header stored.
+    assert.equal((await app.request('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { key, body: { leads: [{ email: 'crash2@lead.example' }, { email: 'crash3@lead.example' }] } })).status, 200);
+    const queued = async (email: string) =>
+      (await db.query(`select id, state, message_id_header from outbound_messages where lower(to_email) = $1 and step_index = 0`, [email])).rows[0] as { id: string; state: string; message_id_header: string | null };
+    const copyOf = async (email: string) => {
+      const m = await queued(email);
+      assert.deepEqual([m.state, m.message_id_header], ['queued', null]);
+      return campaignMessageId(app.deps.crypto, m.id, 'acme.example');
+    };
+    const second = await copyOf('crash2@lead.example');
+    const third = await copyOf('crash3@lead.example');
+
+    await watcher({ useIdle: false }).start();
+    await imap.append(SENDER, PW, mail({ from: 'crash1@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<c1@lead.example>', inReplyTo: first }, 'Not interested, thanks.'));
+    await imap.append(SENDER, PW, mail({ from: 'crash2@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<c2@lead.example>', inReplyTo: second }, 'Please remove me from your list.'));
+    await imap.append(SENDER, PW, dsn({ to: SENDER, messageId: '<dsn-c3@mx.lead.example>', original: third, recipient: 'crash3@lead.example', status: '5.1.1', diagnostic: '550 5.1.1 User unknown' }));
+    await waitFor('the three answers', async () => (await replies()).filter((r) => /^crash[123]@/.test(r.email)).length === 3);
+    assert.equal(await leadStatus('crash1@lead.example'), 'replied');
+    assert.equal(await leadStatus('crash2@lead.example'), 'unsubscribed');
+    assert.equal((await queued('crash2@lead.example')).state, 'cancelled', 'the re-send of the answered copy never goes');
+    assert.equal((await db.query(`select reason from suppressions where email_key = 'crash3@lead.example'`)).rows[0]?.reason, 'hard_bounce');
+    // The re-send of the bounced copy is refused at its guard.
+    const before = sink.received.length;
+    await dispatcher.runRound();
+    assert.equal(sink.received.filter((r) => r.to.includes('crash3@lead.example')).length, 0, JSON.stringify(sink.received.slice(before).map((r) => r.to)));
+    assert.equal(await leadStatus('crash3@lead.example'), 'suppressed');
   });
 });
 

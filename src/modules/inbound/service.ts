@@ -83,7 +83,7 @@ export class InboundService {
       if (mail.sdrId) return this.ingestForSdr(tx, mail, analysis);
       // A copy of a message we sent (a Bcc to the sender itself, a list's reflection, a rule
       // copying sent mail to the inbox) is never the lead's answer.
-      if (analysis.messageId && (await matchByMessageIds(tx, mail.workspaceId, [analysis.messageId]))) return 'ignored';
+      if (analysis.messageId && (await matchByMessageIds(tx, this.deps.crypto, mail.workspaceId, [analysis.messageId]))) return 'ignored';
       const match = await this.match(tx, mail, analysis);
       if (!match) return 'unmatched';
       if (analysis.messageId && (await ingestedElsewhere(tx, mail.watchId, match.id, { messageId: analysis.messageId, from: analysis.from }))) return 'duplicate';
@@ -137,13 +137,13 @@ export class InboundService {
     if (report) {
       // Every Message-ID the report names (matchByMessageIds keeps the last it finds: reversed so
       // the most reliable route wins), else the failed recipient among this account's messages.
-      const original = await matchByMessageIds(tx, mail.workspaceId, [...report.originalMessageIds].reverse());
+      const original = await matchByMessageIds(tx, this.deps.crypto, mail.workspaceId, [...report.originalMessageIds].reverse());
       if (original) return original;
       if (report.recipient && mail.senderAccountId) return matchBySender(tx, mail.senderAccountId, report.recipient, mail.receivedAt);
       return undefined;
     }
     const chain = [...a.references, ...(a.inReplyTo ? [a.inReplyTo] : [])];
-    const byThread = await matchByMessageIds(tx, mail.workspaceId, chain);
+    const byThread = await matchByMessageIds(tx, this.deps.crypto, mail.workspaceId, chain);
     if (byThread) return byThread;
     if (a.from && mail.senderAccountId) return matchBySender(tx, mail.senderAccountId, a.from, mail.receivedAt);
     return undefined;
@@ -156,6 +156,11 @@ export class InboundService {
     if (await bounceDelivered(tx, { id: m.id, campaignId: m.campaign_id, enrollmentId: m.enrollment_id }, b.type, b.reason, receivedAt, now)) {
       if (b.type === 'hard') await suppress(tx, m.workspace_id, [m.to_email], 'hard_bounce', m.id, now);
       await recordEvent(tx, m.workspace_id, messageBounced(factsOf(m), { type: b.type, reason: b.reason, at: receivedAt }), now);
+    } else if (b.type === 'hard' && (m.state === 'queued' || m.state === 'sending')) {
+      // A copy that went out before its worker was killed (its outcome never recorded) bounced
+      // for good: the address is suppressed, so the copy still to go is refused at its guard
+      // and the lead's sequence ends there (messages/message-id.ts).
+      await suppress(tx, m.workspace_id, [m.to_email], 'hard_bounce', m.id, now);
     }
     // Bounces are listed with the replies either way.
     await this.insertReply(tx, m, a, inboundId, receivedAt, { bounceType: b.type, bounceReason: b.reason });

@@ -1,6 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import type { OutboundRef } from './send.ts';
+import type { Crypto } from '../../adapters/crypto.ts';
+import { messageIdsNamed } from './message-id.ts';
 
 // Finding our messages from outside: the message an inbound mail answers or reports on.
 
@@ -11,18 +13,25 @@ export interface MatchedMessage extends OutboundRef {
 
 const MATCH_COLUMNS = `m.id, m.workspace_id, m.campaign_id, m.enrollment_id, m.lead_id, m.step_index, m.to_email, m.message_id_header, m.state`;
 
-/** Our outbound message with one of these Message-IDs (the latest in the chain wins). */
-export async function matchByMessageIds(em: EntityManager, workspaceId: string, ids: string[]): Promise<MatchedMessage | undefined> {
+/**
+ * Our outbound message with one of these Message-IDs (the latest in the chain wins): by the id
+ * a Message-ID of ours names (messages/message-id.ts: any copy of the message, whatever state
+ * and header were recorded since), else by the stored header (messages sent before the tag).
+ */
+export async function matchByMessageIds(em: EntityManager, crypto: Crypto, workspaceId: string, ids: string[]): Promise<MatchedMessage | undefined> {
   if (!ids.length) return undefined;
-  // outbound_message_id_key
+  // outbound_messages primary key, then outbound_message_id_key
   const rows = await sql<MatchedMessage & { pos: number }>(
     em,
-    `select ${MATCH_COLUMNS}, t.pos
-       from unnest(?::text[]) with ordinality as t(mid, pos)
-       join outbound_messages m on m.message_id_header = t.mid
-      where m.workspace_id = ? and m.kind = 'campaign'
+    `select x.*, t.pos
+       from unnest(?::text[], ?::text[]) with ordinality as t(mid, msg, pos)
+       cross join lateral (
+         (select ${MATCH_COLUMNS} from outbound_messages m where m.id = t.msg and m.workspace_id = ? and m.kind = 'campaign')
+         union all
+         (select ${MATCH_COLUMNS} from outbound_messages m where m.message_id_header = t.mid and m.workspace_id = ? and m.kind = 'campaign')
+         limit 1) x
       order by t.pos desc limit 1`,
-    [ids, workspaceId],
+    [ids, messageIdsNamed(crypto, ids), workspaceId, workspaceId],
   );
   return rows[0];
 }

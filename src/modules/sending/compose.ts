@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import type { Config } from '../../config/index.ts';
 import { publicUrl } from '../../config/index.ts';
 import type { Crypto } from '../../adapters/crypto.ts';
 import type { OutgoingMail } from '../../adapters/smtp.ts';
 import type { SendingRow } from '../messages/send.ts';
+import { campaignMessageId } from '../messages/message-id.ts';
 import { renderHtml, renderSubject, renderText, withOpenPixel, replySubject, type LeadValues } from './render.ts';
 import type { ClaimedMessage, SentMessage } from './outcomes.ts';
 
@@ -33,7 +33,8 @@ export function composeMessage(row: SendingRow, smtpUrl: string, deps: { config:
   const text = renderText(row.step_body!, lead, extra);
   if (row.track_opens) html = withOpenPixel(html, `${base}/t/o/${deps.crypto.sign(`o.${row.id}`)}`);
   const domain = row.from_email.split('@')[1] ?? 'mailgate.local';
-  const messageIdHeader = `<${row.id}.${randomBytes(6).toString('hex')}@${domain}>`;
+  // The same for every attempt of the message (messages/message-id.ts).
+  const messageIdHeader = campaignMessageId(deps.crypto, row.id, domain);
   const references = previous.map((p) => p.mid);
   const mail: OutgoingMail = {
     from: { name: row.from_name, address: row.from_email },
