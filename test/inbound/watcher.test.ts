@@ -492,6 +492,39 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     assert.equal(sink.received.filter((r) => r.to.includes('crash3@lead.example')).length, 0, JSON.stringify(sink.received.slice(before).map((r) => r.to)));
     assert.equal(await leadStatus('crash3@lead.example'), 'suppressed');
   });
+
+  it("a hard bounce of a copy whose outcome was never recorded takes the lead's enrollment before the suppression, as the other writers do (no deadlock with an unsubscribe)", async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    assert.equal((await app.request('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { key, body: { leads: [{ email: 'crash4@lead.example' }] } })).status, 200);
+    const m = (await db.query(`select id, workspace_id, lead_id, state from outbound_messages where lower(to_email) = 'crash4@lead.example' and step_index = 0`)).rows[0];
+    assert.equal(m.state, 'queued');
+    const copy = campaignMessageId(app.deps.crypto, m.id, 'acme.example');
+    // An unsubscribe of the lead (the link's order: the lead's enrollments, then the suppression),
+    // its first step taken; it detects a lock cycle first.
+    const other = new pg.Client({ connectionString: app.databaseUrl });
+    await other.connect();
+    try {
+      await other.query(`set deadlock_timeout = '20ms'`);
+      await other.query('begin');
+      await other.query(`select id from enrollments where lead_id = $1 order by id for update`, [m.lead_id]);
+      await watcher({ useIdle: false }).start();
+      await imap.append(SENDER, PW, dsn({ to: SENDER, messageId: '<dsn-c4@mx.lead.example>', original: copy, recipient: 'crash4@lead.example', status: '5.1.1', diagnostic: '550 5.1.1 User unknown' }));
+      const pid = (await other.query('select pg_backend_pid() as pid')).rows[0].pid;
+      await waitFor('the bounce waiting for the unsubscribe', async () => (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and pid <> $1`, [pid])).rows.length > 0);
+      let error: string | null = null;
+      try {
+        await other.query(`insert into suppressions (workspace_id, email_key, email, reason, source, created_at) values ($1, 'crash4@lead.example', 'crash4@lead.example', 'unsubscribe', $2, now()) on conflict do nothing`, [m.workspace_id, m.id]);
+        await other.query('commit');
+      } catch (err) {
+        error = `${(err as { code?: string }).code}: ${(err as Error).message}`;
+        await other.query('rollback');
+      }
+      assert.equal(error, null);
+      await waitFor('the bounce', async () => (await replies()).some((r) => r.email === 'crash4@lead.example'));
+    } finally {
+      await other.end();
+    }
+  });
 });
 
 describe('inbound: FETCH batches of bounded bytes', () => {

@@ -159,7 +159,11 @@ export class InboundService {
     } else if (b.type === 'hard' && (m.state === 'queued' || m.state === 'sending')) {
       // A copy that went out before its worker was killed (its outcome never recorded) bounced
       // for good: the address is suppressed, so the copy still to go is refused at its guard
-      // and the lead's sequence ends there (messages/message-id.ts).
+      // and the lead's sequence ends there (messages/message-id.ts). The enrollment first, then
+      // the suppression (the other writers' order: an unsubscribe of the lead holding its
+      // enrollments and waiting for this suppression, while the reply below waited for the
+      // enrollment through its foreign key, deadlocked).
+      await lockEnrollment(tx, m.enrollment_id);
       await suppress(tx, m.workspace_id, [m.to_email], 'hard_bounce', m.id, now);
     }
     // Bounces are listed with the replies either way.
