@@ -215,6 +215,21 @@ describe('AI drafts with an LLM (a fake OpenAI-compatible server)', function () 
     rubric = () => ({ json: { asks: [], unsupportedClaims: [] } });
   });
 
+  it('a claim or an ask cut to size is cut between characters: an emoji at the cut leaves no lone surrogate (the insight is jsonb)', async () => {
+    // 298 letters, then an emoji (two UTF-16 units, the 299th and 300th), then more: a cut after
+    // 299 units leaves half of the emoji, which PostgreSQL's jsonb refuses.
+    const wellFormed = (t: string) => Buffer.from(t, 'utf8').toString('utf8') === t;
+    const long = `${'x'.repeat(298)}\u{1F600} and more`;
+    rubric = () => ({ json: { asks: [{ ask: `${'y'.repeat(299)}\u{1F600}`, answered: false }], unsupportedClaims: [long] } });
+    const res = await generate();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const stored = await desk.db.query(`select scores from draft_insights where draft_id = $1`, [res.body.data.drafts[0].id]);
+    const [claim] = stored.rows[0].scores.rubric.unsupportedClaims as string[];
+    assert.ok(claim.length <= 300 && claim.endsWith('\u2026') && wellFormed(claim), JSON.stringify(claim.slice(-4)));
+    assert.ok(wellFormed(stored.rows[0].scores.rubric.asks[0].ask as string));
+    rubric = () => ({ json: { asks: [{ ask: 'pricing', answered: true }], unsupportedClaims: [] } });
+  });
+
   it('a rubric that cannot run does not block the deterministic guardrails, and says so', async () => {
     const [d] = (await generate()).body.data.drafts;
     rubric = () => ({ status: 500 });

@@ -50,11 +50,14 @@ function variantSchema(ctx: DraftContext) {
 // More asks or claims than we show, or a claim quoted at length, is still the reviewer's verdict:
 // cut to what is kept, never refused. (Refused, a draft with 13 unsupported claims failed the
 // rubric, and the send went out on the rule checks alone with a rubric_unavailable warning.)
+// Cut between characters: half of a surrogate pair (an emoji at the cut) is refused by the
+// insight's jsonb column.
+const cutAt = (s: string, n: number) => (s.length > n && /[\uD800-\uDBFF]/.test(s[n - 1]) ? s.slice(0, n - 1) : s.slice(0, n));
 const RubricSchema = z.object({
-  asks: z.array(z.object({ ask: z.string(), answered: z.boolean() })).transform((a) => a.slice(0, 12).map((x) => ({ ...x, ask: x.ask.slice(0, 300) }))),
+  asks: z.array(z.object({ ask: z.string(), answered: z.boolean() })).transform((a) => a.slice(0, 12).map((x) => ({ ...x, ask: cutAt(x.ask, 300) }))),
   unsupportedClaims: z
     .array(z.string())
-    .transform((a) => a.slice(0, 12).map((c) => (c.length > 300 ? `${c.slice(0, 299)}…` : c)))
+    .transform((a) => a.slice(0, 12).map((c) => (c.length > 300 ? `${cutAt(c, 299)}…` : c)))
     .describe('claims in the DRAFT about facts, numbers, customers, prices or commitments that neither KNOWLEDGE nor the THREAD supports'),
 });
 export type Rubric = z.output<typeof RubricSchema>;
