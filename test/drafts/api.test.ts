@@ -248,6 +248,20 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
     assert.equal(desk.sink.received.length, 0);
   });
 
+  it("the default subject repeats the thread's subject, so a domain named there never blocks the send, written with an invisible character or a lookalike either", async () => {
+    const [{ subject: before }] = (await desk.db.query(`select subject from prospect_threads where id = $1`, [desk.threadId])).rows;
+    try {
+      for (const subject of ['Coaching at northwind-traders.io', 'Coaching at northwind-traders\u200b.io', 'Coaching at ｎｏｒｔｈｗｉｎｄ-traders.io']) {
+        await desk.db.query(`update prospect_threads set subject = $1 where id = $2`, [subject, desk.threadId]);
+        const [d] = (await generate({})).body.data.drafts;
+        const g = await desk.app.services().drafts.guardrails({ workspaceId: desk.workspaceId, sdrId: desk.sdrId }, desk.threadId, { subject: d.subject, bodyText: d.bodyText, bodyHtml: d.bodyHtml, cc: [] }, ['dana@northwind.example']);
+        assert.deepEqual(g.issues.filter((i) => i.field === 'subject'), [], `${JSON.stringify(subject)} -> ${JSON.stringify(d.subject)}`);
+      }
+    } finally {
+      await desk.db.query(`update prospect_threads set subject = $1 where id = $2`, [before, desk.threadId]);
+    }
+  });
+
   it('a mailbox that is not usable: 409 mail_not_connected, nothing written', async () => {
     const [d] = (await generate({})).body.data.drafts;
     await desk.db.query(`update sdr_mailboxes set health_state = 'needs_reauth' where sdr_id = $1`, [desk.sdrId]);

@@ -148,7 +148,9 @@ export class DraftPlanner {
     const sEmails = new Set(wEmails);
     for (const [i, m] of messages.entries()) if (m.direction === 'inbound') addFrom(texts[i], sDomains, sEmails);
     // The thread's subjects are in the thread too: a draft's subject repeats them ("Re: ...").
-    for (const subject of [t.subject, ...messages.map((m) => m.subject)]) if (subject) addFrom(subject, sDomains, sEmails);
+    // Read as the guardrails read the subject (sanitized: the default subject is the sanitized
+    // thread subject, so a domain behind an invisible character or a lookalike is found there).
+    for (const subject of [t.subject, ...messages.map((m) => m.subject)]) if (subject) addFrom(`${subject}\n${sanitizeText(subject)}`, sDomains, sEmails);
     for (const p of participants) sEmails.add(p);
 
     return {
