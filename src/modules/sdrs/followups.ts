@@ -102,7 +102,8 @@ export async function followupsOnSend(em: EntityManager, clock: Clock, threadId:
 
 /**
  * The prospect answered. With an out-of-office return date the pending task(s) stay pending,
- * due at the start of the UTC day after the return date; otherwise they are cancelled.
+ * due at the later of their due time and the start of the UTC day after the return date (never
+ * brought forward); without a date nothing changes; otherwise they are cancelled.
  */
 export async function followupsOnAnswer(em: EntityManager, clock: Clock, threadId: string, outOfOffice: { returnDate: Date | null } | null): Promise<number> {
   const now = clock.now();
