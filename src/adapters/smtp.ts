@@ -43,6 +43,9 @@ function throttled(code: number, response: string): boolean {
 function sendingQuotaUsedUp(response: string): boolean {
   if (/\b5\.2\.2\b/.test(response) || /mailbox/i.test(response)) return false;
   if (/\b5\.4\.5\b/.test(response) || /\b5\.1\.90\b/.test(response) || /SubmissionQuotaExceeded/i.test(response)) return true;
+  // The recipient's side ("the recipient has exceeded their daily message limit", "receiving
+  // limit"): the message's, or it would come back without an attempt counted, for ever.
+  if (/recipient|receiv|inbound|incoming/i.test(response)) return false;
   return /\b(?:daily|sending|submission|outbound)(?: user)?(?: sending| send| message| recipient)?\s+(?:quota|limit)s?\b.{0,40}\b(?:exceeded|reached)\b/i.test(response);
 }
 
