@@ -45,7 +45,7 @@ describe('SMTP outcomes are storable text', () => {
     assert.equal(kind(550, '550 5.1.1 The email account that you tried to reach does not exist', 'RCPT TO'), 'rejected');
     assert.equal(kind(554, '554 5.7.1 Message rejected: the daily digest of limits was exceeded by spam score'), 'rejected');
     assert.equal(kind(550, '550 5.7.1 The recipient has exceeded their daily message limit', 'RCPT TO'), 'rejected');
-    assert.equal(kind(550, '550 Daily receiving limit exceeded for this user', 'RCPT TO'), 'rejected');
+    assert.equal(kind(550, '550 5.7.1 Recipient daily message limit exceeded', 'RCPT TO'), 'rejected');
   });
 
   it('a server that drops the connection after the whole message (before its answer) costs the message an attempt', async () => {
