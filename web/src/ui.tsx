@@ -301,6 +301,28 @@ export function Field({ label, hint, error, children }: { label: string; hint?: 
   );
 }
 
+/**
+ * What an action did, said in a status line. `show` after an action that takes its own row (and
+ * the button pressed) away: the text is set and the line takes the focus, instead of <body>.
+ */
+export function useResultNote(): { note: VNode; set: (text: string) => void; show: (text: string) => void } {
+  const [text, setText] = useState('');
+  const ref = useRef<HTMLParagraphElement>(null);
+  const note = (
+    <p role="status" class={text ? 'ok' : ''} tabIndex={-1} ref={ref}>
+      {text}
+    </p>
+  );
+  return {
+    note,
+    set: setText,
+    show: (t: string) => {
+      setText(t);
+      ref.current?.focus();
+    },
+  };
+}
+
 export function Empty({ children }: { children: ComponentChildren }) {
   return <div class="empty">{children}</div>;
 }

@@ -1,8 +1,8 @@
 // Follow-ups due today (and, on request, upcoming ones): open the thread, mark done or skip.
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { get, post, qs } from '../api.ts';
 import { Link } from '../router.tsx';
-import { Action, Ago, ErrorNote, PageHead, Pill, useLoad } from '../ui.tsx';
+import { Action, Ago, ErrorNote, PageHead, Pill, useLoad, useResultNote } from '../ui.tsx';
 
 interface Followup {
   id: string;
@@ -33,14 +33,12 @@ export function FollowupsPage() {
     return null;
   };
   const rows = list.data?.data ?? [];
-  const [result, setResult] = useState('');
-  const resultNote = useRef<HTMLParagraphElement>(null);
+  const result = useResultNote();
   // Done and Skip take the row (and the button pressed) away: the focus goes to what happened.
   const settle = async (f: Followup, how: 'complete' | 'skip') => {
     await post(`/v1/sdr/followups/${f.id}/${how}`);
-    setResult(`The follow-up with ${about(f)} was ${how === 'complete' ? 'marked done' : 'skipped'}.`);
     await list.reload();
-    resultNote.current?.focus();
+    result.show(`The follow-up with ${about(f)} was ${how === 'complete' ? 'marked done' : 'skipped'}.`);
   };
   return (
     <>
@@ -50,9 +48,7 @@ export function FollowupsPage() {
         </label>
       </PageHead>
       <ErrorNote error={list.error} />
-      <p role="status" class={result ? 'ok' : ''} tabIndex={-1} ref={resultNote}>
-        {result}
-      </p>
+      {result.note}
       {list.data && rows.length === 0 && <p>Nothing due{upcoming ? ' or upcoming' : ' today'}. Follow-ups appear when a thread waits for the prospect longer than a rule allows.</p>}
       {rows.length > 0 && (
         <section class="card" aria-label="Follow-ups">

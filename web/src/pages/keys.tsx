@@ -1,8 +1,8 @@
 // API keys: the list (never a secret), create (the key shown once, with a copy button), revoke.
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { get, post, qs, session } from '../api.ts';
 import { setQuery, useLocation } from '../router.tsx';
-import { Action, Ago, ErrorNote, Field, PageHead, Pager, Pill, SecretOnce, formValues, useLoad } from '../ui.tsx';
+import { Action, Ago, ErrorNote, Field, PageHead, Pager, Pill, SecretOnce, formValues, useLoad, useResultNote } from '../ui.tsx';
 import type { Page } from '../types.ts';
 
 interface ApiKey {
@@ -33,8 +33,7 @@ export function KeysPage() {
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null);
   const [role, setRole] = useState<'admin' | 'sdr'>('admin');
   const [error, setError] = useState<unknown>(undefined);
-  const [revoked, setRevoked] = useState('');
-  const revokedNote = useRef<HTMLParagraphElement>(null);
+  const revoked = useResultNote();
   const sdrName = (id: string | null) => (id ? (sdrs.data?.data.find((s) => s.id === id)?.name ?? id) : '');
 
   return (
@@ -87,9 +86,7 @@ export function KeysPage() {
       </section>
       <section class="card" aria-labelledby="keys-h">
         <h2 id="keys-h">Keys</h2>
-        <p role="status" class={revoked ? 'ok' : ''} tabIndex={-1} ref={revokedNote}>
-          {revoked}
-        </p>
+        {revoked.note}
         <ErrorNote error={keys.error} />
         {/* The list waits for the SDRs too, so an SDR key never shows its SDR's id first. */}
         {keys.data && (sdrs.data || !sdrs.loading) && (
@@ -141,10 +138,9 @@ export function KeysPage() {
                             }}
                             run={async () => {
                               await post(`/dashboard/api/api-keys/${k.id}/revoke`);
-                              setRevoked(`The key "${k.name ?? k.id}" was revoked: requests and sessions with it are refused from now on.`);
                               await keys.reload();
-                              // The Revoke button is gone with the key's state: focus the result instead of <body>.
-                              revokedNote.current?.focus();
+                              // The Revoke button is gone with the key's state: the result takes the focus.
+                              revoked.show(`The key "${k.name ?? k.id}" was revoked: requests and sessions with it are refused from now on.`);
                             }}
                           >
                             Revoke

@@ -1,9 +1,9 @@
 // The suppression list: search, add (pasted or from a CSV file), remove (dashboard only).
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { ApiError, del, get, post, problemWords, qs } from '../api.ts';
 import { parseCsv } from '../csv.ts';
 import { setQuery, useLocation } from '../router.tsx';
-import { Action, Ago, ErrorNote, Field, PageHead, Pager, Pill, useLoad } from '../ui.tsx';
+import { Action, Ago, ErrorNote, Field, PageHead, Pager, Pill, useLoad, useResultNote } from '../ui.tsx';
 import type { Page } from '../types.ts';
 
 interface Suppression {
@@ -31,24 +31,23 @@ export function SuppressionPage() {
   const [search, setSearch] = useState(q);
   const list = useLoad(() => get<Page<Suppression>>(`/v1/suppression-list${qs({ q, reason, limit: PAGE, offset })}`), [q, reason, offset]);
   const [text, setText] = useState('');
-  const [result, setResult] = useState('');
+  const result = useResultNote();
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
-  const resultNote = useRef<HTMLParagraphElement>(null);
 
   const add = async (emails: string[]) => {
-    setResult('');
+    result.set('');
     setError(undefined);
     if (emails.length === 0) return setError(new Error('No email addresses found: paste one address per line, or choose a CSV file with an address column.'));
     setBusy(true);
     let added = 0;
     try {
       for (let i = 0; i < emails.length; i += BATCH) added += (await post<{ suppressed: number }>('/v1/suppression-list', { emails: emails.slice(i, i + BATCH) })).suppressed;
-      setResult(`${added} of ${emails.length} addresses added (${emails.length - added} were already suppressed).`);
+      result.set(`${added} of ${emails.length} addresses added (${emails.length - added} were already suppressed).`);
       setText('');
       await list.reload();
     } catch (e) {
-      if (added) setResult(`${added} addresses were added before the failure.`);
+      if (added) result.set(`${added} addresses were added before the failure.`);
       // Each refused address by itself (not "row 2"), then what to do.
       if (e instanceof ApiError && e.status === 422 && e.errors.length) {
         const bad = e.errors.map(problemWords);
@@ -78,9 +77,7 @@ export function SuppressionPage() {
             <input type="file" accept=".csv,text/csv,text/plain" disabled={busy} onChange={async (e) => e.currentTarget.files?.[0] && add(extractEmails(await e.currentTarget.files[0].text()))} />
           </Field>
         </div>
-        <p role="status" class={result ? 'ok' : ''} tabIndex={-1} ref={resultNote}>
-          {result}
-        </p>
+        {result.note}
         <ErrorNote error={error} />
       </section>
       <section class="card" aria-labelledby="list-h">
@@ -147,10 +144,9 @@ export function SuppressionPage() {
                           }}
                           run={async () => {
                             await del(`/dashboard/api/suppression-list/${encodeURIComponent(s.email)}`);
-                            setResult(`${s.email} was removed from the suppression list.`);
                             await list.reload();
-                            // Its row (and the button pressed) is gone: focus the result instead of <body>.
-                            resultNote.current?.focus();
+                            // Its row (and the button pressed) is gone: the result takes the focus.
+                            result.show(`${s.email} was removed from the suppression list.`);
                           }}
                         >
                           Remove
