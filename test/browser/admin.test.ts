@@ -126,7 +126,8 @@ describe('dashboard in Chromium: the admin', function () {
     const pool = p.locator('tr[data-pool="Main pool"]');
     await pool.waitFor();
     await pool.getByRole('button', { name: 'Add to Main pool' }).click();
-    await waitFor('the sender to be a member', async () => (await pool.innerText()).includes(SENDER));
+    // The address is in the add-a-member choice from the start: wait for the members cell instead.
+    await waitFor('the sender to be a member', async () => (await pool.locator('td').nth(2).innerText()).includes(SENDER));
     await u.check('senders with a pool');
     await u.screenshot('senders.png');
   });

@@ -475,6 +475,7 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await overdue.getByRole('button', { name: 'Done' }).click();
     await waitFor('one follow-up left', async () => (await rows.count()) === 1);
     await waitFor('the focus on the result', async () => (await focused(p)).text === 'The follow-up with Prospect 01: Re: question 1 was marked done.');
+    await b.screenshot('followups.png');
   });
 
   it('fits a 390 px phone: opening a thread shows it; no sideways scrolling', async () => {
