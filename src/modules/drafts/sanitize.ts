@@ -537,6 +537,7 @@ export function sanitizeForPrompt(text: string, maxChars: number): string {
 }
 
 /** Never leave half of a surrogate pair at the end of a cut. */
-function withoutBrokenPair(s: string): string {
+/** `s` without a trailing half of a surrogate pair (what a cut by UTF-16 index can leave). */
+export function withoutBrokenPair(s: string): string {
   return /[\uD800-\uDBFF]$/.test(s) ? s.slice(0, -1) : s;
 }

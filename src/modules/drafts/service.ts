@@ -20,6 +20,7 @@ import { APPROACHES, rubricWithLlm, writeWithLlm, type Rubric } from './writer.t
 import { judgeDraft, type Scores } from './judge.ts';
 import { runGuardrails, type GuardrailsResult } from './guardrails.ts';
 import { textToHtml } from './html.ts';
+import { withoutBrokenPair } from './sanitize.ts';
 import { transaction } from '../../db/transaction.ts';
 
 export type { DraftState, Approach };
@@ -246,7 +247,7 @@ export class DraftService {
         approach: 'offline_template',
         bodyText: o.bodyText,
         confidence: 0,
-        rationale: fallbackReason ? `${o.rationale} The LLM failed (${fallbackReason.slice(0, 200)}).` : o.rationale,
+        rationale: fallbackReason ? `${o.rationale} The LLM failed (${withoutBrokenPair(fallbackReason.slice(0, 200))}).` : o.rationale,
         model: null,
         promptTokens: null,
         completionTokens: null,

@@ -10,6 +10,7 @@ import type { DraftContext } from './planner.ts';
 import type { Style } from './offline.ts';
 import { domainAllowed, findEmails, findLinks } from './links.ts';
 import { placeholders } from './guardrails.ts';
+import { withoutBrokenPair } from './sanitize.ts';
 
 export const APPROACHES: Style[] = ['direct_answer', 'question_led', 'proof_led'];
 
@@ -52,7 +53,7 @@ function variantSchema(ctx: DraftContext) {
 // rubric, and the send went out on the rule checks alone with a rubric_unavailable warning.)
 // Cut between characters: half of a surrogate pair (an emoji at the cut) is refused by the
 // insight's jsonb column.
-const cutAt = (s: string, n: number) => (s.length > n && /[\uD800-\uDBFF]/.test(s[n - 1]) ? s.slice(0, n - 1) : s.slice(0, n));
+const cutAt = (s: string, n: number) => withoutBrokenPair(s.slice(0, n));
 const RubricSchema = z.object({
   asks: z.array(z.object({ ask: z.string(), answered: z.boolean() })).transform((a) => a.slice(0, 12).map((x) => ({ ...x, ask: cutAt(x.ask, 300) }))),
   unsupportedClaims: z
