@@ -10,6 +10,12 @@ import { waitFor } from '../support/wait.ts';
 // in that window "cancels" a job that has already finished and emits it as an error: a
 // black-box probe saw "execution ... canceled, no lockedAt date found" twice at error level in
 // a healthy daemon. Here the save is held by a row lock, so the check always falls in it.
+//
+// The lock lifetime (4 s, so the check comes every 2 s) must stay well above processEvery:
+// Agenda locks the next round up to processEvery before it is due, and when the round's timer
+// fires a millisecond early it waits for the next scan; a round whose lock has aged past its
+// lifetime by then is dropped from Agenda's queue but still counted as locked, and never runs
+// again in that process. With a 1 s lifetime that happened about one run in six.
 describe('the job runner', function () {
   this.timeout(30_000);
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -35,7 +41,7 @@ describe('the job runner', function () {
         {
           name: 'probe',
           every: '1 second',
-          lockLifetimeMs: 1_000,
+          lockLifetimeMs: 4_000,
           run: async () => {
             runs++;
             if (held) return;
