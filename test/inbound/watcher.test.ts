@@ -10,6 +10,7 @@ import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { MailboxWatcher, fetchBatches, isDatabaseError } from '../../src/modules/inbound/watcher.ts';
 import { dsn } from '../support/mail.ts';
 import { campaignMessageId } from '../../src/modules/messages/message-id.ts';
+import { GUARD_PASSES } from '../../src/modules/messages/send.ts';
 
 
 function mail(h: { from: string; to: string; subject: string; messageId: string; inReplyTo?: string; extra?: string }, body: string): string {
@@ -484,13 +485,84 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     await waitFor('the three answers', async () => (await replies()).filter((r) => /^crash[123]@/.test(r.email)).length === 3);
     assert.equal(await leadStatus('crash1@lead.example'), 'replied');
     assert.equal(await leadStatus('crash2@lead.example'), 'unsubscribed');
-    assert.equal((await queued('crash2@lead.example')).state, 'cancelled', 'the re-send of the answered copy never goes');
+    // The answered copy went out: it is recorded sent, with the header the answer named, and the
+    // lead's follow-up is what the unsubscribe cancels.
+    const m2 = await queued('crash2@lead.example');
+    assert.deepEqual([m2.state, m2.message_id_header], ['sent', second]);
+    const sentEvent = await db.query(`select data from events where type = 'message.sent' and data->>'messageId' = $1`, [m2.id]);
+    assert.equal(sentEvent.rows.length, 1);
+    assert.equal(sentEvent.rows[0].data.messageIdHeader, second);
+    const followUp = await db.query(`select state from outbound_messages where lower(to_email) = 'crash2@lead.example' and step_index = 1`);
+    assert.deepEqual(followUp.rows.map((r) => r.state), ['cancelled']);
     assert.equal((await db.query(`select reason from suppressions where email_key = 'crash3@lead.example'`)).rows[0]?.reason, 'hard_bounce');
-    // The re-send of the bounced copy is refused at its guard.
+    assert.equal((await queued('crash3@lead.example')).state, 'bounced');
+    // Nothing of either goes again.
     const before = sink.received.length;
     await dispatcher.runRound();
-    assert.equal(sink.received.filter((r) => r.to.includes('crash3@lead.example')).length, 0, JSON.stringify(sink.received.slice(before).map((r) => r.to)));
-    assert.equal(await leadStatus('crash3@lead.example'), 'suppressed');
+    assert.deepEqual(sink.received.slice(before).filter((r) => r.to.some((t) => /^crash[23]@/.test(t))).map((r) => r.to), []);
+    assert.equal(await leadStatus('crash3@lead.example'), 'bounced');
+  });
+
+  it("an answer naming a copy whose outcome was never recorded counts it sent: the campaign's stats, an out-of-office postpones the follow-up (not the copy), a claim of it is taken from its worker", async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    assert.equal((await app.request('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { key, body: { leads: [{ email: 'crash5@lead.example' }, { email: 'crash6@lead.example' }] } })).status, 200);
+    const row = async (email: string, step = 0) =>
+      (await db.query(`select id, state, claimed_by, due_at, sent_at, subject from outbound_messages where lower(to_email) = $1 and step_index = $2`, [email, step])).rows[0];
+    const m5 = await row('crash5@lead.example');
+    const m6 = await row('crash6@lead.example');
+    // crash6's re-send is claimed by a live worker (its lease runs), its data not yet ended.
+    await db.query(
+      `update outbound_messages set state = 'sending', claimed_by = 'w-live', lease_until = now() + interval '5 minutes',
+              sender_account_id = (select id from sender_accounts where email = $2), pool_id = (select sender_pool_id from campaigns where id = $3)
+        where id = $1`,
+      [m6.id, SENDER, campaignId],
+    );
+    const statsBefore = await stats();
+    await watcher({ useIdle: false }).start();
+    const returns = new Date(Date.now() + 9 * 86_400_000);
+    const returnDay = returns.toISOString().slice(0, 10);
+    await imap.append(
+      SENDER,
+      PW,
+      mail(
+        { from: 'crash5@lead.example', to: SENDER, subject: 'Automatic reply: Quick question', messageId: '<c5@lead.example>', inReplyTo: campaignMessageId(app.deps.crypto, m5.id, 'acme.example'), extra: 'Auto-Submitted: auto-replied' },
+        `I am out of the office until ${returnDay} with limited access to email.`,
+      ),
+    );
+    await imap.append(SENDER, PW, mail({ from: 'crash6@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<c6@lead.example>', inReplyTo: campaignMessageId(app.deps.crypto, m6.id, 'acme.example') }, 'Not interested, thanks.'));
+    await waitFor('both answers', async () => (await replies()).filter((r) => /^crash[56]@/.test(r.email)).length === 2);
+
+    const after5 = await row('crash5@lead.example');
+    assert.equal(after5.state, 'sent', 'the copy the out-of-office answered went out');
+    assert.equal(after5.subject, 'Quick question');
+    assert.equal(await leadStatus('crash5@lead.example'), 'active');
+    const next5 = await row('crash5@lead.example', 1);
+    assert.ok(next5, 'its follow-up is scheduled');
+    assert.ok(next5.due_at.getTime() >= new Date(`${returnDay}T00:00:00Z`).getTime() - 14 * 3_600_000, `the follow-up waits for the return (${next5.due_at.toISOString()})`);
+
+    const after6 = await row('crash6@lead.example');
+    assert.deepEqual([after6.state, after6.claimed_by], ['sent', 'answered-copy']);
+    // The live worker's guard before the end of its data now refuses: no second copy.
+    const guard = await db.query(`select m.id from outbound_messages m where m.id = $2 and ${GUARD_PASSES.replace('?', '$1')}`, ['w-live', m6.id]);
+    assert.equal(guard.rows.length, 0);
+    assert.equal(await leadStatus('crash6@lead.example'), 'replied');
+
+    const statsAfter = await stats();
+    assert.equal(statsAfter.sent - statsBefore.sent, 2, 'both copies count as sent');
+    assert.equal(statsAfter.delivered - statsBefore.delivered, 2);
+    assert.equal(statsAfter.queued - statsBefore.queued, -2);
+    assert.equal(statsAfter.scheduled - statsBefore.scheduled, 1, "crash5's follow-up");
+    const counted = await db.query(
+      `select count(*) filter (where state = 'queued' or state = 'sending')::int as queued, count(*) filter (where state = 'scheduled')::int as scheduled,
+              count(*) filter (where sent_at is not null)::int as sent
+         from outbound_messages where campaign_id = $1`,
+      [campaignId],
+    );
+    assert.deepEqual([statsAfter.queued, statsAfter.scheduled, statsAfter.sent], [counted.rows[0].queued, counted.rows[0].scheduled, counted.rows[0].sent], 'the counters equal the counts');
+    // Nothing of either goes again now.
+    const before = sink.received.length;
+    await dispatcher.runRound();
+    assert.deepEqual(sink.received.slice(before).filter((r) => r.to.some((t) => /^crash[56]@/.test(t))).map((r) => r.to), []);
   });
 
   it("a hard bounce of a copy whose outcome was never recorded takes the lead's enrollment before the suppression, as the other writers do (no deadlock with an unsubscribe)", async () => {

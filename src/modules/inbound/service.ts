@@ -7,7 +7,9 @@ import { messageBounced, replyReceived, type MessageFacts } from '../events/cata
 import { suppress } from '../suppression/repository.ts';
 import { bumpCounters } from '../messages/counters.ts';
 import { endEnrollments, enrollmentsOfLead, lockEnrollment, noteEnrollmentEvent, postponeNextStep } from '../messages/enrollments.ts';
-import { bounceDelivered } from '../messages/transitions.ts';
+import { bounceDelivered, recordAnsweredCopy } from '../messages/transitions.ts';
+import { loadForHeaders } from '../messages/send.ts';
+import { headersOf } from '../sending/compose.ts';
 import { matchByMessageIds, matchBySender, type MatchedMessage } from '../messages/lookups.ts';
 import { oooResumeAt } from '../sending/postpone.ts';
 import { campaignExists } from '../campaigns/repository.ts';
@@ -88,6 +90,7 @@ export class InboundService {
       if (!match) return 'unmatched';
       if (analysis.messageId && (await ingestedElsewhere(tx, mail.watchId, match.id, { messageId: analysis.messageId, from: analysis.from }))) return 'duplicate';
       if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');
+      if (match.named && (match.state === 'queued' || match.state === 'scheduled' || match.state === 'sending')) await this.recordCopy(tx, match, mail.receivedAt);
       const inboundId = await this.store(tx, mail, analysis, match.id, analysis.kind);
       if (analysis.kind === 'bounce') await this.bounce(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'complaint') await this.complaint(tx, match, analysis, inboundId, mail.receivedAt);
@@ -149,6 +152,40 @@ export class InboundService {
     return undefined;
   }
 
+  /**
+   * Mail naming a copy of ours whose outcome was never recorded (its worker was killed after
+   * the server accepted it): that copy was sent, and is recorded so before the mail's effects
+   * (messages/transitions.ts recordAnsweredCopy), which then apply as to any sent message: a
+   * reply ends the sequence instead of cancelling the message, an out-of-office postpones the
+   * next step instead of the copy itself, a bounce report bounces it. The enrollment first
+   * (the order of the writers that end it: an unsubscribe holding the lead's enrollments while
+   * it waited for the message locked here would deadlock with the other order).
+   */
+  private async recordCopy(tx: EntityManager, m: MatchedMessage, receivedAt: Date): Promise<void> {
+    await lockEnrollment(tx, m.enrollment_id);
+    const row = await loadForHeaders(tx, m.id);
+    if (!row) return;
+    const h = headersOf(row, this.deps);
+    const now = this.deps.clock.now();
+    const copy = {
+      id: m.id,
+      at: receivedAt < now ? receivedAt : now,
+      response: 'not recorded: the worker sending it stopped before its outcome; mail naming it shows it went out',
+      messageIdHeader: m.named!,
+      subject: h.subject,
+      inReplyTo: h.inReplyTo,
+      references: h.references.length ? h.references.join(' ') : null,
+      nextId: newId('msg'),
+      eventId: newId('evt'),
+    };
+    if (!(await recordAnsweredCopy(tx, copy, now))) return;
+    this.deps.log.warn(
+      { messageId: m.id, campaignId: m.campaign_id, enrollmentId: m.enrollment_id, was: m.state },
+      'mail names a copy whose outcome was never recorded: recorded as sent',
+    );
+    m.state = 'sent';
+  }
+
   /** A DSN for a message our server had accepted: the message bounces after all. */
   private async bounce(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
     const now = this.deps.clock.now();
@@ -156,15 +193,6 @@ export class InboundService {
     if (await bounceDelivered(tx, { id: m.id, campaignId: m.campaign_id, enrollmentId: m.enrollment_id }, b.type, b.reason, receivedAt, now)) {
       if (b.type === 'hard') await suppress(tx, m.workspace_id, [m.to_email], 'hard_bounce', m.id, now);
       await recordEvent(tx, m.workspace_id, messageBounced(factsOf(m), { type: b.type, reason: b.reason, at: receivedAt }), now);
-    } else if (b.type === 'hard' && (m.state === 'queued' || m.state === 'sending')) {
-      // A copy that went out before its worker was killed (its outcome never recorded) bounced
-      // for good: the address is suppressed, so the copy still to go is refused at its guard
-      // and the lead's sequence ends there (messages/message-id.ts). The enrollment first, then
-      // the suppression (the other writers' order: an unsubscribe of the lead holding its
-      // enrollments and waiting for this suppression, while the reply below waited for the
-      // enrollment through its foreign key, deadlocked).
-      await lockEnrollment(tx, m.enrollment_id);
-      await suppress(tx, m.workspace_id, [m.to_email], 'hard_bounce', m.id, now);
     }
     // Bounces are listed with the replies either way.
     await this.insertReply(tx, m, a, inboundId, receivedAt, { bounceType: b.type, bounceReason: b.reason });

@@ -9,6 +9,8 @@ import { messageIdsNamed } from './message-id.ts';
 export interface MatchedMessage extends OutboundRef {
   message_id_header: string | null;
   state: string;
+  /** The Message-ID the inbound mail named it by (null: found by its recipient). */
+  named: string | null;
 }
 
 const MATCH_COLUMNS = `m.id, m.workspace_id, m.campaign_id, m.enrollment_id, m.lead_id, m.step_index, m.to_email, m.message_id_header, m.state`;
@@ -23,7 +25,7 @@ export async function matchByMessageIds(em: EntityManager, crypto: Crypto, works
   // outbound_messages primary key, then outbound_message_id_key
   const rows = await sql<MatchedMessage & { pos: number }>(
     em,
-    `select x.*, t.pos
+    `select x.*, t.mid as named, t.pos
        from unnest(?::text[], ?::text[]) with ordinality as t(mid, msg, pos)
        cross join lateral (
          (select ${MATCH_COLUMNS} from outbound_messages m where m.id = t.msg and m.workspace_id = ? and m.kind = 'campaign')
@@ -53,7 +55,7 @@ export async function matchBySender(em: EntityManager, senderAccountId: string, 
   // outbound_sender_to_idx (sender_account_id, lower(to_email), sent_at desc)
   const rows = await sql<MatchedMessage>(
     em,
-    `select ${MATCH_COLUMNS} from outbound_messages m
+    `select ${MATCH_COLUMNS}, null as named from outbound_messages m
       where m.sender_account_id = ? and lower(m.to_email) = lower(?) and m.sent_at is not null and m.sent_at <= ? and m.kind = 'campaign'
       order by m.sent_at desc limit 1`,
     [senderAccountId, address, new Date(receivedAt.getTime() + MATCH_CLOCK_SLACK_MS)],

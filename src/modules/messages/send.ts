@@ -38,6 +38,13 @@ export interface SendingRow extends OutboundRef, LeadColumns {
   previous: Array<{ mid: string; subject: string }>;
 }
 
+/** A message's earlier steps, sent, as `[{mid, subject}]` in step order (LOAD_SQL says how it is read). */
+const PREVIOUS_SQL = `coalesce((select json_agg(json_build_object('mid', p.message_id_header, 'subject', p.subject) order by p.step_index)
+                      from (select * from outbound_messages p
+                             where p.enrollment_id = m.enrollment_id and p.kind = 'campaign' and p.step_index < m.step_index
+                            offset 0) p
+                     where p.message_id_header is not null and p.sent_at is not null), '[]'::json)`;
+
 /**
  * Everything needed to render and send the claimed messages, in one statement (primary-key
  * lookups: `stmts` plans with index paths only, see PreparedStatements).
@@ -55,17 +62,31 @@ export const LOAD_SQL = `select m.id, m.workspace_id, m.campaign_id, m.enrollmen
           c.track_opens, s.subject as step_subject, s.body_html as step_body,
           l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom,
           a.email as from_email, a.name as from_name, a.smtp_url_enc,
-          coalesce((select json_agg(json_build_object('mid', p.message_id_header, 'subject', p.subject) order by p.step_index)
-                      from (select * from outbound_messages p
-                             where p.enrollment_id = m.enrollment_id and p.kind = 'campaign' and p.step_index < m.step_index
-                            offset 0) p
-                     where p.message_id_header is not null and p.sent_at is not null), '[]'::json) as previous
+          ${PREVIOUS_SQL} as previous
      from outbound_messages m
      join campaigns c on c.id = m.campaign_id
      join leads l on l.id = m.lead_id
      join sender_accounts a on a.id = m.sender_account_id
      left join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index
     where m.id = any(?::text[])`;
+
+/** What a message's subject and threading headers are made of (sending/compose.ts headersOf). */
+export type HeadersRow = Pick<SendingRow, 'id' | 'step_subject' | 'previous' | keyof LeadColumns>;
+
+/** LOAD_SQL's part for one message's headers, whatever its state and account (none, queued). */
+export async function loadForHeaders(em: EntityManager, id: string): Promise<HeadersRow | undefined> {
+  const [row] = await sql<HeadersRow>(
+    em,
+    `select m.id, s.subject as step_subject, l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom,
+            ${PREVIOUS_SQL} as previous
+       from outbound_messages m
+       join leads l on l.id = m.lead_id
+       left join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index
+      where m.id = ?`,
+    [id],
+  );
+  return row;
+}
 
 /** LOAD_SQL for the claimed messages' ids. */
 export async function loadForSending(stmts: PreparedStatements, ids: string[]): Promise<SendingRow[]> {

@@ -151,7 +151,7 @@ export const ACCEPTED_SQL = `with t as (
        from m join campaign_steps s on s.campaign_id = m.campaign_id and s.step_index = m.step_index + 1
    ), e as (
      update enrollments en set last_event = 'sent', last_event_at = m.sent::timestamptz, updated_at = m.sent::timestamptz,
-            sender_account_id = m.sender_account_id,
+            sender_account_id = coalesce(m.sender_account_id, en.sender_account_id),
             status = case when en.status = 'active' and not exists (select 1 from nxt where nxt.enrollment_id = en.id) then 'completed' else en.status end
        from m where en.id = m.enrollment_id
       returning en.id, en.status
@@ -254,6 +254,53 @@ export async function markSent(
   const go = new Set<string>();
   for (const r of rows) (r.k === 'sent' ? sent : go).add(r.id);
   return { sent, go };
+}
+
+/** The writer of answered copies' outcomes (`claimed_by`, and their tallies' writer rows). */
+export const ANSWERED_COPY = 'answered-copy';
+
+/**
+ * A copy of a message went out, but its outcome was never recorded (its worker was killed
+ * after the server accepted it: the message is back in the queue, or claimed again for
+ * another attempt), and an answer, a bounce report or a complaint names it by its Message-ID
+ * (messages/message-id.ts): it was sent. It is recorded as markSent records an accepted
+ * message (counters, the enrollment, its next step, message.sent), at `copy.at` (when the
+ * answer arrived: the copy went out before), with the header the answer named; a claim
+ * another worker holds is taken from it, so that attempt's guard refuses it before the end of
+ * its data and the lead gets no second copy. Without this the answer's effects cancelled the
+ * message (a reply, an unsubscribe) or postponed the copy itself for a second send (an
+ * out-of-office), and the campaign never counted it sent. The caller holds the enrollment
+ * (the order of the writers that end it). False when it is no longer waiting (queued or
+ * scheduled) or being sent: its outcome was recorded meanwhile, or it was cancelled or failed.
+ */
+export async function recordAnsweredCopy(em: EntityManager, copy: AcceptedOutcome, now: Date): Promise<boolean> {
+  const [taken] = await sql<{ campaign_id: string; was: string }>(
+    em,
+    `update outbound_messages o set state = 'sending', claimed_by = ?, lease_until = null, updated_at = ?
+       from (select id, state as was from outbound_messages where id = ? for update) p
+      where o.id = p.id and p.was in ('queued', 'scheduled', 'sending')
+      returning o.campaign_id, p.was`,
+    [ANSWERED_COPY, now, copy.id],
+  );
+  if (!taken) return false;
+  // Counted as queued from here (a copy postponed by an out-of-office was scheduled), as the
+  // outcome below expects: it moves it from queued to sent.
+  if (taken.was === 'scheduled') await bumpCounters(em, taken.campaign_id, { scheduled: -1, queued: 1 });
+  const rows = await sql<{ k: string; id: string }>(em, ACCEPTED_SQL, [
+    [copy.id],
+    [copy.at.toISOString()],
+    [copy.response],
+    [copy.messageIdHeader],
+    [copy.subject],
+    [copy.inReplyTo],
+    [copy.references],
+    [copy.nextId],
+    [copy.eventId],
+    ANSWERED_COPY,
+    [],
+    ANSWERED_COPY,
+  ]);
+  return rows.some((r) => r.k === 'sent');
 }
 
 /** The message facts a bounce or failure needs. */

@@ -2,7 +2,7 @@ import type { Config } from '../../config/index.ts';
 import { publicUrl } from '../../config/index.ts';
 import type { Crypto } from '../../adapters/crypto.ts';
 import type { OutgoingMail } from '../../adapters/smtp.ts';
-import type { SendingRow } from '../messages/send.ts';
+import type { HeadersRow, SendingRow } from '../messages/send.ts';
 import { campaignMessageId } from '../messages/message-id.ts';
 import { renderHtml, renderSubject, renderText, withOpenPixel, replySubject, type LeadValues } from './render.ts';
 import type { ClaimedMessage, SentMessage } from './outcomes.ts';
@@ -20,22 +20,49 @@ export interface ReadyMessage {
   claimedAt?: number;
 }
 
-export function composeMessage(row: SendingRow, smtpUrl: string, deps: { config: Config; crypto: Crypto }): ReadyMessage {
+/** The subject and threading headers of a message, as its every attempt carries them. */
+export interface MessageHeaders {
+  subject: string;
+  inReplyTo: string | null;
+  /** The lead's earlier messages' Message-IDs, oldest first. */
+  references: string[];
+}
+
+/**
+ * The step's subject rendered for the lead, or for a follow-up without one "Re:" the last
+ * message's, and In-Reply-To and References from the lead's earlier messages: what
+ * composeMessage sends, and what an answered copy whose outcome was never recorded is given
+ * (inbound/service.ts).
+ */
+export function headersOf(row: HeadersRow, deps: { config: Config; crypto: Crypto }): MessageHeaders {
+  const { lead, extra } = personalization(row, deps);
+  return threading(row, lead, extra);
+}
+
+function personalization(row: HeadersRow, deps: { config: Config; crypto: Crypto }) {
   const lead: LeadValues = { email: row.email, firstName: row.first_name, lastName: row.last_name, company: row.company, jobTitle: row.job_title, custom: row.custom ?? {} };
   const base = publicUrl(deps.config);
   const unsubscribeUrl = `${base}/u/${deps.crypto.sign(`u.${row.id}`)}`;
-  const extra = { unsubscribeUrl };
+  return { lead, base, unsubscribeUrl, extra: { unsubscribeUrl } };
+}
+
+function threading(row: HeadersRow, lead: LeadValues, extra: Record<string, string>): MessageHeaders {
   const previous = row.previous ?? [];
   const last = previous[previous.length - 1];
   let subject = renderSubject(row.step_subject!, lead, extra);
   if (!subject && last) subject = replySubject(last.subject);
+  return { subject, inReplyTo: last?.mid ?? null, references: previous.map((p) => p.mid) };
+}
+
+export function composeMessage(row: SendingRow, smtpUrl: string, deps: { config: Config; crypto: Crypto }): ReadyMessage {
+  const { lead, base, unsubscribeUrl, extra } = personalization(row, deps);
+  const { subject, inReplyTo, references } = threading(row, lead, extra);
   let html = renderHtml(row.step_body!, lead, extra);
   const text = renderText(row.step_body!, lead, extra);
   if (row.track_opens) html = withOpenPixel(html, `${base}/t/o/${deps.crypto.sign(`o.${row.id}`)}`);
   const domain = row.from_email.split('@')[1] ?? 'mailgate.local';
   // The same for every attempt of the message (messages/message-id.ts).
   const messageIdHeader = campaignMessageId(deps.crypto, row.id, domain);
-  const references = previous.map((p) => p.mid);
   const mail: OutgoingMail = {
     from: { name: row.from_name, address: row.from_email },
     to: row.to_email,
@@ -43,7 +70,7 @@ export function composeMessage(row: SendingRow, smtpUrl: string, deps: { config:
     html,
     text,
     messageId: messageIdHeader,
-    inReplyTo: last?.mid,
+    inReplyTo: inReplyTo ?? undefined,
     references: references.length ? references : undefined,
     headers: {
       'List-Unsubscribe': `<${unsubscribeUrl}>, <mailto:${row.from_email}?subject=unsubscribe>`,
@@ -55,7 +82,7 @@ export function composeMessage(row: SendingRow, smtpUrl: string, deps: { config:
       ...claimedOf(row),
       messageIdHeader,
       subject,
-      inReplyTo: last?.mid ?? null,
+      inReplyTo,
       references: references.length ? references.join(' ') : null,
     },
     mail,
