@@ -14,6 +14,13 @@ export interface RecurringJob {
   every: string;
   /** Runs one round; returns how many items it handled (for the logs). */
   run(job: Job): Promise<number | void>;
+  /**
+   * How long a round's lock holds without touch() (default 60 s). Keep it several times the
+   * 1 s processEvery: Agenda locks a round up to processEvery before it is due, and a locked
+   * round whose lock has aged past its lifetime before it starts is dropped from Agenda's queue
+   * while still counted as locked, so that job never runs again in the process
+   * (test/workers/job-runner.test.ts saw it at 1 s).
+   */
   lockLifetimeMs?: number;
   /** How many rounds of this job may run at once across the deployment (default 1). */
   lanes?: number;
