@@ -231,6 +231,31 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
       assert.equal(await outbound(), recorded + 1);
     });
 
+    it('Idempotency-Key: a repeat after the mailbox moved to another address, or while it is unusable, answers the recorded send and sends nothing', async () => {
+      const first = await keyed('Here is the case study.', 'req-moved');
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      const mails = sink.received.length;
+      const recorded = await outbound();
+      const sdrId = (await db.query('select id from sdrs where email = $1', [SDR])).rows[0].id;
+      const reconnect = (email: string) => app.services().sdrs.connectMail(sdrId, { smtpUrl: sink.url(SDR, 'pw'), imapUrl: imap.url(SDR, 'pw'), email });
+      try {
+        // Another address: another domain in the Message-ID the key derives.
+        await reconnect('sam@acme-mail.example');
+        const moved = await keyed('Here is the case study.', 'req-moved');
+        assert.equal(moved.status, 200, JSON.stringify(moved.body));
+        assert.deepEqual(moved.body.data, first.body.data);
+        // A mailbox that needs a new login: the mail went out all the same.
+        await db.query(`update sdr_mailboxes set health_state = 'needs_reauth' where sdr_id = $1`, [sdrId]);
+        const unusable = await keyed('Here is the case study.', 'req-moved');
+        assert.equal(unusable.status, 200, JSON.stringify(unusable.body));
+        assert.deepEqual(unusable.body.data, first.body.data);
+        assert.equal(sink.received.length, mails, 'a repeat sends nothing');
+        assert.equal(await outbound(), recorded);
+      } finally {
+        await reconnect(SDR);
+      }
+    });
+
     it('Idempotency-Key: a malformed key is 400 invalid_request naming the header, and sends nothing', async () => {
       const mails = sink.received.length;
       for (const k of ['x'.repeat(256), 'clé', 'two words']) {

@@ -9,7 +9,7 @@ import type { InboundAnalysis } from '../inbound/analyze.ts';
 import { escapeHtml, replySubject } from '../sending/render.ts';
 import { followupsOnAnswer, followupsOnSend } from './followups.ts';
 import { mailboxOf, setMailboxHealth, type DeskMailbox } from './repository.ts';
-import { addAnswer, addSentMessage, recordedSend, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
+import { addAnswer, addSentMessage, recordedSend, recordedSendOfKey, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
 import { recordSdrReply } from '../messages/desk.ts';
 import { transaction } from '../../db/transaction.ts';
 
@@ -61,6 +61,15 @@ export class DeskMailService {
     input: { bodyText: string; bodyHtml?: string; cc?: string[] },
     idempotencyKey?: string,
   ) {
+    const keyed = idempotencyKey === undefined ? null : this.keyedSend(sdrId, threadId, idempotencyKey);
+    // A repeat of a recorded send is answered from the thread before the mailbox is looked at:
+    // the mailbox may have changed since (another address, so another domain in the Message-ID:
+    // the repeat sent the mail again and its record collided with the first's id, a 500; or a
+    // health that is no longer active: a 409 for a mail that went out).
+    if (keyed) {
+      const done = await recordedSendOfKey(this.em, { workspaceId, sdrId }, threadId, keyed.stableKey);
+      if (done) return { data: { messageId: keyed.id, threadId, status: done.status } };
+    }
     const prepared = await this.prepare(sdrId, workspaceId, threadId);
     const mail: ThreadMail = {
       subject: replySubject(prepared.thread.subject || ''),
@@ -68,21 +77,24 @@ export class DeskMailService {
       bodyHtml: input.bodyHtml ?? `<p>${escapeHtml(input.bodyText).replace(/\r?\n/g, '<br>')}</p>`,
       cc: input.cc ?? [],
     };
-    if (idempotencyKey === undefined) {
+    if (!keyed) {
       const sent = await this.transmit(prepared, mail);
       return transaction(this.em, async (tx) => ({ data: await this.record(tx, prepared, mail, sent) }));
     }
-    const digest = this.deps.crypto.digest('send-manual', `${sdrId}\u0000${threadId}\u0000${idempotencyKey}`);
-    const id = idFromDigest('msg', digest);
-    const stableKey = `sm_${digest.toString('hex', 16, 32)}`;
-    const messageIdHeader = messageIdFor(prepared.box.email, stableKey);
     return this.em.transactional(async (tx) => {
-      await advisoryXactLock(tx, messageIdHeader);
-      const done = await recordedSend(tx, threadId, messageIdHeader);
-      if (done) return { data: { messageId: id, threadId, status: done.status } };
-      const sent = await this.transmit(prepared, mail, { stableKey, id });
+      // Locked and looked up by the key, not by the Message-ID, whose domain is the mailbox's.
+      await advisoryXactLock(tx, keyed.stableKey);
+      const done = await recordedSendOfKey(tx, { workspaceId, sdrId }, threadId, keyed.stableKey);
+      if (done) return { data: { messageId: keyed.id, threadId, status: done.status } };
+      const sent = await this.transmit(prepared, mail, keyed);
       return { data: await this.record(tx, prepared, mail, sent) };
     });
+  }
+
+  /** The ids of a send-manual with an `Idempotency-Key`: its `msg_` id and the local part of its Message-ID. */
+  private keyedSend(sdrId: string, threadId: string, idempotencyKey: string): { id: string; stableKey: string } {
+    const digest = this.deps.crypto.digest('send-manual', `${sdrId}\u0000${threadId}\u0000${idempotencyKey}`);
+    return { id: idFromDigest('msg', digest), stableKey: `sm_${digest.toString('hex', 16, 32)}` };
   }
 
   /** The thread (404 thread_not_found outside the SDR's scope), the usable mailbox (else 409 mail_not_connected), the References chain. */

@@ -54,13 +54,28 @@ export async function threadReferences(em: EntityManager, threadId: string): Pro
   return history.map((h) => h.message_id_header!);
 }
 
-/** A send already recorded in the thread under this Message-ID (an idempotent repeat), with the thread's status. */
+/** A send of the desk recorded in the thread under this Message-ID (mail that is a copy of it), with the thread's status. */
 export async function recordedSend(em: EntityManager, threadId: string, messageIdHeader: string): Promise<{ status: string } | undefined> {
   const [done] = await sql<{ status: string }>(
     em,
     `select t.status from thread_messages m join prospect_threads t on t.id = m.thread_id
       where m.thread_id = ? and m.direction = 'outbound' and m.message_id_header = ?`,
     [threadId, messageIdHeader],
+  );
+  return done;
+}
+
+/**
+ * An idempotent send-manual recorded in the SDR's thread (desk-mail.ts), with the thread's
+ * status: a Message-ID whose local part is `<stableKey`. The local part alone names the send;
+ * the domain is the SDR mailbox's at the time, and the mailbox may have moved to another address.
+ */
+export async function recordedSendOfKey(em: EntityManager, scope: ThreadScope, threadId: string, stableKey: string): Promise<{ status: string } | undefined> {
+  const [done] = await sql<{ status: string }>(
+    em,
+    `select t.status from thread_messages m join prospect_threads t on t.id = m.thread_id
+      where t.id = ? and t.workspace_id = ? and t.sdr_id = ? and m.direction = 'outbound' and split_part(m.message_id_header, '@', 1) = ?`,
+    [threadId, scope.workspaceId, scope.sdrId, `<${stableKey}`],
   );
   return done;
 }
