@@ -307,4 +307,13 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
     assert.equal(again.status, 200, JSON.stringify(again.body));
     assert.match(desk.sink.received.at(-1)!.parsed.text!, /Edited meanwhile\./);
   });
+
+  it('an additional Cc with spaces or a line break around the address is recorded as the address the mail went to', async () => {
+    const [d] = (await generate({})).body.data.drafts;
+    const res = await req('POST', `/v1/sdr/drafts/${d.id}/send`, { additionalCc: [' olga@acme-sales.example\n'] });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.ok(desk.sink.received.at(-1)!.to.includes('olga@acme-sales.example'));
+    const sent = (await req('GET', `/v1/sdr/threads/${desk.threadId}`)).body.data.messages.filter((m: { direction: string }) => m.direction === 'outbound').at(-1);
+    assert.deepEqual(sent.ccEmails, ['olga@acme-sales.example']);
+  });
 });

@@ -199,9 +199,11 @@ describe('POST /v1/replies/:replyId/assign', function () {
   it('to and subject overrides; 409 already_forwarded unless forceForward', async () => {
     const { sdr } = await seedSdr(app, workspaceId, 'Pat Rep', 'pat@acme.example');
     const id = replyIds.get('two@lead.example')!;
-    const first = await assign(id, { sdrId: sdr.id, to: 'desk@acme.example', subject: 'New MQL: Two', skipIcpCheck: true, category: 'A' });
+    // Spaces and a line break around the address are no part of it: the handoff keeps where the forward went.
+    const first = await assign(id, { sdrId: sdr.id, to: ' desk@acme.example\n', subject: 'New MQL: Two', skipIcpCheck: true, category: 'A' });
     assert.equal(first.status, 200);
     assert.deepEqual(sink.received[0].to, ['desk@acme.example']);
+    assert.equal((await db.query('select to_email from handoffs where id = $1', [first.body.data.handoffId])).rows[0].to_email, 'desk@acme.example');
     assert.equal(sink.received[0].parsed.subject, 'New MQL: Two');
     const again = await assign(id, { sdrId: sdr.id, skipIcpCheck: true });
     assert.equal(again.status, 409);

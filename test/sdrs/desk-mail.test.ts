@@ -268,6 +268,14 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
     });
   }
 
+  it('a Cc with spaces or a line break around the address is kept as the address that was sent to', async () => {
+    const res = await send({ bodyText: 'Looping in my colleague.', cc: [' lee@acme.example\n', 'kim@acme.example\u2028'] });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(sink.received.at(-1)!.to.sort(), ['kim@acme.example', 'lee@acme.example', 'pat@lead.example']);
+    const sent = (await thread()).messages.filter((m: { direction: string }) => m.direction === 'outbound').at(-1);
+    assert.deepEqual(sent.ccEmails, ['lee@acme.example', 'kim@acme.example']);
+  });
+
   it('errors: body validation 400, another SDR’s thread 404, no usable mailbox 409, admin key 403', async () => {
     for (const body of [{}, { bodyText: '   ' }, { bodyText: 'x', cc: ['nope'] }, { bodyText: 'x', to: 'a@b.example' }]) {
       const res = await send(body);

@@ -130,7 +130,8 @@ export const draftRoutes = [
     body: z.strictObject({
       finalBodyText: z.string().max(100_000).optional(),
       finalBodyHtml: z.string().max(256 * 1024).optional(),
-      additionalCc: z.array(z.string().refine(isEmail, 'must be a valid email address')).max(20).optional(),
+      // Trimmed as isEmail checks it, so the thread records the addresses the mail went to.
+      additionalCc: z.array(z.string().trim().refine(isEmail, 'must be a valid email address')).max(20).optional(),
     })
       // Every field is optional, so is the body: a send with none sends the draft as it is.
       .optional()

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
 import { isEmail } from '../../shared/email.ts';
 
-const email = z.string().refine(isEmail, 'must be a valid email address');
+// Trimmed as isEmail checks it: the handoff keeps the address the forward went to.
+const email = z.string().trim().refine(isEmail, 'must be a valid email address');
 
 const body = z.strictObject({
   sdrId: z.string().min(1),

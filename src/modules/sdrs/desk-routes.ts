@@ -29,7 +29,9 @@ export const deskMailRoutes = [
     body: z.strictObject({
       bodyText: z.string().trim().min(1, 'must not be empty').max(100_000),
       bodyHtml: z.string().min(1).max(256 * 1024).optional(),
-      cc: z.array(z.string().refine(isEmail, 'must be a valid email address')).max(20).optional(),
+      // Trimmed as isEmail checks it: the mail goes to the trimmed address, and the thread keeps
+      // what it was sent to (a line break after an address was stored with it).
+      cc: z.array(z.string().trim().refine(isEmail, 'must be a valid email address')).max(20).optional(),
     }),
     response: z.object({
       data: z.object({ messageId: z.string(), threadId: z.string(), status: z.enum(THREAD_STATUSES).describe('the thread status after the send') }).meta({ id: 'ManualSend' }),
