@@ -7,6 +7,7 @@ import pg from 'pg';
 import { seedWorkspace, seedSdr, type TestApp } from '../support/harness.ts';
 import { signIn } from '../support/dashboard.ts';
 import { dashboardWorld } from './world.ts';
+import { revokeApiKey } from '../../src/modules/workspaces/repository.ts';
 
 describe('dashboard-only routes', function () {
   this.timeout(90_000);
@@ -121,9 +122,12 @@ describe('dashboard-only routes', function () {
     assert.equal((await app.request('GET', '/v1/campaigns', { key: victim.key })).status, 401);
     assert.equal((await victimSession.request('GET', '/v1/campaigns')).status, 401);
     assert.equal((await db.query('select count(*)::int as n from dashboard_sessions where key_id = $1', [victim.id])).rows[0].n, 0);
-    // Again: the first revocation time stays.
+    // Again: the first revocation time stays, also for a revoke that read the key before the
+    // first one's write (two at once): the write itself keeps it.
     const again = await admin.request('POST', `/dashboard/api/api-keys/${victim.id}/revoke`);
     assert.equal(again.body.revokedAt, res.body.revokedAt);
+    await revokeApiKey(app.deps.orm.em.fork(), victim.id, new Date(Date.now() + 60_000));
+    assert.equal((await db.query('select revoked_at from api_keys where id = $1', [victim.id])).rows[0].revoked_at.toISOString(), res.body.revokedAt);
 
     const other = await seedWorkspace(app);
     const foreign = await admin.request('POST', `/dashboard/api/api-keys/${other.adminKeyId}/revoke`);

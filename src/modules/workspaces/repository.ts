@@ -50,8 +50,9 @@ export async function findApiKey(em: EntityManager, id: string): Promise<ApiKey 
   return em.findOne(ApiKeySchema, { id });
 }
 
+/** Revokes the key; a key revoked already keeps its first revocation time (two revokes at once). */
 export async function revokeApiKey(em: EntityManager, id: string, now: Date): Promise<void> {
-  await em.nativeUpdate(ApiKeySchema, { id }, { revokedAt: now });
+  await em.nativeUpdate(ApiKeySchema, { id, revokedAt: null }, { revokedAt: now });
 }
 
 export async function instanceSetting(em: EntityManager, key: string): Promise<InstanceSetting | null> {
