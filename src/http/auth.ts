@@ -61,7 +61,7 @@ export function authorizer(clock: Clock, session?: SessionOptions) {
         const s = await lookupSession(em, token, clock.now(), session.idleMs);
         checkCsrf(ctx, session.crypto, token);
         checkRole(access, s);
-        noteSessionUse(ctx, s);
+        noteSessionUse(ctx, s, clock.now());
         return { keyId: s.keyId, workspaceId: s.workspaceId, role: s.role, sdrId: s.sdrId, via: 'session' };
       }
     }
@@ -111,7 +111,7 @@ export function dashboardAuthorizer(clock: Clock, session: SessionOptions) {
       }
       if (need === 'admin') checkRole('admin', s);
       else if (need === 'any' && s.role === 'sdr') checkRole('sdr', s);
-      noteSessionUse(ctx, s);
+      noteSessionUse(ctx, s, clock.now());
       return { keyId: s.keyId, workspaceId: s.workspaceId, role: s.role, sdrId: s.sdrId, via: 'session' };
     };
 }

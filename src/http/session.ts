@@ -6,6 +6,7 @@ import type { Crypto } from '../adapters/crypto.ts';
 import { toDate } from '../shared/time.ts';
 import type { Role } from '../modules/workspaces/entities.ts';
 import { findSession, touchSession } from '../modules/dashboard/session-repository.ts';
+import { noteKeyUsed } from '../modules/workspaces/api-keys-repository.ts';
 
 // Dashboard sessions (docs/dashboard.md): an opaque random token in an HttpOnly, SameSite=Strict
 // cookie, stored only as its SHA-256. The CSRF token is derived from the session token with the
@@ -102,18 +103,24 @@ export async function lookupSession(em: EntityManager, token: string, now: Date,
 }
 
 /**
- * Marks the request's session as used once the request has succeeded: a refused request writes
- * nothing, not even this (at most once a minute per session).
+ * Marks the request's session, and its API key, as used once the request has succeeded: a
+ * refused request writes nothing, not even this (at most once a minute per session, and per
+ * key as a bearer request notes it). Without the key's, the key list showed a key in use through
+ * the dashboard as unused since its sign-in.
  */
-export function noteSessionUse(ctx: Context, session: SessionKey) {
+export function noteSessionUse(ctx: Context, session: SessionKey, now: Date) {
   if (session.touch) ctx.state.sessionUsed = session.tokenHash;
+  if (!session.lastUsedAt || now.getTime() - session.lastUsedAt.getTime() > TOUCH_EVERY_MS) ctx.state.sessionKeyUsed = session.keyId;
 }
 
-/** Middleware: after a successful answer, moves the used session's last_seen_at forward. */
+/** Middleware: after a successful answer, moves the used session's last_seen_at and its key's last_used_at forward. */
 export function touchSessions(now: () => Date) {
   return async (ctx: Context, next: () => Promise<void>) => {
     await next();
+    if (ctx.status >= 400) return;
     const tokenHash = ctx.state.sessionUsed as string | undefined;
-    if (tokenHash && ctx.status < 400) await touchSession(ctx.state.em as EntityManager, tokenHash, now());
+    const keyId = ctx.state.sessionKeyUsed as string | undefined;
+    if (tokenHash) await touchSession(ctx.state.em as EntityManager, tokenHash, now());
+    if (keyId) await noteKeyUsed(ctx.state.em as EntityManager, keyId, now());
   };
 }

@@ -38,6 +38,15 @@ describe('dashboard /v1 reads: API keys, suppression list, campaign timeline', f
     assert.equal(page.body.hasMore, true);
     const session = await signIn(app, adminKey);
     assert.equal((await session.request('GET', '/v1/api-keys')).body.total, 3);
+    // A key in use through a dashboard session is in use: its last use moves as a bearer's does
+    // (at most once a minute), and only with a request that succeeded.
+    const lastUsed = async () => (await db.query('select last_used_at from api_keys where id = $1', [adminKeyId])).rows[0].last_used_at as Date;
+    await db.query(`update api_keys set last_used_at = now() - interval '10 minutes' where id = $1`, [adminKeyId]);
+    const stale = await lastUsed();
+    assert.equal((await session.request('GET', '/v1/api-keys?limit=0')).status, 400);
+    assert.equal((await lastUsed()).getTime(), stale.getTime(), 'a refused request notes nothing');
+    assert.equal((await session.request('GET', '/v1/api-keys')).status, 200);
+    assert.ok(Date.now() - (await lastUsed()).getTime() < 60_000, 'noted by the session\'s request');
     assert.equal((await app.request('GET', '/v1/api-keys', { key: sdrKey })).status, 403);
     for (const q of ['limit=0', 'limit=201', 'offset=-1', 'limit=abc', 'secret=1']) {
       const bad = await app.request('GET', `/v1/api-keys?${q}`, { key: adminKey });
