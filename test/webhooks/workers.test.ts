@@ -151,6 +151,36 @@ describe('webhook delivery: restarts, workers, leases', function () {
     assert.deepEqual([0, 3, 4, 7, 8, 12].map((k) => d.leaseFor(k)), [2, 2, 3, 3, 4, 5].map((n) => n * t + 5_000));
   });
 
+  it('a batch taken again that holds more pairs than the queue is leased for all of them: its taker does not take it again and repeat first attempts it is still making', async () => {
+    // First attempts hang until the timeout (400 ms); retries answer at once.
+    w.receiver.respond = (r) => (r.headers['x-service-attempt'] === '1' ? 'hang' : 200);
+    const { key, workspaceId } = await w.workspace();
+    const hooks: Array<{ id: string }> = [];
+    for (let i = 0; i < 40; i++) hooks.push(await w.register(key, ['message.sent'], `/many${i}`));
+    await w.emit(workspaceId, 'message.sent', { messageId: 'msg_many' });
+    // A worker fanned the event out (40 pairs, one batch) and gave it back without attempting any.
+    const given = w.clock.now();
+    const { claims } = await fanOut(viaOrm(w.app.deps.orm.em.fork()), given, 10, () => given, 1, 'worker-a');
+    assert.equal(claims.length, 40);
+    // The taker has 2 slots and a queue of 4: the batch's 40 hanging first attempts take 20
+    // timeouts (8 s). Leased as a batch filling that queue ((1 + 2) timeouts + 5 s = 6.2 s), the
+    // taker's own next claim took it again and repeated the pairs still queued or in flight.
+    // The clock runs with real time.
+    let last = Date.now();
+    const ticking = setInterval(() => {
+      const t = Date.now();
+      w.clock.advance(t - last);
+      last = t;
+    }, 10);
+    try {
+      await w.dispatcher({ concurrency: 2, queue: 4, owner: 'worker-b' }).runRound();
+    } finally {
+      clearInterval(ticking);
+    }
+    const firsts = w.receiver.received.filter((q) => q.headers['x-service-attempt'] === '1').map((q) => q.json.webhookId);
+    assert.deepEqual(firsts.slice().sort(), hooks.map((h) => h.id).sort(), 'each pair got one first attempt');
+  });
+
   it('two workers fanning out the same outbox at once: every event goes out once, through both', async () => {
     w.receiver.respond = () => ({ status: 200, delayMs: 5 });
     const { key, workspaceId } = await w.workspace();

@@ -253,13 +253,15 @@ export class WebhookDispatcher {
   /**
    * Due deliveries (retries, and those of workers that died), after any fan-out batch whose
    * lease ran out: a batch taken again comes first, whatever its size, leased as if it filled
-   * the whole queue.
+   * the whole queue, or for its last pair's place when it holds more (events with several
+   * webhooks each).
    */
   private async claim(limit: number, ahead: number): Promise<ClaimedDelivery[]> {
     const now = this.deps.clock.now();
     const owner = this.opts.owner ?? null;
     try {
-      const retaken = await retakeFanOuts(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + this.capacity - 1))), owner);
+      const t = now.getTime();
+      const retaken = await retakeFanOuts(this.db, now, (i) => new Date(t + this.leaseFor(Math.max(0, ahead + Math.max(i, this.capacity - 1)))), owner);
       if (retaken.length >= limit) return retaken;
       // One lease for the batch: that of its last delivery.
       const rest = limit - retaken.length;

@@ -392,20 +392,28 @@ export async function fanOut(
 
 /**
  * Takes over one fan-out batch whose lease ran out (its worker died, stopped, or could not
- * record an outcome): leases it to the caller until `leaseUntil` and returns, as fresh claims,
+ * record an outcome): leases it to the caller and returns, as fresh claims,
  * the pairs of its events that still have no delivery and whose webhook is active. The pairs of
  * a webhook disabled since are written held, as at a fan-out (nothing is owed to one deleted).
  * A batch with no attempt left is deleted. webhook_fanouts_lease_idx finds it; the table holds
  * only batches in flight. Delivery ids are made here, as by fanOut: `supply` of them, and the
  * statement is run again with enough when the batch needs more (it then changes nothing).
+ *
+ * The lease is `lease(attempts - 1)`, as at the fan-out: that of the batch's last claim in the
+ * caller's queue, so it covers every pair however many there are. A batch of events with several
+ * webhooks each can hold more pairs than a worker's queue: leased as if it filled the queue
+ * (until 2026-11-29), its last pairs waited for a slot past the lease, and the next claim (of
+ * its taker or another worker) took the batch again and repeated first attempts still queued
+ * or in flight.
  */
-export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date, owner: string | null = null, supply = 64): Promise<ClaimedDelivery[]> {
+export async function retakeFanOuts(db: Statements, now: Date, lease: Date | ((i: number) => Date), owner: string | null = null, supply = 64): Promise<ClaimedDelivery[]> {
   for (;;) {
     const ids = orderedIds('dlv', supply);
+    const leases = ids.map((_, i) => (typeof lease === 'function' ? lease(i) : lease));
     const rows = await db.run<DeliveryTargetRow & { fan: string | null; needed: number; n: string | null; active: boolean | null }>(
       'webhooks.retake',
       `with arg as (
-         select ?::text[] as ids, ?::timestamptz as now, ?::timestamptz as lease_until, ?::text as owner
+         select ?::text[] as ids, ?::timestamptz[] as leases, ?::timestamptz as now, ?::text as owner
        ), f as (
          select id, event_ids from webhook_fanouts where lease_until <= (select now from arg) order by lease_until limit 1 for update skip locked
        ), ev as (
@@ -433,7 +441,7 @@ export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date,
            from pairs p, arg where (select ok from fits) and not p.active
          on conflict (webhook_id, event_id) do nothing
        ), taken as (
-         update webhook_fanouts x set lease_until = arg.lease_until, lease_owner = arg.owner from f, arg
+         update webhook_fanouts x set lease_until = arg.leases[(select count(*)::int from pairs where active)], lease_owner = arg.owner from f, arg
           where x.id = f.id and (select ok from fits) and f.id in (select fan from pairs where active)
        ), done as (
          delete from webhook_fanouts x using f
@@ -444,7 +452,7 @@ export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date,
          from (select 1) one
          left join pairs p on true
         order by p.n`,
-      [`{${ids.join(',')}}`, now, leaseUntil, owner],
+      [`{${ids.join(',')}}`, `{${leases.map((d) => d.toISOString()).join(',')}}`, now, owner],
     );
     const [{ needed }] = rows;
     if (needed > ids.length) {
@@ -453,7 +461,7 @@ export async function retakeFanOuts(db: Statements, now: Date, leaseUntil: Date,
     }
     const active = rows.filter((r) => r.active);
     if (!active.length) return [];
-    const batch: FanOutLease = { id: active[0].fan!, leaseUntil, unwritten: active.length, broken: false };
+    const batch: FanOutLease = { id: active[0].fan!, leaseUntil: leases[active.length - 1], unwritten: active.length, broken: false };
     return active.map((r) => freshClaimOf(r, ids[Number(r.n) - 1], batch, now));
   }
 }
