@@ -56,8 +56,9 @@ describe('webhooks: a retry outcome written across a disable and an enable', fun
         ],
         now,
       );
+      // (the statement's text is longer than pg_stat_activity keeps: a word of its start)
       await waitFor('the outcome waiting for the delivery', async () =>
-        (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%webhook_deliveries%' and pid <> pg_backend_pid()`)).rows.length > 0,
+        (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%json_to_recordset%' and pid <> pg_backend_pid()`)).rows.length > 0,
       );
     });
     assert.deepEqual(await outcome, [true]);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { fanOut, recordOutcomes, retakeFanOuts, viaOrm, type AttemptOutcome } from '../../src/modules/webhooks/repository.ts';
+import { claimDue, fanOut, findWebhook, holdDeliveries, recordOutcomes, retakeFanOuts, saveWebhook, viaOrm, type AttemptOutcome } from '../../src/modules/webhooks/repository.ts';
+import { holdOutbox } from '../../src/modules/events/outbox.ts';
 import type { ClaimedDelivery } from '../../src/modules/webhooks/entities.ts';
 import type { WebhookWorld } from './helpers.ts';
 import { deliveryWorld } from './delivery-world.ts';
@@ -199,6 +200,45 @@ describe('webhook delivery: first attempts written with their outcome, under the
     } finally {
       await patch.end();
     }
+  });
+
+  it('a write of outcomes (a retry and a first attempt of one webhook) and a change of that webhook in flight: no deadlock, both commit', async () => {
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent']);
+    await w.emit(workspaceId, 'message.sent', { messageId: 'msg_lock1' });
+    // A delivery on its retry schedule, claimed; and a first attempt of a later event, leased.
+    await fanOut(repo(), w.clock.now(), 10);
+    const [retry] = await claimDue(repo(), w.clock.now(), new Date(w.clock.now().getTime() + 60_000), 10);
+    await w.emit(workspaceId, 'message.sent', { messageId: 'msg_lock2' });
+    const [first] = (await fanOut(repo(), w.clock.now(), 10, leaseIn(60_000), 1, 'worker-a')).claims;
+    assert.ok(retry && first);
+    // A disabling in flight, by WebhookService.update's statements (a manual retry, a deletion
+    // and an enabling lock the same way: the webhook's row, then its deliveries). Both outcomes
+    // are written in one statement while it holds the webhook's row.
+    let write!: Promise<{ moved: boolean[] | null; err: Error | null }>;
+    await w.app.deps.orm.em.fork().transactional(async (tx) => {
+      await holdOutbox(tx);
+      const hk = (await findWebhook(tx, workspaceId, hook.id, true))!;
+      const now = w.clock.now();
+      hk.status = 'disabled';
+      hk.updatedAt = now;
+      write = recordOutcomes(repo(), [outcomeOf(retry, 200), outcomeOf(first, 200)], now, finishing([first])).then(
+        (moved) => ({ moved, err: null }),
+        (err: Error) => ({ moved: null, err }),
+      );
+      await waitFor('the outcomes waiting for the webhook', async () =>
+        (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%json_to_recordset%' and pid <> pg_backend_pid()`)).rows.length > 0,
+      );
+      // Until 2026-11-29 the write had locked the retried delivery before the webhook: this
+      // statement then waited for it, and PostgreSQL aborted one of the two as a deadlock.
+      await holdDeliveries(tx, hook.id, now);
+      await saveWebhook(tx, hk);
+    });
+    const { moved, err } = await write;
+    assert.equal(err, null, String(err));
+    assert.deepEqual(moved, [true, true]);
+    const ds = await w.deliveries(key, hook.id);
+    assert.deepEqual(ds.map((x: { state: string }) => x.state), ['delivered', 'delivered']);
   });
 
   it('an outcome that finishes a batch taken over meanwhile leaves the new holder its batch', async () => {

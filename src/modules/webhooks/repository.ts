@@ -618,7 +618,10 @@ export function finishedBatch(finished: FanOutLease[]): string {
  * both attempts, by the first; a pair written meanwhile by another worker gets the attempts
  * appended (the conflict's update) and moves nothing. The webhook is locked FOR KEY SHARE, as
  * by the fan-out: a deletion of it waits for this statement and then deletes what it wrote,
- * or goes first and the insert finds no webhook.
+ * or goes first and the insert finds no webhook. It is locked before any delivery, in the
+ * order of the API's changes (the webhook's row, then its deliveries): until 2026-11-29 a
+ * batch with a retry and a first attempt of one webhook locked the retried delivery first,
+ * and deadlocked with a disabling, an enabling, a manual retry or a deletion of that webhook.
  */
 export const OUTCOMES_SQL = `with arg as (
        select ?::json as batch, ?::timestamptz as now, ?::json as finished
@@ -632,6 +635,17 @@ export const OUTCOMES_SQL = `with arg as (
               jsonb_agg(o.attempt) over (partition by o.id order by o.attempt->>'at' rows between unbounded preceding and unbounded following) as logged
          from input o
         where o.fresh is null
+     ), fresh as (
+       select distinct on (f.event_id, f.webhook_id) f.n, f.id, f.webhook_id, f.event_id, f.state, f.next_attempt_at, f.created_at,
+              jsonb_agg(f.attempt) over (partition by f.event_id, f.webhook_id order by f.attempt->>'at' rows between unbounded preceding and unbounded following) as logged
+         from input f
+        where f.fresh
+        order by f.event_id, f.webhook_id, f.n
+     ), hooks as (
+       -- Locked before any delivery (moved, late and written all wait for it): a webhook change
+       -- (PATCH, a retry, a deletion) locks the webhook's row and then its deliveries, so a write
+       -- that held a retried delivery while it waited for the webhook deadlocked with one.
+       select w.id, w.workspace_id, w.status from webhooks w where w.id in (select webhook_id from fresh) order by w.id for key share of w
      ), moved as (
        update webhook_deliveries d
           set attempt_count = d.attempt_count + 1, state = o.state, lease_until = null, lease_owner = null, updated_at = (select now from arg), attempts = d.attempts || o.logged,
@@ -644,6 +658,8 @@ export const OUTCOMES_SQL = `with arg as (
         -- scanned every pending delivery for every outcome. The plan is a primary-key probe
         -- per outcome (a test checks it).
         where d.id = o.id and d.lease_until = o.lease_until and d.attempt_count = o.attempt_count and d.state = o.was
+          -- evaluated once, before the first delivery is read: the webhooks are locked first
+          and (select count(*) from hooks) >= 0
        returning o.n, o.id
      ), late as (
        -- Deliveries none of whose outcomes moved them (their claims had run out): the attempts
@@ -651,14 +667,6 @@ export const OUTCOMES_SQL = `with arg as (
        update webhook_deliveries d set attempts = d.attempts || l.logged
          from (select distinct on (o.id) o.id, o.logged from o order by o.id) l
         where d.id = l.id and l.id not in (select id from moved)
-     ), fresh as (
-       select distinct on (f.event_id, f.webhook_id) f.n, f.id, f.webhook_id, f.event_id, f.state, f.next_attempt_at, f.created_at,
-              jsonb_agg(f.attempt) over (partition by f.event_id, f.webhook_id order by f.attempt->>'at' rows between unbounded preceding and unbounded following) as logged
-         from input f
-        where f.fresh
-        order by f.event_id, f.webhook_id, f.n
-     ), hooks as (
-       select w.id, w.workspace_id, w.status from webhooks w where w.id in (select webhook_id from fresh) order by w.id for key share of w
      ), written as (
        insert into webhook_deliveries as d (id, workspace_id, webhook_id, event_id, state, attempt_count, attempts, next_attempt_at, created_at, updated_at)
        select f.id, h.workspace_id, f.webhook_id, f.event_id, f.state, 1, f.logged,
