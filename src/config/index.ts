@@ -6,12 +6,24 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import '../shared/zod-messages.ts';
-import { parseDuration, parseDurationList } from '../shared/duration.ts';
+import { formatDuration, parseDuration, parseDurationList } from '../shared/duration.ts';
 import { INBOUND_MAX_BYTES_DEFAULT } from '../modules/inbound/limits.ts';
+
+/**
+ * The longest duration a setting takes: ten years. A time this far from now is still a date (a
+ * webhook retry delay of 100000000d made the next attempt's time an invalid date, which could
+ * never be written, so the delivery was attempted again at every lease expiry).
+ */
+const SETTING_MAX_MS = 3650 * 86_400_000;
+
+function bounded(ms: number): number {
+  if (ms > SETTING_MAX_MS) throw new Error(`${formatDuration(ms)} is longer than 3650d (ten years), the longest duration a setting takes`);
+  return ms;
+}
 
 const durationList = z.string().transform((v, ctx) => {
   try {
-    return parseDurationList(v);
+    return parseDurationList(v).map(bounded);
   } catch (err) {
     ctx.addIssue({ code: 'custom', message: (err as Error).message });
     return z.NEVER;
@@ -20,7 +32,7 @@ const durationList = z.string().transform((v, ctx) => {
 
 const duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
   try {
-    return parseDuration(v);
+    return bounded(parseDuration(v));
   } catch (err) {
     ctx.addIssue({ code: 'custom', message: (err as Error).message });
     return z.NEVER;

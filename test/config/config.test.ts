@@ -38,7 +38,8 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://h/db' }, {}), /invalid setting DATABASE_URL.*postgres/);
     assert.throws(() => loadConfig({ MAILGATE_SHUTDOWN_TIMEOUT: 'soon' }, {}), /invalid setting MAILGATE_SHUTDOWN_TIMEOUT.*duration/);
     // A session's end past what a timestamp holds made every sign-in fail; a year is the most.
-    assert.throws(() => loadConfig({ MAILGATE_DASHBOARD_SESSION_IDLE: '99999999d' }, {}), /invalid setting MAILGATE_DASHBOARD_SESSION_IDLE.*at most 366d/);
+    assert.throws(() => loadConfig({ MAILGATE_DASHBOARD_SESSION_IDLE: '367d' }, {}), /invalid setting MAILGATE_DASHBOARD_SESSION_IDLE.*at most 366d/);
+    assert.throws(() => loadConfig({ MAILGATE_DASHBOARD_SESSION_IDLE: '99999999d' }, {}), /invalid setting MAILGATE_DASHBOARD_SESSION_IDLE.*longer than 3650d/);
     assert.equal(loadConfig({ MAILGATE_DASHBOARD_SESSION_IDLE: '366d' }, {}).dashboardSessionIdle, 366 * 86_400_000);
   });
 
@@ -98,6 +99,11 @@ describe('configuration', () => {
     // Zero needs no unit: the settings that take 0 say "0 keeps everything".
     assert.equal(parseDuration('0'), 0);
     assert.throws(() => parseDuration('30'), /not a duration/);
+    // A setting's duration is at most ten years: a time that far from now is still a date.
+    assert.equal(loadConfig({ MAILGATE_EVENT_RETENTION: '3650d' }, {}).eventRetention, 3650 * 86_400_000);
+    assert.throws(() => loadConfig({ MAILGATE_EVENT_RETENTION: '3651d' }, {}), /MAILGATE_EVENT_RETENTION.*longer than 3650d/);
+    assert.throws(() => loadConfig({ MAILGATE_WEBHOOK_RETRY_DELAYS: '30s,100000000d' }, {}), /MAILGATE_WEBHOOK_RETRY_DELAYS.*longer than 3650d/);
+    assert.throws(() => loadConfig({ MAILGATE_SMTP_RETRY_DELAYS: '99999999999h' }, {}), /MAILGATE_SMTP_RETRY_DELAYS.*longer than 3650d/);
     assert.equal(loadConfig({ MAILGATE_EVENT_RETENTION: '0' }, {}).eventRetention, 0);
     assert.throws(() => loadConfig({ MAILGATE_DASHBOARD_SESSION_IDLE: '0' }, {}), /MAILGATE_DASHBOARD_SESSION_IDLE.*at least 1m/);
   });
