@@ -495,7 +495,13 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     const followUp = await db.query(`select state from outbound_messages where lower(to_email) = 'crash2@lead.example' and step_index = 1`);
     assert.deepEqual(followUp.rows.map((r) => r.state), ['cancelled']);
     assert.equal((await db.query(`select reason from suppressions where email_key = 'crash3@lead.example'`)).rows[0]?.reason, 'hard_bounce');
-    assert.equal((await queued('crash3@lead.example')).state, 'bounced');
+    const m3 = await queued('crash3@lead.example');
+    assert.deepEqual([m3.state, m3.message_id_header], ['bounced', third]);
+    // Its message.bounced names the copy the report named, as message.sent does (it was recorded
+    // sent first): the header the message was matched by when none was stored yet.
+    const bouncedEvent = await db.query(`select data from events where type = 'message.bounced' and data->>'messageId' = $1`, [m3.id]);
+    assert.equal(bouncedEvent.rows.length, 1);
+    assert.equal(bouncedEvent.rows[0].data.messageIdHeader, third);
     // Nothing of either goes again.
     const before = sink.received.length;
     await dispatcher.runRound();
@@ -563,6 +569,43 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     const before = sink.received.length;
     await dispatcher.runRound();
     assert.deepEqual(sink.received.slice(before).filter((r) => r.to.some((t) => /^crash[56]@/.test(t))).map((r) => r.to), []);
+  });
+
+  it('a copy recorded sent by an answer is the account\'s whose mailbox the answer came to (its domain the Message-ID\'s), not the re-send claim\'s: the follow-up goes from the address the lead heard from', async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    const workspaceId = (await db.query(`select workspace_id from campaigns where id = $1`, [campaignId])).rows[0].workspace_id;
+    // Another account of another domain, which a re-send was claimed through.
+    const other = await app.services().senders.add({ workspaceId, email: 'bob@other.example', name: 'Bob', smtpUrl: sink.url(SENDER, 'smtp-pw') });
+    assert.equal((await app.request('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { key, body: { leads: [{ email: 'crash7@lead.example' }, { email: 'crash8@lead.example' }] } })).status, 200);
+    const row = async (email: string) =>
+      (await db.query(`select m.id, m.state, m.sender_account_id, e.sender_account_id as sticky from outbound_messages m join enrollments e on e.id = m.enrollment_id where lower(m.to_email) = $1 and m.step_index = 0`, [email])).rows[0];
+    const m7 = await row('crash7@lead.example');
+    const m8 = await row('crash8@lead.example');
+    // crash7 waits queued (the killed worker's claim cleared, no account); crash8's re-send is
+    // claimed through the other account.
+    assert.deepEqual([m7.state, m7.sender_account_id], ['queued', null]);
+    await db.query(`update outbound_messages set state = 'sending', claimed_by = 'w-live', lease_until = now() + interval '5 minutes', sender_account_id = $2 where id = $1`, [m8.id, other.id]);
+    await watcher({ useIdle: false }).start();
+    // Both copies went out from alice@acme.example: out-of-office answers come to her mailbox.
+    for (const [n, m] of [[7, m7], [8, m8]] as const) {
+      await imap.append(
+        SENDER,
+        PW,
+        mail(
+          { from: `crash${n}@lead.example`, to: SENDER, subject: 'Automatic reply: Quick question', messageId: `<c${n}@lead.example>`, inReplyTo: campaignMessageId(app.deps.crypto, m.id, 'acme.example'), extra: 'Auto-Submitted: auto-replied' },
+          'I am out of the office until next week with limited access to email.',
+        ),
+      );
+    }
+    await waitFor('both answers', async () => (await replies()).filter((r) => /^crash[78]@/.test(r.email)).length === 2);
+    // The accounts reading that mailbox at acme.example (alice, and sales whose IMAP is hers).
+    const mailboxAccounts = (await db.query(`select id from sender_accounts where email like '%@acme.example'`)).rows.map((r) => r.id as string);
+    for (const email of ['crash7@lead.example', 'crash8@lead.example']) {
+      const after = await row(email);
+      assert.equal(after.state, 'sent');
+      assert.ok(mailboxAccounts.includes(after.sender_account_id), `${email}: sent through ${after.sender_account_id}`);
+      assert.equal(after.sticky, after.sender_account_id, `${email}: the follow-up goes through the same account`);
+    }
   });
 
   it("a hard bounce of a copy whose outcome was never recorded takes the lead's enrollment before the suppression, as the other writers do (no deadlock with an unsubscribe)", async () => {

@@ -5,6 +5,7 @@ import type { Deps } from '../../deps.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { messageBounced, replyReceived, type MessageFacts } from '../events/catalogue.ts';
 import { suppress } from '../suppression/repository.ts';
+import { senderOfDomain } from '../senders/repository.ts';
 import { bumpCounters } from '../messages/counters.ts';
 import { endEnrollments, enrollmentsOfLead, lockEnrollment, noteEnrollmentEvent, postponeNextStep } from '../messages/enrollments.ts';
 import { bounceDelivered, recordAnsweredCopy } from '../messages/transitions.ts';
@@ -90,7 +91,7 @@ export class InboundService {
       if (!match) return 'unmatched';
       if (analysis.messageId && (await ingestedElsewhere(tx, mail.watchId, match.id, { messageId: analysis.messageId, from: analysis.from }))) return 'duplicate';
       if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');
-      if (match.named && (match.state === 'queued' || match.state === 'scheduled' || match.state === 'sending')) await this.recordCopy(tx, match, mail.receivedAt);
+      if (match.named && (match.state === 'queued' || match.state === 'scheduled' || match.state === 'sending')) await this.recordCopy(tx, match, mail.receivedAt, mail.senderAccountId);
       const inboundId = await this.store(tx, mail, analysis, match.id, analysis.kind);
       if (analysis.kind === 'bounce') await this.bounce(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'complaint') await this.complaint(tx, match, analysis, inboundId, mail.receivedAt);
@@ -161,10 +162,15 @@ export class InboundService {
    * (the order of the writers that end it: an unsubscribe holding the lead's enrollments while
    * it waited for the message locked here would deadlock with the other order).
    */
-  private async recordCopy(tx: EntityManager, m: MatchedMessage, receivedAt: Date): Promise<void> {
+  private async recordCopy(tx: EntityManager, m: MatchedMessage, receivedAt: Date, mailboxAccountId: string | null): Promise<void> {
     await lockEnrollment(tx, m.enrollment_id);
     const row = await loadForHeaders(tx, m.id);
     if (!row) return;
+    // The account that sent the copy: the one whose mailbox the mail came to (an answer goes to
+    // the copy's From, a bounce report to its envelope sender), when its domain is the one in
+    // the Message-ID the mail named. Not the claim's: a queued message has none (the killed
+    // worker's claim was cleared) and a re-send's may be another account's.
+    const sentBy = mailboxAccountId ? await senderOfDomain(tx, mailboxAccountId, m.named!.slice(m.named!.lastIndexOf('@') + 1, -1)) : null;
     const h = headersOf(row, this.deps);
     const now = this.deps.clock.now();
     const copy = {
@@ -178,12 +184,15 @@ export class InboundService {
       nextId: newId('msg'),
       eventId: newId('evt'),
     };
-    if (!(await recordAnsweredCopy(tx, copy, now))) return;
+    if (!(await recordAnsweredCopy(tx, copy, now, sentBy))) return;
     this.deps.log.warn(
       { messageId: m.id, campaignId: m.campaign_id, enrollmentId: m.enrollment_id, was: m.state },
       'mail names a copy whose outcome was never recorded: recorded as sent',
     );
+    // The effects below read the match as recorded now: a bounce report's message.bounced (and
+    // a complaint's log line) name the copy's header, null in the match (none was stored yet).
     m.state = 'sent';
+    m.message_id_header = copy.messageIdHeader;
   }
 
   /** A DSN for a message our server had accepted: the message bounces after all. */

@@ -266,21 +266,28 @@ export const ANSWERED_COPY = 'answered-copy';
  * (messages/message-id.ts): it was sent. It is recorded as markSent records an accepted
  * message (counters, the enrollment, its next step, message.sent), at `copy.at` (when the
  * answer arrived: the copy went out before), with the header the answer named; a claim
- * another worker holds is taken from it, so that attempt's guard refuses it before the end of
- * its data and the lead gets no second copy. Without this the answer's effects cancelled the
- * message (a reply, an unsubscribe) or postponed the copy itself for a second send (an
- * out-of-office), and the campaign never counted it sent. The caller holds the enrollment
+ * another worker holds is taken from it, so that attempt's guard, if not answered yet, refuses
+ * it before the end of its data and the lead gets no second copy (one whose guard passed
+ * before this commits still goes out; its outcome is then not recorded). Without this the
+ * answer's effects cancelled the message (a reply, an unsubscribe) or postponed the copy itself
+ * for a second send (an out-of-office), and the campaign never counted it sent. The caller holds the enrollment
  * (the order of the writers that end it). False when it is no longer waiting (queued or
  * scheduled) or being sent: its outcome was recorded meanwhile, or it was cancelled or failed.
  */
-export async function recordAnsweredCopy(em: EntityManager, copy: AcceptedOutcome, now: Date): Promise<boolean> {
+export async function recordAnsweredCopy(em: EntityManager, copy: AcceptedOutcome, now: Date, sentBy: string | null = null): Promise<boolean> {
+  // `sentBy`, the account that sent the copy when the caller knows it, is the message's (and so
+  // the enrollment's sticky account, and the account and pool its tallies count it for) in place
+  // of the claim's: a queued message has none, a re-send's claim may be another account's.
   const [taken] = await sql<{ campaign_id: string; was: string }>(
     em,
-    `update outbound_messages o set state = 'sending', claimed_by = ?, lease_until = null, updated_at = ?
+    `update outbound_messages o set state = 'sending', claimed_by = ?, lease_until = null, updated_at = ?,
+            sender_account_id = coalesce(?::text, o.sender_account_id),
+            pool_id = case when ?::text is null then o.pool_id
+                           else coalesce(o.pool_id, (select c.sender_pool_id from campaigns c where c.id = o.campaign_id)) end
        from (select id, state as was from outbound_messages where id = ? for update) p
       where o.id = p.id and p.was in ('queued', 'scheduled', 'sending')
       returning o.campaign_id, p.was`,
-    [ANSWERED_COPY, now, copy.id],
+    [ANSWERED_COPY, now, sentBy, sentBy, copy.id],
   );
   if (!taken) return false;
   // Counted as queued from here (a copy postponed by an out-of-office was scheduled), as the

@@ -33,6 +33,13 @@ export async function listSenders(em: EntityManager, workspaceId: string): Promi
   return em.find(SenderAccountSchema, { workspaceId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
 }
 
+/** The account's id if its address is at `domain` (case-insensitive), else null. */
+export async function senderOfDomain(em: EntityManager, id: string, domain: string): Promise<string | null> {
+  // sender_accounts primary key
+  const [a] = await sql<{ id: string }>(em, `select id from sender_accounts where id = ? and lower(split_part(email, '@', 2)) = lower(?)`, [id, domain]);
+  return a?.id ?? null;
+}
+
 /** Pauses or resumes an account read by findSender. */
 export async function setSenderStatus(em: EntityManager, sender: SenderAccount, status: SenderStatus, now: Date): Promise<void> {
   sender.status = status;
