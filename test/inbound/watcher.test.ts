@@ -608,6 +608,38 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     }
   });
 
+  it("an answer naming a copy being sent again locks that message before its enrollment, as the worker writing the re-send's outcome does (no deadlock with it)", async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    assert.equal((await app.request('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { key, body: { leads: [{ email: 'crash9@lead.example' }] } })).status, 200);
+    const m = (await db.query(`select id, enrollment_id from outbound_messages where lower(to_email) = 'crash9@lead.example' and step_index = 0`)).rows[0];
+    await db.query(`update outbound_messages set state = 'sending', claimed_by = 'w-live', lease_until = now() + interval '5 minutes' where id = $1`, [m.id]);
+    // The re-send's outcome being written: its statement holds the message (and would take the
+    // enrollment next).
+    const worker = new pg.Client({ connectionString: app.databaseUrl });
+    await worker.connect();
+    try {
+      await worker.query('begin');
+      await worker.query(`select 1 from outbound_messages where id = $1 for update`, [m.id]);
+      const pid = (await worker.query('select pg_backend_pid() as pid')).rows[0].pid;
+      await watcher({ useIdle: false }).start();
+      await imap.append(SENDER, PW, mail({ from: 'crash9@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<c9@lead.example>', inReplyTo: campaignMessageId(app.deps.crypto, m.id, 'acme.example') }, 'Not interested, thanks.'));
+      await waitFor('the answer waiting for the message', async () => (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and pid <> $1`, [pid])).rows.length > 0);
+      // It waits holding nothing the worker's statement needs next: the enrollment is free.
+      let error: string | null = null;
+      try {
+        await db.query(`select 1 from enrollments where id = $1 for no key update nowait`, [m.enrollment_id]);
+      } catch (err) {
+        error = `${(err as { code?: string }).code}: ${(err as Error).message}`;
+      }
+      assert.equal(error, null);
+    } finally {
+      await worker.query('rollback');
+      await worker.end();
+    }
+    await waitFor('the answer', async () => (await replies()).some((r) => r.email === 'crash9@lead.example'));
+    assert.equal((await db.query(`select state from outbound_messages where id = $1`, [m.id])).rows[0].state, 'sent');
+  });
+
   it("a hard bounce of a copy whose outcome was never recorded takes the lead's enrollment before the suppression, as the other writers do (no deadlock with an unsubscribe)", async () => {
     for (const w of watchers.splice(0)) await w.stop();
     assert.equal((await app.request('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { key, body: { leads: [{ email: 'crash4@lead.example' }] } })).status, 200);

@@ -8,7 +8,7 @@ import { suppress } from '../suppression/repository.ts';
 import { senderOfDomain } from '../senders/repository.ts';
 import { bumpCounters } from '../messages/counters.ts';
 import { endEnrollments, enrollmentsOfLead, lockEnrollment, noteEnrollmentEvent, postponeNextStep } from '../messages/enrollments.ts';
-import { bounceDelivered, recordAnsweredCopy } from '../messages/transitions.ts';
+import { bounceDelivered, lockMessage, recordAnsweredCopy } from '../messages/transitions.ts';
 import { loadForHeaders } from '../messages/send.ts';
 import { headersOf } from '../sending/compose.ts';
 import { matchByMessageIds, matchBySender, type MatchedMessage } from '../messages/lookups.ts';
@@ -79,7 +79,9 @@ export class InboundService {
       this.deps.log.warn({ err, watchId: mail.watchId, uid: mail.uid }, 'could not parse an inbound message');
       return (await advanceCursor(this.em, mail.watchId, mail.owner, mail.uidValidity, mail.uid)) ? 'ignored' : 'lost_lease';
     }
+    let copyRecorded: { messageId: string; campaignId: string; enrollmentId: string; was: string } | undefined;
     const result = await this.em.transactional(async (tx): Promise<IngestResult> => {
+      copyRecorded = undefined;
       if (!(await advanceCursor(tx, mail.watchId, mail.owner, mail.uidValidity, mail.uid))) return 'lost_lease';
       if (analysis.kind === 'ignored') return 'ignored';
       if (await alreadyIngested(tx, mail.watchId, { messageId: analysis.messageId, from: analysis.from, receivedAt: mail.receivedAt, raw: mail.raw })) return 'duplicate';
@@ -91,13 +93,18 @@ export class InboundService {
       if (!match) return 'unmatched';
       if (analysis.messageId && (await ingestedElsewhere(tx, mail.watchId, match.id, { messageId: analysis.messageId, from: analysis.from }))) return 'duplicate';
       if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');
-      if (match.named && (match.state === 'queued' || match.state === 'scheduled' || match.state === 'sending')) await this.recordCopy(tx, match, mail.receivedAt, mail.senderAccountId);
+      if (match.named && (match.state === 'queued' || match.state === 'scheduled' || match.state === 'sending')) {
+        const was = match.state;
+        if (await this.recordCopy(tx, match, mail.receivedAt, mail.senderAccountId)) copyRecorded = { messageId: match.id, campaignId: match.campaign_id, enrollmentId: match.enrollment_id, was };
+      }
       const inboundId = await this.store(tx, mail, analysis, match.id, analysis.kind);
       if (analysis.kind === 'bounce') await this.bounce(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'complaint') await this.complaint(tx, match, analysis, inboundId, mail.receivedAt);
       else if (analysis.kind === 'reply') await this.reply(tx, match, analysis, inboundId, mail.receivedAt);
       return analysis.kind;
     });
+    // Logged once committed, as the counts below.
+    if (copyRecorded) this.deps.log.warn(copyRecorded, 'mail named a copy whose outcome was never recorded: recorded as sent');
     // Counted once committed (the classification of a campaign reply, a DSN's bounce type).
     if (result === 'reply') {
       this.deps.metrics.replies.inc({ classification: analysis.classification });
@@ -158,14 +165,22 @@ export class InboundService {
    * the server accepted it): that copy was sent, and is recorded so before the mail's effects
    * (messages/transitions.ts recordAnsweredCopy), which then apply as to any sent message: a
    * reply ends the sequence instead of cancelling the message, an out-of-office postpones the
-   * next step instead of the copy itself, a bounce report bounces it. The enrollment first
-   * (the order of the writers that end it: an unsubscribe holding the lead's enrollments while
-   * it waited for the message locked here would deadlock with the other order).
+   * next step instead of the copy itself, a bounce report bounces it.
+   *
+   * Locks in the order of the writers it meets. A waiting copy (queued, scheduled) after its
+   * enrollment, as the writers that end an enrollment take them (an unsubscribe holds the
+   * lead's enrollments and then cancels their waiting messages). A copy being sent again before
+   * it, as the workers' outcome writers take them (markSent, bounce, notSent: the message, then
+   * its enrollment); the enrollment first, a re-send's outcome written meanwhile held the
+   * message and waited for the enrollment while this waited for the message, and PostgreSQL
+   * aborted the mail's ingestion after a second (a crash probe). A writer that ends an
+   * enrollment never waits for a message being sent (it cancels only waiting ones).
    */
-  private async recordCopy(tx: EntityManager, m: MatchedMessage, receivedAt: Date, mailboxAccountId: string | null): Promise<void> {
+  private async recordCopy(tx: EntityManager, m: MatchedMessage, receivedAt: Date, mailboxAccountId: string | null): Promise<boolean> {
+    if (m.state === 'sending') await lockMessage(tx, m.id);
     await lockEnrollment(tx, m.enrollment_id);
     const row = await loadForHeaders(tx, m.id);
-    if (!row) return;
+    if (!row) return false;
     // The account that sent the copy: the one whose mailbox the mail came to (an answer goes to
     // the copy's From, a bounce report to its envelope sender), when its domain is the one in
     // the Message-ID the mail named. Not the claim's: a queued message has none (the killed
@@ -184,15 +199,12 @@ export class InboundService {
       nextId: newId('msg'),
       eventId: newId('evt'),
     };
-    if (!(await recordAnsweredCopy(tx, copy, now, sentBy))) return;
-    this.deps.log.warn(
-      { messageId: m.id, campaignId: m.campaign_id, enrollmentId: m.enrollment_id, was: m.state },
-      'mail names a copy whose outcome was never recorded: recorded as sent',
-    );
+    if (!(await recordAnsweredCopy(tx, copy, now, sentBy))) return false;
     // The effects below read the match as recorded now: a bounce report's message.bounced (and
     // a complaint's log line) name the copy's header, null in the match (none was stored yet).
     m.state = 'sent';
     m.message_id_header = copy.messageIdHeader;
+    return true;
   }
 
   /** A DSN for a message our server had accepted: the message bounces after all. */

@@ -256,6 +256,11 @@ export async function markSent(
   return { sent, go };
 }
 
+/** Locks a message for the rest of the caller's transaction (before its enrollment: the workers' order). */
+export async function lockMessage(em: EntityManager, id: string): Promise<void> {
+  await sql(em, `select 1 from outbound_messages where id = ? for update`, [id]);
+}
+
 /** The writer of answered copies' outcomes (`claimed_by`, and their tallies' writer rows). */
 export const ANSWERED_COPY = 'answered-copy';
 
