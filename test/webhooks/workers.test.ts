@@ -181,6 +181,33 @@ describe('webhook delivery: restarts, workers, leases', function () {
     assert.deepEqual(firsts.slice().sort(), hooks.map((h) => h.id).sort(), 'each pair got one first attempt');
   });
 
+  it("a batch taken again is attempted in that round even when the due deliveries' claim after it fails (not left until its new lease runs out)", async () => {
+    w.receiver.respond = () => 200;
+    const { key, workspaceId } = await w.workspace();
+    const hook = await w.register(key, ['message.sent'], '/retaken-claim-fails');
+    await w.emit(workspaceId, 'message.sent', { messageId: 'msg_retaken_claim' });
+    // A worker fanned it out and gave it back without attempting it.
+    const given = w.clock.now();
+    const { claims } = await fanOut(viaOrm(w.app.deps.orm.em.fork()), given, 10, () => given, 1, 'worker-a');
+    assert.equal(claims.length, 1);
+    const taker = w.dispatcher({ owner: 'worker-c' });
+    // The taker's claim of due deliveries fails once (a connection lost), after the batch's retake committed.
+    const db = (taker as unknown as { db: { run: (name: string, ...rest: unknown[]) => Promise<unknown> } }).db;
+    const run = db.run.bind(db);
+    let failed = 0;
+    db.run = async (name: string, ...rest: unknown[]) => {
+      if (name === 'webhooks.claim' && !failed++) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+      return run(name, ...rest);
+    };
+    await taker.runRound();
+    assert.equal(failed, 1, 'the claim after the retake failed');
+    assert.deepEqual(
+      w.receiver.received.filter((q) => q.json.webhookId === hook.id).map((q) => q.headers['x-service-attempt']),
+      ['1'],
+      'the retaken pair was attempted in that round',
+    );
+  });
+
   it('two workers fanning out the same outbox at once: every event goes out once, through both', async () => {
     w.receiver.respond = () => ({ status: 200, delayMs: 5 });
     const { key, workspaceId } = await w.workspace();

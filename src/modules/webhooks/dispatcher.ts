@@ -259,17 +259,20 @@ export class WebhookDispatcher {
   private async claim(limit: number, ahead: number): Promise<ClaimedDelivery[]> {
     const now = this.deps.clock.now();
     const owner = this.opts.owner ?? null;
+    let retaken: ClaimedDelivery[] = [];
     try {
       const t = now.getTime();
-      const retaken = await retakeFanOuts(this.db, now, (i) => new Date(t + this.leaseFor(Math.max(0, ahead + Math.max(i, this.capacity - 1)))), owner);
+      retaken = await retakeFanOuts(this.db, now, (i) => new Date(t + this.leaseFor(Math.max(0, ahead + Math.max(i, this.capacity - 1)))), owner);
       if (retaken.length >= limit) return retaken;
       // One lease for the batch: that of its last delivery.
       const rest = limit - retaken.length;
       const due = await claimDue(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + retaken.length + rest - 1))), rest, owner);
       return retaken.length ? [...retaken, ...due] : due;
     } catch (err) {
+      // A batch taken again is this worker's (its lease committed): attempted now, not left
+      // until that lease runs out because the due deliveries' claim after it failed.
       this.deps.log.error({ err }, 'claiming webhook deliveries failed; retrying on the next poll');
-      return [];
+      return retaken;
     }
   }
 
