@@ -156,7 +156,11 @@ export function describeError(err: unknown): string {
     // "body schedule.timezone: must be ..." says no more than the item itself.
     if (err.errors.some((e) => e.field && message.endsWith(`${e.field}: ${e.message}`)) || err.errors.some((e) => message === e.message)) message = '';
   }
+  // A key whose SDR was deactivated: no other role helps, an admin has to activate the SDR again.
+  if (err.code === 'forbidden' && /\bSDR of this key is inactive\b/.test(err.message)) next.forbidden = 'An admin can activate the SDR again on the SDRs page.';
   const shown = items.slice(0, 5).join('; ') + (items.length > 5 ? `; and ${items.length - 5} more` : '');
   const head = message && shown ? `${message.replace(/[.:]?$/, ':')} ${shown}.` : message || (shown ? `${shown}.` : '');
-  return [head, next[err.code]].filter(Boolean).join(' ');
+  // The server's message is a clause without a full stop ("invalid API key"): it ends its sentence before the advice.
+  const advice = next[err.code];
+  return [advice && head && !/[.!?]$/.test(head) ? `${head}.` : head, advice].filter(Boolean).join(' ');
 }

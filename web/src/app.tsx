@@ -2,7 +2,7 @@
 // and the page chosen by the path.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call, describeError, get, session as currentSession, setSession, whenSignedOut, type Session } from './api.ts';
+import { ApiError, call, describeError, get, session as currentSession, setSession, whenSignedOut, type Session } from './api.ts';
 import { Link, match, navigate, scrollToHash, useLocation } from './router.tsx';
 import { Field, focusPageTitle, forgetUnsentTexts, hasUnsentTexts } from './ui.tsx';
 import { Overview } from './pages/overview.tsx';
@@ -29,6 +29,8 @@ function applyTheme(t: Theme) {
 export function App() {
   const [session, setCurrent] = useState<Session | null | undefined>(undefined);
   const [ended, setEnded] = useState(false);
+  // The session is refused, not over (403: its SDR was deactivated): the reason, on the sign-in page.
+  const [refused, setRefused] = useState('');
   const [theme, setTheme] = useState<Theme>(() => (localStorage.getItem('mailgate.theme') as Theme) || 'system');
   const { path } = useLocation();
 
@@ -50,7 +52,10 @@ export function App() {
         // An address with #hash (a link from elsewhere): the target exists once its page renders.
         if (location.hash) scrollToHash(location.hash);
       })
-      .catch(() => setCurrent(null));
+      .catch((e) => {
+        if (e instanceof ApiError && e.status === 403) setRefused(describeError(e));
+        setCurrent(null);
+      });
   }, []);
   useEffect(() => {
     applyTheme(theme);
@@ -68,8 +73,10 @@ export function App() {
     return (
       <SignIn
         ended={ended}
+        refused={refused}
         onSignedIn={(s) => {
           setEnded(false);
+          setRefused('');
           setCurrent(s);
         }}
       />
@@ -179,8 +186,8 @@ function NotFound() {
   );
 }
 
-function SignIn({ onSignedIn, ended }: { onSignedIn: (s: Session) => void; ended: boolean }) {
-  const [error, setError] = useState('');
+function SignIn({ onSignedIn, ended, refused }: { onSignedIn: (s: Session) => void; ended: boolean; refused: string }) {
+  const [error, setError] = useState(refused);
   const [busy, setBusy] = useState(false);
   useEffect(() => {
     document.title = 'Sign in · mailgate';
@@ -199,6 +206,7 @@ function SignIn({ onSignedIn, ended }: { onSignedIn: (s: Session) => void; ended
       <form
         onSubmit={async (e) => {
           e.preventDefault();
+          if (busy) return;
           const apiKey = String(new FormData(e.currentTarget).get('apiKey') ?? '').trim();
           if (!apiKey) return setError('Paste an API key first (it starts with mgk_).');
           setBusy(true);
@@ -217,7 +225,7 @@ function SignIn({ onSignedIn, ended }: { onSignedIn: (s: Session) => void; ended
         <Field label="API key">
           <input name="apiKey" type="password" autoComplete="off" spellcheck={false} required />
         </Field>
-        <button type="submit" disabled={busy}>
+        <button type="submit" aria-disabled={busy || undefined}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
         {error && (

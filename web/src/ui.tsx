@@ -95,6 +95,11 @@ export function ErrorNote({ error, prefix }: { error: unknown; prefix?: string }
 }
 
 export function Pager({ total, limit, offset, onChange, label }: { total: number; limit: number; offset: number; onChange: (offset: number) => void; label: string }) {
+  // Past the end (the last page's rows removed, moved out of a filter; an old link): the last page instead of an empty one.
+  const last = total > 0 ? Math.floor((total - 1) / limit) * limit : 0;
+  useEffect(() => {
+    if (offset > last) onChange(last);
+  }, [offset, last]);
   const from = total === 0 ? 0 : offset + 1;
   const to = Math.min(offset + limit, total);
   return (

@@ -381,6 +381,8 @@ function Leads({ id, version }: { id: string; version: number }) {
   const q = query.get('q') ?? '';
   const offset = Number(query.get('offset') ?? 0) || 0;
   const [search, setSearch] = useState(q);
+  // The box says what the table is searched for: a stat's link (bounced 3) drops the search.
+  useEffect(() => setSearch(q), [q]);
   const leads = useLoad(() => get<Page<Enrollment>>(`/v1/campaigns/${id}/leads${qs({ limit: LEADS_PAGE, offset, status, q })}`), [id, status, q, offset, version], STATS_POLL_MS * 2);
   return (
     <section class="card" aria-labelledby="leads-h" id="leads">

@@ -172,7 +172,7 @@ export function CsvImport({ campaignId, onImported }: { campaignId: string; onIm
             </div>
           </fieldset>
           {!mapping.includes('email') && <p class="error">Map one column to email: it is the key leads are matched by.</p>}
-          <button type="button" disabled={running || !mapping.includes('email')} onClick={start}>
+          <button type="button" disabled={!mapping.includes('email')} aria-disabled={running || undefined} onClick={() => running || void start()}>
             Import {body.length.toLocaleString('en')} rows
           </button>
         </>

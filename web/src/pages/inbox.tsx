@@ -28,6 +28,8 @@ export function InboxPage({ threadId }: { threadId: string | null }) {
   const orderBy = query.get('orderBy') ?? 'priority';
   const offset = Number(query.get('offset') ?? 0) || 0;
   const [draftSearch, setDraftSearch] = useState(search);
+  // The box says what the list is searched for: a link or the Inbox tab that drops the search empties it.
+  useEffect(() => setDraftSearch(search), [search]);
   const searchBox = useRef<HTMLInputElement>(null);
   const help = useRef<HTMLDialogElement>(null);
   const filters = { status, category, search, snoozed: snoozed === 'all' ? undefined : snoozed, orderBy };
@@ -186,6 +188,8 @@ export function InboxPage({ threadId }: { threadId: string | null }) {
             </button>
           </form>
           <ErrorNote error={inbox.error} />
+          {/* Above the list, as in a mail client: in view at 1280 x 800, where the list's pane ends below the fold. */}
+          {inbox.data && inbox.data.data.total > 0 && <Pager label="Threads" total={inbox.data.data.total} limit={PAGE} offset={offset} onChange={(o) => setQuery({ offset: o || null })} />}
           {inbox.data && threads.length === 0 && (
             <div class="empty">
               {search || status || category || snoozed !== 'false' ? (
@@ -225,7 +229,6 @@ export function InboxPage({ threadId }: { threadId: string | null }) {
               ))}
             </ul>
           )}
-          {inbox.data && inbox.data.data.total > 0 && <Pager label="Threads" total={inbox.data.data.total} limit={PAGE} offset={offset} onChange={(o) => setQuery({ offset: o || null })} />}
         </div>
         <div class="desk-thread" ref={pane}>
           {threadId ? (

@@ -1,7 +1,7 @@
 // API keys: the list (never a secret), create (the key shown once, with a copy button), revoke.
 import { useState } from 'preact/hooks';
 import { get, post, qs, session } from '../api.ts';
-import { setQuery, useLocation } from '../router.tsx';
+import { Link, setQuery, useLocation } from '../router.tsx';
 import { Action, Ago, ErrorNote, Field, PageHead, Pager, Pill, SecretOnce, formValues, useLoad, useResultNote } from '../ui.tsx';
 import type { Page } from '../types.ts';
 
@@ -33,8 +33,13 @@ export function KeysPage() {
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null);
   const [role, setRole] = useState<'admin' | 'sdr'>('admin');
   const [error, setError] = useState<unknown>(undefined);
+  // One key per press: a second press (a double click) while the first is created would make a key whose secret nobody sees.
+  const [creating, setCreating] = useState(false);
   const revoked = useResultNote();
   const sdrName = (id: string | null) => (id ? (sdrs.data?.data.find((s) => s.id === id)?.name ?? id) : '');
+  const activeSdrs = sdrs.data?.data.filter((s) => s.active) ?? [];
+  // An SDR key names an active SDR: without one to choose, say why (the list failed, or there is none) instead of an empty choice.
+  const noSdr = role === 'sdr' && activeSdrs.length === 0;
 
   return (
     <>
@@ -44,6 +49,8 @@ export function KeysPage() {
         <form
           onSubmit={async (e) => {
             const v = formValues(e);
+            if (creating) return;
+            setCreating(true);
             setError(undefined);
             try {
               const k = await post<{ key: string; name: string }>('/dashboard/api/api-keys', { name: v.name, role, ...(role === 'sdr' ? { sdrId: v.sdrId } : {}) });
@@ -52,6 +59,8 @@ export function KeysPage() {
               await keys.reload();
             } catch (err) {
               setError(err);
+            } finally {
+              setCreating(false);
             }
           }}
         >
@@ -65,21 +74,31 @@ export function KeysPage() {
                 <option value="sdr">sdr: one SDR's desk</option>
               </select>
             </Field>
-            {role === 'sdr' && (
+            {role === 'sdr' && !noSdr && (
               <Field label="SDR">
                 <select name="sdrId" required>
-                  {sdrs.data?.data
-                    .filter((s) => s.active)
-                    .map((s) => (
-                      <option key={s.id} value={s.id}>
-                        {s.name} ({s.email})
-                      </option>
-                    ))}
+                  {activeSdrs.map((s) => (
+                    <option key={s.id} value={s.id}>
+                      {s.name} ({s.email})
+                    </option>
+                  ))}
                 </select>
               </Field>
             )}
-            <button type="submit">Create key</button>
+            <button type="submit" disabled={noSdr} aria-disabled={creating || undefined}>
+              Create key
+            </button>
           </div>
+          {noSdr &&
+            (sdrs.error ? (
+              <ErrorNote error={sdrs.error} prefix="Could not load the SDRs" />
+            ) : sdrs.loading ? (
+              <p class="muted">Loading the SDRs…</p>
+            ) : (
+              <p>
+                No active SDR to give a key to: <Link href="/sdrs">add an SDR</Link> (or activate one) first.
+              </p>
+            ))}
           <ErrorNote error={error} />
         </form>
         {created && <SecretOnce label={`New API key "${created.name}"`} value={created.key} onDone={() => setCreated(null)} />}

@@ -166,6 +166,8 @@ export function Timeline({ campaigns, campaignId, fixed }: { campaigns: Campaign
 
 function NewCampaign({ onCancel }: { onCancel: () => void }) {
   const [error, setError] = useState<unknown>(undefined);
+  // One campaign per press (a double click made two drafts).
+  const [busy, setBusy] = useState(false);
   const pools = useLoad(() => get<{ id: string; name: string }[]>('/v1/sender-pools'), []);
   return (
     <section class="card" aria-labelledby="new-campaign-h">
@@ -173,11 +175,15 @@ function NewCampaign({ onCancel }: { onCancel: () => void }) {
       <form
         onSubmit={async (e) => {
           const v = formValues(e);
+          if (busy) return;
+          setBusy(true);
+          setError(undefined);
           try {
             const c = await post<Campaign>('/v1/campaigns', { name: v.name, ...(v.pool ? { senderPoolId: v.pool } : {}) });
             navigate(`/campaigns/${c.id}`);
           } catch (err) {
             setError(err);
+            setBusy(false);
           }
         }}
       >
@@ -197,7 +203,9 @@ function NewCampaign({ onCancel }: { onCancel: () => void }) {
           </Field>
         </div>
         <div class="row">
-          <button type="submit">Create draft</button>
+          <button type="submit" aria-disabled={busy || undefined}>
+            Create draft
+          </button>
           <button type="button" class="secondary" onClick={onCancel}>
             Cancel
           </button>

@@ -69,7 +69,7 @@ export function RepliesPage() {
       {replies.data?.total === 0 && <p>No replies{classification || campaignId ? ' match the filters' : ' yet'}.</p>}
       {replies.data && replies.data.total > 0 && campaignsSettled && (
         <section class="card" aria-label="Replies">
-          <div class="table-wrap">
+          <div class="table-wrap has-row-forms">
             <table>
               <thead>
                 <tr>
@@ -110,7 +110,7 @@ export function RepliesPage() {
                     {open === r.id && (
                       <tr>
                         <td colSpan={6}>
-                          <Assign reply={r} sdrs={sdrs.data?.data ?? []} onDone={() => setOpen(null)} onAssigned={() => void replies.reload()} />
+                          <Assign reply={r} sdrs={sdrs.data?.data} sdrsError={sdrs.error} onDone={() => setOpen(null)} onAssigned={() => void replies.reload()} />
                         </td>
                       </tr>
                     )}
@@ -126,12 +126,14 @@ export function RepliesPage() {
   );
 }
 
-function Assign({ reply, sdrs, onDone, onAssigned }: { reply: Reply; sdrs: SdrRow[]; onDone: () => void; onAssigned: () => void }) {
+function Assign({ reply, sdrs, sdrsError, onDone, onAssigned }: { reply: Reply; sdrs: SdrRow[] | undefined; sdrsError: unknown; onDone: () => void; onAssigned: () => void }) {
   const [error, setError] = useState<unknown>(undefined);
   const [icp, setIcp] = useState('');
   const [done, setDone] = useState('');
   const [skip, setSkip] = useState(false);
   const [busy, setBusy] = useState(false);
+  // The SDRs not there (yet): a failed list says why, never "no active SDR".
+  if (!sdrs) return sdrsError ? <ErrorNote error={sdrsError} prefix="Could not load the SDRs" /> : <p class="muted">Loading the SDRs…</p>;
   if (sdrs.length === 0)
     return (
       <p>
@@ -140,9 +142,11 @@ function Assign({ reply, sdrs, onDone, onAssigned }: { reply: Reply; sdrs: SdrRo
     );
   return (
     <form
+      class="row-form"
       aria-label={`Assign the reply from ${reply.email}`}
       onSubmit={async (e) => {
         e.preventDefault();
+        if (busy) return;
         const f = new FormData(e.currentTarget);
         const s = (k: string) => String(f.get(k) ?? '').trim();
         setError(undefined);
@@ -224,7 +228,7 @@ function Assign({ reply, sdrs, onDone, onAssigned }: { reply: Reply; sdrs: SdrRo
         </label>
       </div>
       <div class="row">
-        <button type="submit" disabled={busy}>
+        <button type="submit" aria-disabled={busy || undefined}>
           Assign and forward
         </button>
         <button type="button" class="secondary" onClick={onDone}>

@@ -166,6 +166,7 @@ export function MailConnectForm({ sdrId, email, onConnected }: { sdrId: string; 
       aria-label="Mail connection"
       onSubmit={async (e) => {
         e.preventDefault();
+        if (busy) return;
         const form = e.currentTarget;
         setBusy(true);
         setError(undefined);
@@ -192,7 +193,7 @@ export function MailConnectForm({ sdrId, email, onConnected }: { sdrId: string; 
       </Field>
       <ServerFields prefix="smtp" label="SMTP" defaults={{ port: 587, secure: false }} />
       <ServerFields prefix="imap" label="IMAP" defaults={{ port: 993, secure: true }} />
-      <button type="submit" disabled={busy}>
+      <button type="submit" aria-disabled={busy || undefined}>
         {busy ? 'Testing…' : 'Test and connect'}
       </button>
       {ok && (

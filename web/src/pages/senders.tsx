@@ -177,7 +177,7 @@ function AddSender({ pools, onDone, onCancel }: { pools: SenderPool[]; onDone: (
     };
   };
   const test = async (form: HTMLFormElement) => {
-    if (!form.reportValidity()) return;
+    if (busy || !form.reportValidity()) return;
     setBusy(true);
     setError(undefined);
     setStatus('Testing the servers…');
@@ -202,6 +202,7 @@ function AddSender({ pools, onDone, onCancel }: { pools: SenderPool[]; onDone: (
       <form
         onSubmit={async (e) => {
           e.preventDefault();
+          if (busy) return;
           const form = e.currentTarget;
           setBusy(true);
           setError(undefined);
@@ -245,10 +246,10 @@ function AddSender({ pools, onDone, onCancel }: { pools: SenderPool[]; onDone: (
           <ImapOptional />
         </details>
         <div class="row">
-          <button type="button" class="secondary" disabled={busy} onClick={(e) => test((e.currentTarget as HTMLButtonElement).form!)}>
+          <button type="button" class="secondary" aria-disabled={busy || undefined} onClick={(e) => test((e.currentTarget as HTMLButtonElement).form!)}>
             Test connection
           </button>
-          <button type="submit" disabled={busy}>
+          <button type="submit" aria-disabled={busy || undefined}>
             Test and save
           </button>
           <button type="button" class="secondary" onClick={onCancel}>
@@ -294,6 +295,8 @@ function ImapOptional() {
 
 function Pools({ pools, accounts, error, emailOf, onChange }: { pools: SenderPool[] | undefined; accounts: Account[]; error: unknown; emailOf: (id: string) => string; onChange: () => Promise<void> }) {
   const [createError, setCreateError] = useState<unknown>(undefined);
+  // One pool per press (a double click made two).
+  const [creating, setCreating] = useState(false);
   return (
     <section class="card" aria-labelledby="pools-h">
       <h2 id="pools-h">Sender pools</h2>
@@ -337,8 +340,10 @@ function Pools({ pools, accounts, error, emailOf, onChange }: { pools: SenderPoo
         class="row"
         onSubmit={async (e) => {
           e.preventDefault();
+          if (creating) return;
           const form = e.currentTarget;
           const f = new FormData(form);
+          setCreating(true);
           setCreateError(undefined);
           try {
             await post('/v1/sender-pools', { name: String(f.get('name')).trim(), dailyCapacity: Number(f.get('dailyCapacity')) });
@@ -346,6 +351,8 @@ function Pools({ pools, accounts, error, emailOf, onChange }: { pools: SenderPoo
             await onChange();
           } catch (err) {
             setCreateError(err);
+          } finally {
+            setCreating(false);
           }
         }}
       >
@@ -355,7 +362,9 @@ function Pools({ pools, accounts, error, emailOf, onChange }: { pools: SenderPoo
         <Field label="Daily capacity">
           <input name="dailyCapacity" type="number" min={1} required />
         </Field>
-        <button type="submit">Create pool</button>
+        <button type="submit" aria-disabled={creating || undefined}>
+          Create pool
+        </button>
       </form>
       <ErrorNote error={createError} />
     </section>
@@ -365,7 +374,9 @@ function Pools({ pools, accounts, error, emailOf, onChange }: { pools: SenderPoo
 function AddMember({ pool, accounts, onChange }: { pool: SenderPool; accounts: Account[]; onChange: () => Promise<void> }) {
   const [pick, setPick] = useState('');
   if (accounts.length === 0) return <span class="muted">every account is a member</span>;
-  const chosen = pick || accounts[0].id;
+  // The account picked before may have joined the pool since (it is no longer a choice): the
+  // first choice then, as the select shows, never the stale pick (re-adding it is a silent no-op).
+  const chosen = accounts.some((a) => a.id === pick) ? pick : accounts[0].id;
   return (
     <div class="row">
         <select aria-label={`Account to add to ${pool.name}`} value={chosen} onChange={(e) => setPick(e.currentTarget.value)}>

@@ -1,5 +1,5 @@
 // The suppression list: search, add (pasted or from a CSV file), remove (dashboard only).
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError, del, get, post, problemWords, qs } from '../api.ts';
 import { parseCsv } from '../csv.ts';
 import { setQuery, useLocation } from '../router.tsx';
@@ -29,6 +29,8 @@ export function SuppressionPage() {
   const reason = query.get('reason') ?? '';
   const offset = Number(query.get('offset') ?? 0) || 0;
   const [search, setSearch] = useState(q);
+  // The box says what the list is searched for (the Suppression tab drops the search).
+  useEffect(() => setSearch(q), [q]);
   const list = useLoad(() => get<Page<Suppression>>(`/v1/suppression-list${qs({ q, reason, limit: PAGE, offset })}`), [q, reason, offset]);
   const [text, setText] = useState('');
   const result = useResultNote();
@@ -69,7 +71,7 @@ export function SuppressionPage() {
             <Field label="Addresses (one per line, or separated by commas)">
               <textarea rows={4} value={text} onInput={(e) => setText(e.currentTarget.value)} />
             </Field>
-            <button type="button" disabled={busy} onClick={() => add(extractEmails(text))}>
+            <button type="button" aria-disabled={busy || undefined} onClick={() => busy || add(extractEmails(text))}>
               Suppress
             </button>
           </div>

@@ -238,8 +238,9 @@ function Drafts({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => 
         </Field>
         <button
           type="button"
-          disabled={busy}
+          aria-disabled={busy || undefined}
           onClick={async () => {
+            if (busy) return;
             setBusy(true);
             setError(undefined);
             setSent(null);

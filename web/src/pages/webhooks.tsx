@@ -30,6 +30,8 @@ export function WebhooksPage() {
   const [events, setEvents] = useState<string[]>(['reply.received']);
   const [created, setCreated] = useState<Webhook | null>(null);
   const [error, setError] = useState<unknown>(undefined);
+  // One webhook per press: a double click would register two, each event then delivered twice.
+  const [registering, setRegistering] = useState(false);
   return (
     <>
       <PageHead title="Webhooks" />
@@ -38,6 +40,8 @@ export function WebhooksPage() {
         <form
           onSubmit={async (e) => {
             e.preventDefault();
+            if (registering) return;
+            setRegistering(true);
             setError(undefined);
             try {
               const w = await post<Webhook>('/v1/webhooks', { url: url.trim(), events });
@@ -46,6 +50,8 @@ export function WebhooksPage() {
               await list.reload();
             } catch (err) {
               setError(err);
+            } finally {
+              setRegistering(false);
             }
           }}
         >
@@ -53,7 +59,7 @@ export function WebhooksPage() {
             <input type="url" required value={url} placeholder="https://example.com/hooks/mailgate" onInput={(e) => setUrl(e.currentTarget.value)} />
           </Field>
           <EventChecks value={events} onChange={setEvents} />
-          <button type="submit" disabled={events.length === 0}>
+          <button type="submit" disabled={events.length === 0} aria-disabled={registering || undefined}>
             Register
           </button>
           <ErrorNote error={error} />

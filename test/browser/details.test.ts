@@ -1,0 +1,380 @@
+// Details an operator and an SDR run into, in a real Chromium against a real `mailgate serve`
+// (a review of 2026-11-29): an error's sentence ends before its advice, and an inactive SDR is
+// told who can fix it; a pool's add-a-member choice follows its members; a search box empties
+// when a link drops the search; a page emptied under its pager goes back; busy buttons keep
+// the keyboard focus; a failed SDR list is said, not taken for "no SDR"; the assign form fits
+// a phone; a double click creates one key, webhook, campaign or pool; the inbox's pager is in
+// view at 1280 x 800.
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import type { BrowserContext, Page, Route } from 'playwright-core';
+import { seedWorkspace, seedSdr } from '../support/harness.ts';
+import { waitFor } from '../support/wait.ts';
+import { World, UserPage, axeLog, axeSummary } from './env.ts';
+
+async function focusedText(p: Page): Promise<string> {
+  return p.evaluate(() => (document.activeElement as HTMLElement | null)?.innerText?.trim() ?? '');
+}
+
+/** GET /v1/sdr-profiles answering 503, as a database outage would. */
+async function sdrListFails(p: Page): Promise<void> {
+  await p.route(/\/v1\/sdr-profiles/, (r) => r.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'the database is not reachable' } }) }));
+}
+
+/**
+ * One reply on the Replies page: its list answered here (a real reply needs a whole campaign's
+ * mail, sent and answered; the page is what is tested).
+ */
+async function oneReply(p: Page, campaignId: string): Promise<void> {
+  await p.route(/\/v1\/replies\?/, (r) =>
+    r.fulfill({
+      status: 200,
+      contentType: 'application/json',
+      headers: { 'x-total-count': '1' },
+      body: JSON.stringify([{ id: 'rep_one', email: 'ada@lead.example', campaignId, classification: 'interested', receivedAt: new Date().toISOString(), threadSnippet: 'Yes, interested!', forwardedAt: null, assignedTo: [] }]),
+    }),
+  );
+}
+
+describe('dashboard in Chromium: details', function () {
+  this.timeout(180_000);
+  const world = new World();
+  let axeFrom = 0;
+  let key: string;
+  let workspaceId: string;
+  let campaignId: string;
+  const accounts: { id: string; email: string }[] = [];
+  let sam: { id: string; key: string };
+  const contexts: BrowserContext[] = [];
+  const pages: UserPage[] = [];
+
+  async function open(viewport = { width: 1280, height: 860 }): Promise<UserPage> {
+    const ctx = await world.context();
+    contexts.push(ctx);
+    const u = await world.page(ctx);
+    await u.page.setViewportSize(viewport);
+    pages.push(u);
+    return u;
+  }
+
+  before(async () => {
+    axeFrom = axeLog.length;
+    await world.start();
+    const ws = await seedWorkspace(world.app, 'Acme');
+    key = ws.adminKey;
+    workspaceId = ws.workspace.id;
+    const s = world.app.services();
+    for (const email of ['first@acme.example', 'second@acme.example', 'third@acme.example']) {
+      world.sink.users.set(email, 'pw');
+      const a = await s.senders.add({ workspaceId, email, name: email.split('@')[0], smtpUrl: world.sink.url(email, 'pw') });
+      accounts.push({ id: a.id, email });
+    }
+    await s.senders.createPool(workspaceId, 'Main', 100, [accounts[0].id]);
+    const c = await world.app.request('POST', '/v1/campaigns', { key, body: { name: 'Q4 outreach', sequenceSteps: [{ subject: 'Hi {{firstName}}', bodyHtml: '<p>Hi</p>' }] } });
+    campaignId = c.body.id;
+    await world.app.request('POST', `/v1/campaigns/${campaignId}/leads/bulk`, { key, body: { leads: [{ email: 'ada@lead.example', firstName: 'Ada' }, { email: 'grace@lead.example', firstName: 'Grace' }] } });
+    await world.app.request('POST', '/v1/suppression-list', { key, body: { emails: Array.from({ length: 51 }, (_, i) => `supp${String(i).padStart(2, '0')}@x.example`) } });
+    const seeded = await seedSdr(world.app, workspaceId, 'Sam Rep', 'sam@acme.example');
+    sam = { id: seeded.sdr.id, key: seeded.sdrKey };
+    const db = new pg.Client({ connectionString: world.app.databaseUrl });
+    await db.connect();
+    try {
+      const now = Date.now();
+      for (let i = 1; i <= 55; i++) {
+        await db.query(
+          `insert into prospect_threads (id, workspace_id, sdr_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, updated_at)
+           values ($1, $2, $3, $4, $5, $6, 'new', 'B', $7, $8, $8, $8)`,
+          [`thr_det${String(i).padStart(2, '0')}`, workspaceId, sam.id, `p${i}@prospect.example`, `Prospect ${String(i).padStart(2, '0')}`, `Re: question ${i}`, 100 - i, new Date(now - i * 60_000)],
+        );
+      }
+    } finally {
+      await db.end();
+    }
+  });
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed') for (const [i, u] of pages.entries()) await u.dump(`details ${this.currentTest.title} ${i}`);
+  });
+  after(async () => {
+    for (const c of contexts) await c.close();
+    await world.stop();
+    console.log(`      ${axeSummary(axeFrom)}`);
+  });
+
+  it('a refused sign-in ends its sentence before the advice', async () => {
+    const u = await open();
+    const p = u.page;
+    await p.goto('/');
+    await p.getByLabel('API key').fill('mgk_not_a_real_key');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    const alert = p.getByRole('alert');
+    await alert.waitFor();
+    assert.equal(await alert.innerText(), 'invalid API key. Sign in again with a valid API key.');
+  });
+
+  it('the Sign in button keeps the keyboard focus through a refused sign-in', async () => {
+    const u = await open();
+    const p = u.page;
+    await p.goto('/');
+    await p.getByLabel('API key').fill('mgk_not_a_real_key');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.getByRole('alert').waitFor();
+    assert.equal(await focusedText(p), 'Sign in');
+  });
+
+  it('an SDR deactivated while signed in: the page loads on the sign-in page saying why, and that an admin can activate it', async () => {
+    const u = await open();
+    const p = u.page;
+    const ola = await seedSdr(world.app, workspaceId, 'Ola Gone', 'ola@acme.example');
+    await u.signIn(ola.sdrKey);
+    assert.equal((await world.app.request('PATCH', `/v1/sdr-profiles/${ola.sdr.id}`, { key, body: { active: false } })).status, 200);
+    await p.reload();
+    await p.getByRole('heading', { name: 'Sign in to mailgate' }).waitFor();
+    const why = p.getByRole('alert');
+    await why.waitFor();
+    assert.equal(await why.innerText(), 'the SDR of this key is inactive. An admin can activate the SDR again on the SDRs page.');
+    await u.check('sign-in, SDR inactive');
+    // Signing in with that key again says the same, not "a key with another role".
+    await p.getByLabel('API key').fill(ola.sdrKey);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await waitFor('the refusal again', async () => (await p.getByRole('alert').innerText()) === 'the SDR of this key is inactive. An admin can activate the SDR again on the SDRs page.');
+  });
+
+  let admin: UserPage;
+
+  it('a pool\'s add-a-member choice follows its members: the next Add adds the account it shows', async () => {
+    admin = await open();
+    await admin.signIn(key);
+    const p = admin.page;
+    await admin.nav('Senders');
+    const pool = p.locator('tr[data-pool="Main"]');
+    await pool.waitFor();
+    const members = pool.locator('td').nth(2);
+    await pool.getByLabel('Account to add to Main').selectOption({ label: 'third@acme.example' });
+    await pool.getByRole('button', { name: 'Add to Main' }).click();
+    await waitFor('third a member', async () => (await members.innerText()).includes('third@acme.example'));
+    // The choice left shows second@, and Add adds it (not the account just added, again).
+    assert.equal(await pool.getByLabel('Account to add to Main').inputValue(), accounts[1].id);
+    await pool.getByRole('button', { name: 'Add to Main' }).click();
+    await waitFor('second a member', async () => (await members.innerText()).includes('second@acme.example'));
+    await pool.getByText('every account is a member').waitFor();
+    await admin.check('senders, every account a member');
+  });
+
+  it('the suppression search box empties when the Suppression tab drops the search', async () => {
+    const p = admin.page;
+    await admin.nav('Suppression');
+    await p.getByLabel('Search addresses').fill('supp07');
+    await p.getByRole('button', { name: 'Search', exact: true }).click();
+    await waitFor('one match', async () => (await p.locator('tbody tr').count()) === 1);
+    await admin.nav('Suppression');
+    await waitFor('the whole list', async () => (await p.locator('tbody tr').count()) === 50);
+    assert.equal(await p.getByLabel('Search addresses').inputValue(), '');
+  });
+
+  it('the leads\' search box empties when a stat\'s link (bounced) drops the search', async () => {
+    const p = admin.page;
+    await p.goto(`/campaigns/${campaignId}`);
+    await p.getByLabel('Search leads').fill('grace');
+    await p.getByRole('button', { name: 'Search', exact: true }).click();
+    await waitFor('one lead', async () => (await p.locator('#leads tbody tr').count()) === 1);
+    await p.locator('[data-stat="bounced"] a').click();
+    await waitFor('the bounced filter', async () => (await p.getByLabel('State').inputValue()) === 'bounced');
+    assert.equal(await p.getByLabel('Search leads').inputValue(), '', 'the table is not searched for grace any more, and the box says so');
+  });
+
+  it('removing the only row of the last page goes back to the page before, not to an empty "51–50 of 50"', async () => {
+    const p = admin.page;
+    await p.goto('/suppression?offset=50');
+    const rows = p.locator('tbody tr');
+    await waitFor('one row on page 2', async () => (await rows.count()) === 1);
+    const email = await rows.locator('td').first().innerText();
+    await p.getByRole('button', { name: `Remove ${email}` }).click();
+    await p.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
+    await p.getByText(`${email} was removed from the suppression list.`).waitFor();
+    await waitFor('page 1 again', async () => (await rows.count()) === 50);
+    assert.match(await p.getByRole('navigation', { name: 'Suppressed addresses pages' }).innerText(), /^1–50 of 50/);
+    assert.equal(new URL(p.url()).searchParams.get('offset'), null);
+  });
+
+  it('a busy button keeps the keyboard focus (Suppress)', async () => {
+    const p = admin.page;
+    await p.getByLabel('Addresses (one per line, or separated by commas)').fill('fresh@x.example');
+    await p.getByRole('button', { name: 'Suppress' }).focus();
+    await p.keyboard.press('Enter');
+    await p.getByText('1 of 1 addresses added').waitFor();
+    assert.equal(await focusedText(p), 'Suppress');
+  });
+
+  it('a failed SDR list is said on the API keys page, not shown as an empty SDR choice', async () => {
+    const p = admin.page;
+    await sdrListFails(p);
+    try {
+      await admin.nav('API keys');
+      await p.getByLabel('Role').selectOption('sdr');
+      await p.getByRole('alert').filter({ hasText: 'Could not load the SDRs: the database is not reachable' }).waitFor();
+      assert.equal(await p.getByRole('button', { name: 'Create key' }).isDisabled(), true);
+    } finally {
+      await p.unroute(/\/v1\/sdr-profiles/);
+      // Chromium's console lines for the 503s answered above.
+      admin.problems.consoleErrors = admin.problems.consoleErrors.filter((e) => !/status of 503/.test(e));
+    }
+  });
+
+  it('a failed SDR list is said in the Replies page\'s Assign, not taken for "no active SDR"', async () => {
+    const p = admin.page;
+    await sdrListFails(p);
+    await oneReply(p, campaignId);
+    try {
+      await admin.nav('Replies');
+      await p.getByRole('button', { name: 'Assign…' }).click();
+      await p.getByRole('alert').filter({ hasText: 'Could not load the SDRs: the database is not reachable' }).waitFor();
+      assert.equal(await p.getByText('No active SDR to assign to').count(), 0);
+    } finally {
+      await p.unroute(/\/v1\/sdr-profiles/);
+      await p.unroute(/\/v1\/replies\?/);
+      admin.problems.consoleErrors = admin.problems.consoleErrors.filter((e) => !/status of 503/.test(e));
+    }
+  });
+
+  it('the assign form fits a 390 px phone: every field in view, not off to the side of the table', async () => {
+    const p = admin.page;
+    await oneReply(p, campaignId);
+    await p.setViewportSize({ width: 390, height: 844 });
+    try {
+      await p.goto('/replies');
+      const row = p.locator('tr[data-reply="rep_one"]');
+      await row.waitFor();
+      await row.getByRole('button', { name: 'Assign…' }).click();
+      const form = p.getByRole('form', { name: 'Assign the reply from ada@lead.example' });
+      await form.waitFor();
+      const controls = [form.getByLabel('SDR', { exact: true }), form.getByLabel('Category'), form.getByLabel('Seniority'), form.getByLabel('Employee count'), form.getByLabel('Note for the SDR'), form.getByRole('button', { name: 'Assign and forward' })];
+      for (const c of controls) {
+        const box = (await c.boundingBox())!;
+        assert.ok(box.x >= 0 && box.x + box.width <= 390, `${await c.evaluate((e) => e.getAttribute('name') ?? (e as HTMLElement).innerText)} at x ${Math.round(box.x)}..${Math.round(box.x + box.width)} of a 390 px window`);
+      }
+      await admin.assertNoHorizontalScroll('replies, assign form at 390 px');
+      await admin.check('replies, assign form at 390 px');
+    } finally {
+      await p.setViewportSize({ width: 1280, height: 860 });
+      await p.unroute(/\/v1\/replies\?/);
+    }
+  });
+
+  /** Every POST to `path` held 300 ms, so a second press lands while the first is on its way. */
+  async function slowPosts(p: Page, path: RegExp): Promise<() => Promise<void>> {
+    const hold = async (r: Route) => {
+      if (r.request().method() === 'POST') await new Promise((done) => setTimeout(done, 300));
+      await r.continue();
+    };
+    await p.route(path, hold);
+    return () => p.unroute(path, hold);
+  }
+
+  it('a double click on Create key creates one key (not a second whose secret nobody saw)', async () => {
+    const p = admin.page;
+    await admin.nav('API keys');
+    const release = await slowPosts(p, /\/dashboard\/api\/api-keys$/);
+    try {
+      await p.getByLabel('Name').fill('Twice pressed');
+      await p.getByRole('button', { name: 'Create key' }).dblclick();
+      await p.getByTestId('secret-value').waitFor();
+      await p.waitForLoadState('networkidle');
+    } finally {
+      await release();
+    }
+    const keys = (await world.app.request('GET', '/v1/api-keys?limit=200', { key })).body.data.filter((k: { name: string }) => k.name === 'Twice pressed');
+    assert.equal(keys.length, 1);
+  });
+
+  it('a double click on Register registers one webhook (each event would go out twice)', async () => {
+    const p = admin.page;
+    await admin.nav('Webhooks');
+    const release = await slowPosts(p, /\/v1\/webhooks$/);
+    try {
+      await p.getByLabel('HTTPS URL').fill(world.receiver.url('/twice'));
+      await p.getByRole('button', { name: 'Register' }).dblclick();
+      await p.getByTestId('secret-value').waitFor();
+      await p.waitForLoadState('networkidle');
+    } finally {
+      await release();
+    }
+    assert.equal((await world.app.request('GET', '/v1/webhooks', { key })).body.data.length, 1);
+  });
+
+  it('a double click on Create draft creates one campaign', async () => {
+    const p = admin.page;
+    await admin.nav('Overview');
+    const release = await slowPosts(p, /\/v1\/campaigns$/);
+    try {
+      await p.getByRole('button', { name: 'New campaign' }).click();
+      await p.getByLabel('Name').fill('Pressed twice');
+      await p.getByRole('button', { name: 'Create draft' }).dblclick();
+      await p.getByRole('heading', { name: 'Pressed twice', level: 1 }).waitFor();
+      await p.waitForLoadState('networkidle');
+      assert.equal((await world.app.request('GET', '/v1/campaigns?limit=200', { key })).body.data.filter((c: { name: string }) => c.name === 'Pressed twice').length, 1);
+    } finally {
+      await release();
+    }
+  });
+
+  it('a double click on Create pool creates one pool', async () => {
+    const p = admin.page;
+    const release = await slowPosts(p, /\/v1\/sender-pools$/);
+    try {
+      await admin.nav('Senders');
+      await p.getByLabel('New pool name').fill('Twice pool');
+      await p.getByLabel('Daily capacity').fill('10');
+      await p.getByRole('button', { name: 'Create pool' }).dblclick();
+      await p.locator('tr[data-pool="Twice pool"]').first().waitFor();
+      await p.waitForLoadState('networkidle');
+      assert.equal((await world.app.request('GET', '/v1/sender-pools', { key })).body.filter((x: { name: string }) => x.name === 'Twice pool').length, 1);
+    } finally {
+      await release();
+    }
+  });
+
+  let s: UserPage;
+
+  it('the inbox\'s pager is in view at 1280 x 800', async () => {
+    s = await open({ width: 1280, height: 800 });
+    await s.signIn(sam.key);
+    const p = s.page;
+    const items = p.locator('ul.threads > li');
+    await waitFor('a page of 50 threads', async () => (await items.count()) === 50);
+    const pager = p.getByRole('navigation', { name: 'Threads pages' });
+    const box = (await pager.boundingBox())!;
+    assert.ok(box.y >= 0 && box.y + box.height <= 800, `the pager at y ${Math.round(box.y)}..${Math.round(box.y + box.height)} of an 800 px window`);
+    await pager.getByRole('button', { name: 'Next' }).click();
+    await waitFor('the second page', async () => (await items.count()) === 5);
+    assert.match(await pager.innerText(), /^51–55 of 55/);
+    await s.check('inbox, page 2');
+  });
+
+  it('the inbox\'s search box empties when the Inbox tab drops the search', async () => {
+    const p = s.page;
+    const items = p.locator('ul.threads > li');
+    await p.getByLabel('Search', { exact: true }).fill('Prospect 07');
+    await p.keyboard.press('Enter');
+    await waitFor('one match', async () => (await items.count()) === 1);
+    await items.first().getByRole('link').click();
+    const view = p.locator('[data-thread-view="thr_det07"]');
+    await view.waitFor();
+    await s.nav('Inbox');
+    await waitFor('the whole inbox', async () => (await items.count()) === 50);
+    assert.equal(await p.getByLabel('Search', { exact: true }).inputValue(), '');
+  });
+
+  it('Generate drafts keeps the keyboard focus while it writes', async () => {
+    const p = s.page;
+    const items = p.locator('ul.threads > li');
+    await p.goto('/');
+    await waitFor('the inbox', async () => (await items.count()) === 50);
+    await items.first().getByRole('link').click();
+    const thread = p.locator('[data-thread-view]');
+    await thread.waitFor();
+    await thread.getByRole('button', { name: 'Generate drafts' }).focus();
+    await p.keyboard.press('Enter');
+    await thread.locator('[data-draft]').first().waitFor({ timeout: 60_000 });
+    assert.equal(await focusedText(p), 'Generate drafts');
+  });
+});
