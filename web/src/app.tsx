@@ -4,7 +4,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call, describeError, get, session as currentSession, setSession, whenSignedOut, type Session } from './api.ts';
 import { Link, match, navigate, scrollToHash, useLocation } from './router.tsx';
-import { Field, focusPageTitle, forgetUnsentTexts, hasUnsentTexts } from './ui.tsx';
+import { ErrorNote, Field, focusPageTitle, forgetUnsentTexts, hasUnsentTexts } from './ui.tsx';
 import { Overview } from './pages/overview.tsx';
 import { CampaignPage } from './pages/campaign.tsx';
 import { KeysPage } from './pages/keys.tsx';
@@ -31,6 +31,7 @@ export function App() {
   const [ended, setEnded] = useState(false);
   // The session is refused, not over (403: its SDR was deactivated): the reason, on the sign-in page.
   const [refused, setRefused] = useState('');
+  const [signOutError, setSignOutError] = useState<unknown>(undefined);
   const [theme, setTheme] = useState<Theme>(() => (localStorage.getItem('mailgate.theme') as Theme) || 'system');
   const { path } = useLocation();
 
@@ -84,15 +85,21 @@ export function App() {
 
   const signOut = async () => {
     signingOut = true;
+    setSignOutError(undefined);
     try {
       await call('DELETE', '/dashboard/api/session');
-    } finally {
-      forgetUnsentTexts();
-      setSession(null);
-      setCurrent(null);
-      navigate('/');
+    } catch (err) {
+      // Not signed out (the daemon unreachable): the session still works and a reload would
+      // bring it back, so the page stays and says so instead of showing the sign-in page.
       signingOut = false;
+      setSignOutError(err);
+      return;
     }
+    forgetUnsentTexts();
+    setSession(null);
+    setCurrent(null);
+    navigate('/');
+    signingOut = false;
   };
   const links =
     session.role === 'admin'
@@ -145,6 +152,11 @@ export function App() {
           </button>
         </div>
       </header>
+      {signOutError !== undefined && (
+        <div class="top-error">
+          <ErrorNote error={signOutError} prefix="Not signed out (this session still works)" />
+        </div>
+      )}
       <main id="main">{session.role === 'admin' ? <AdminRoutes path={path} /> : <SdrRoutes path={path} session={session} />}</main>
     </>
   );
