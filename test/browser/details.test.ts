@@ -111,6 +111,50 @@ describe('dashboard in Chromium: details', function () {
     assert.equal(await alert.innerText(), 'invalid API key. Sign in again with a valid API key.');
   });
 
+  it('a sign-out the daemon never answered says so and stays signed in (the session still works; a reload brings it back)', async () => {
+    const u = await open();
+    const p = u.page;
+    await u.signIn(key);
+    await p.route(/\/dashboard\/api\/session$/, (r) => (r.request().method() === 'DELETE' ? r.abort('connectionrefused') : r.continue()));
+    await p.getByRole('button', { name: 'Sign out' }).click();
+    const alert = p.getByRole('alert');
+    await alert.waitFor();
+    assert.match(await alert.innerText(), /^Not signed out \(this session still works\): mailgate did not answer/);
+    assert.equal(await p.getByRole('button', { name: 'Sign out' }).count(), 1, 'still signed in');
+    await p.unroute(/\/dashboard\/api\/session$/);
+    u.problems.consoleErrors = u.problems.consoleErrors.filter((e) => !/ERR_CONNECTION_REFUSED/.test(e));
+    // Once the daemon answers, the sign-out goes through.
+    await p.getByRole('button', { name: 'Sign out' }).click();
+    await p.getByRole('heading', { name: 'Sign in to mailgate' }).waitFor();
+    await p.reload();
+    await p.getByRole('heading', { name: 'Sign in to mailgate' }).waitFor();
+  });
+
+  it("a campaign's unsaved step edits survive a reload and a visit to another page; saving them forgets them", async () => {
+    const u = await open();
+    const p = u.page;
+    await u.signIn(key);
+    await p.goto(`/campaigns/${campaignId}`);
+    const subject = () => p.getByLabel('Step 1 subject');
+    await subject().fill('Edited for {{firstName}}');
+    await p.getByText('Unsaved changes.').waitFor();
+    await p.reload();
+    await p.getByText('Unsaved changes.').waitFor();
+    assert.equal(await subject().inputValue(), 'Edited for {{firstName}}');
+    await p.getByRole('link', { name: 'Senders' }).click();
+    await p.getByRole('heading', { name: 'Senders', level: 1 }).waitFor();
+    await p.goBack();
+    assert.equal(await subject().inputValue(), 'Edited for {{firstName}}');
+    await p.getByRole('button', { name: 'Save steps' }).click();
+    await p.getByText('Steps saved.').waitFor();
+    const saved = await world.app.request('GET', `/v1/campaigns/${campaignId}`, { key });
+    assert.equal(saved.body.sequenceSteps[0].subject, 'Edited for {{firstName}}');
+    await p.reload();
+    assert.equal(await subject().inputValue(), 'Edited for {{firstName}}');
+    assert.equal(await p.getByText('Unsaved changes.').count(), 0, 'nothing unsaved once saved');
+    assert.equal(await p.evaluate(() => Object.keys(sessionStorage).filter((k) => k.includes('steps.')).length), 0, 'the kept edits are forgotten');
+  });
+
   it('the Sign in button keeps the keyboard focus through a refused sign-in', async () => {
     const u = await open();
     const p = u.page;

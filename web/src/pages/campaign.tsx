@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { fieldErrors, get, patch, post, qs } from '../api.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Action, ActionRow, Ago, ErrorNote, Field, Num, PageHead, Pager, Pill, pct, useLoad } from '../ui.tsx';
+import { Action, ActionRow, Ago, ErrorNote, Field, Num, PageHead, Pager, Pill, pct, useLoad, useUnsentText } from '../ui.tsx';
 import { Timeline, STATS_POLL_MS } from './overview.tsx';
 import { CsvImport } from './csv-import.tsx';
 import type { Campaign, CampaignStats, Day, Enrollment, Page, SenderPool, SequenceStep } from '../types.ts';
@@ -106,16 +106,35 @@ interface Preview {
   lead: { source: 'lead' | 'inline' | 'first_enrolled' | 'sample'; leadId: string | null; email: string };
 }
 
+/** Steps kept in the tab (useUnsentText), or null when there are none or they are not steps. */
+function keptSteps(json: string): SequenceStep[] | null {
+  try {
+    const v: unknown = JSON.parse(json);
+    return Array.isArray(v) && v.every((s) => s && typeof s.subject === 'string' && typeof s.bodyHtml === 'string' && typeof s.delayHours === 'number') ? (v as SequenceStep[]) : null;
+  } catch {
+    return null;
+  }
+}
+
 function Steps({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Promise<void> }) {
-  const [steps, setSteps] = useState<SequenceStep[]>(() => campaign.sequenceSteps.map((s) => ({ subject: s.subject, bodyHtml: s.bodyHtml, delayHours: s.delayHours })));
+  const locked = campaign.status === 'running';
+  const serverSteps = campaign.sequenceSteps.map((s) => ({ subject: s.subject, bodyHtml: s.bodyHtml, delayHours: s.delayHours }));
+  // Edits not saved yet are kept in the tab, as an SDR's reply is: a reload, a visit to another
+  // page or a session that ended meanwhile loses none of them ("Unsaved changes." says so).
+  // Not shown over a running campaign's steps, which cannot change: kept for after its pause.
+  const [kept, keep, forget] = useUnsentText(`steps.${campaign.id}`, JSON.stringify(serverSteps));
+  const [steps, setStepsShown] = useState<SequenceStep[]>(() => (!locked && keptSteps(kept)) || serverSteps);
+  const setSteps = (next: SequenceStep[]) => {
+    setStepsShown(next);
+    keep(JSON.stringify(next));
+  };
   const [open, setOpen] = useState(0);
   const [saved, setSaved] = useState('');
   // The server's complaints about a field, by its path (sequenceSteps[1].bodyHtml), shown next to it.
   const [invalid, setInvalid] = useState<Record<string, string>>({});
   const section = useRef<HTMLElement>(null);
   const focusInvalid = useRef(false);
-  const locked = campaign.status === 'running';
-  const dirty = JSON.stringify(steps) !== JSON.stringify(campaign.sequenceSteps.map((s) => ({ subject: s.subject, bodyHtml: s.bodyHtml, delayHours: s.delayHours })));
+  const dirty = JSON.stringify(steps) !== JSON.stringify(serverSteps);
   const update = (i: number, change: Partial<SequenceStep>) => {
     setSteps(steps.map((s, j) => (j === i ? { ...s, ...change } : s)));
     const gone = Object.keys(change).map((k) => `sequenceSteps[${i}].${k}`);
@@ -196,6 +215,7 @@ function Steps({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Promi
                 setInvalid(fields);
                 throw e;
               }
+              forget();
               await onSaved();
               setSaved('Steps saved.');
             }}
