@@ -10,15 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { BrowserContext, Page } from 'playwright-core';
 import { seedWorkspace } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
-import { World, UserPage, axeLog, axeSummary } from './env.ts';
-
-/** The focused element: its id, its text and its aria-label. */
-async function activeElement(p: Page): Promise<{ id: string; text: string; label: string }> {
-  return p.evaluate(() => {
-    const e = document.activeElement as HTMLElement | null;
-    return { id: e?.id ?? '', text: e?.innerText?.trim() ?? '', label: e?.getAttribute('aria-label') ?? '' };
-  });
-}
+import { World, UserPage, activeElement, axeLog, axeSummary } from './env.ts';
 
 describe('dashboard in Chromium: the admin', function () {
   this.timeout(180_000);

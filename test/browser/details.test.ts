@@ -4,17 +4,17 @@
 // when a link drops the search; a page emptied under its pager goes back; busy buttons keep
 // the keyboard focus; a failed SDR list is said, not taken for "no SDR"; the assign form fits
 // a phone; a double click creates one key, webhook, campaign or pool; the inbox's pager is in
-// view at 1280 x 800.
+// view at 1280 x 800; a sign-out the daemon never answered is not taken for one; a campaign's
+// unsaved step edits survive a reload.
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import type { BrowserContext, Page, Route } from 'playwright-core';
 import { seedWorkspace, seedSdr } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
-import { World, UserPage, axeLog, axeSummary } from './env.ts';
+import { World, UserPage, activeElement, axeLog, axeSummary } from './env.ts';
 
-async function focusedText(p: Page): Promise<string> {
-  return p.evaluate(() => (document.activeElement as HTMLElement | null)?.innerText?.trim() ?? '');
-}
+/** The focused element's text. */
+const focusedText = async (p: Page) => (await activeElement(p)).text;
 
 /** GET /v1/sdr-profiles answering 503, as a database outage would. */
 async function sdrListFails(p: Page): Promise<void> {

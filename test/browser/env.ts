@@ -78,6 +78,14 @@ export async function startDaemon(env: NodeJS.ProcessEnv): Promise<Daemon> {
 }
 
 /** Every page checked: its name and axe's violations of any impact. */
+/** The focused element: its id, its text and its aria-label. */
+export async function activeElement(p: Page): Promise<{ id: string; text: string; label: string }> {
+  return p.evaluate(() => {
+    const e = document.activeElement as HTMLElement | null;
+    return { id: e?.id ?? '', text: e?.innerText?.trim() ?? '', label: e?.getAttribute('aria-label') ?? '' };
+  });
+}
+
 export const axeLog: { page: string; violations: AxeViolation[] }[] = [];
 
 /** One line for the run's record: the checks made since `from` (an index into axeLog) and what axe found. */
