@@ -5,7 +5,7 @@
 // the keyboard focus; a failed SDR list is said, not taken for "no SDR"; the assign form fits
 // a phone; a double click creates one key, webhook, campaign or pool; the inbox's pager is in
 // view at 1280 x 800; a sign-out the daemon never answered is not taken for one; a campaign's
-// unsaved step edits survive a reload.
+// unsaved step edits survive a reload; a section that closes itself gives the focus back.
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import type { BrowserContext, Page, Route } from 'playwright-core';
@@ -328,6 +328,21 @@ describe('dashboard in Chromium: details', function () {
     }
     const keys = (await world.app.request('GET', '/v1/api-keys?limit=200', { key })).body.data.filter((k: { name: string }) => k.name === 'Twice pressed');
     assert.equal(keys.length, 1);
+  });
+
+  it("a section that closes itself gives the focus back to the button that opened it (a new key's Done, a new campaign's Cancel)", async () => {
+    const p = admin.page;
+    await admin.nav('API keys');
+    await p.getByLabel('Name').fill('Focus kept');
+    await p.getByRole('button', { name: 'Create key' }).press('Enter');
+    await p.getByTestId('secret-value').waitFor();
+    await p.getByRole('button', { name: 'Done' }).press('Enter');
+    await p.getByTestId('secret-value').waitFor({ state: 'detached' });
+    await waitFor('the focus back on Create key', async () => (await focusedText(p)) === 'Create key');
+    await admin.nav('Overview');
+    await p.getByRole('button', { name: 'New campaign' }).first().press('Enter');
+    await p.getByRole('button', { name: 'Cancel' }).press('Enter');
+    await waitFor('the focus back on New campaign', async () => (await focusedText(p)) === 'New campaign');
   });
 
   it('a double click on Register registers one webhook (each event would go out twice)', async () => {

@@ -128,6 +128,7 @@ export async function copyText(text: string): Promise<boolean> {
 
 /** A secret shown once: set apart, with a copy button and the warning that it will not come back. */
 export function SecretOnce({ label, value, onDone }: { label: string; value: string; onDone?: () => void }) {
+  useFocusBackOnClose();
   const [copied, setCopied] = useState<'' | 'yes' | 'no'>('');
   return (
     <section class="secret" aria-label={label}>
@@ -342,6 +343,26 @@ export function focusPageTitle() {
   const h = document.getElementById('page-title');
   titleFocusPending = !h;
   h?.focus({ preventScroll: true });
+}
+
+/**
+ * For a section that closes itself (a form's Cancel or Done, a secret's Done): when it goes
+ * and takes the focus with it, the focus goes back to what opened it (the button pressed), or
+ * to the page's heading when that is gone too. Without it the browser put the focus on the
+ * page's body, and a keyboard user started again from the top.
+ */
+export function useFocusBackOnClose() {
+  useEffect(() => {
+    const opener = document.activeElement instanceof HTMLElement && document.activeElement !== document.body ? document.activeElement : null;
+    return () => {
+      // After the section's elements are gone from the page.
+      setTimeout(() => {
+        if (document.activeElement && document.activeElement !== document.body) return;
+        if (opener?.isConnected) opener.focus({ preventScroll: true });
+        else document.getElementById('page-title')?.focus({ preventScroll: true });
+      });
+    };
+  }, []);
 }
 
 export function PageHead({ title, children }: { title: string; children?: ComponentChildren }) {

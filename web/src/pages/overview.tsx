@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import { get, post, qs } from '../api.ts';
 import { Link, navigate, setQuery, useLocation } from '../router.tsx';
-import { Ago, Empty, ErrorNote, Field, Num, PageHead, Pager, Pill, formValues, pct, useLoad } from '../ui.tsx';
+import { Ago, Empty, ErrorNote, Field, Num, PageHead, Pager, Pill, formValues, pct, useLoad, useFocusBackOnClose } from '../ui.tsx';
 import { TimelineChart, type TimelinePoint } from '../chart.tsx';
 import type { Campaign, CampaignStats, Page } from '../types.ts';
 import { BLOCKED } from '../types.ts';
@@ -165,6 +165,7 @@ export function Timeline({ campaigns, campaignId, fixed }: { campaigns: Campaign
 }
 
 function NewCampaign({ onCancel }: { onCancel: () => void }) {
+  useFocusBackOnClose();
   const [error, setError] = useState<unknown>(undefined);
   // One campaign per press (a double click made two drafts).
   const [busy, setBusy] = useState(false);

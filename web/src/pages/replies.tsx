@@ -4,7 +4,7 @@ import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
 import { ApiError, call, get, post, qs } from '../api.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Ago, ErrorNote, Field, PageHead, Pager, Pill, useLoad } from '../ui.tsx';
+import { Ago, ErrorNote, Field, PageHead, Pager, Pill, useLoad, useFocusBackOnClose } from '../ui.tsx';
 import type { Campaign, Page, Reply } from '../types.ts';
 import { EMPLOYEE_COUNT_VALUES, SENIORITY_VALUES } from '../../../src/modules/sdrs/icp.ts';
 
@@ -127,6 +127,7 @@ export function RepliesPage() {
 }
 
 function Assign({ reply, sdrs, sdrsError, onDone, onAssigned }: { reply: Reply; sdrs: SdrRow[] | undefined; sdrsError: unknown; onDone: () => void; onAssigned: () => void }) {
+  useFocusBackOnClose();
   const [error, setError] = useState<unknown>(undefined);
   const [icp, setIcp] = useState('');
   const [done, setDone] = useState('');

@@ -2,7 +2,7 @@
 // connection flow (server settings tested live; reconnect for needs_reauth).
 import { useState } from 'preact/hooks';
 import { get, patch, post } from '../api.ts';
-import { Action, ErrorNote, Field, MailPill, PageHead, Pill, useLoad } from '../ui.tsx';
+import { Action, ErrorNote, Field, MailPill, PageHead, Pill, useLoad, useFocusBackOnClose } from '../ui.tsx';
 import { describeProbeError, readServer, ServerFields } from './senders.tsx';
 import type { Page } from '../types.ts';
 
@@ -116,6 +116,7 @@ export function SdrsPage() {
 }
 
 function ProfileForm({ sdr, onDone }: { sdr: SdrProfile; onDone: () => Promise<void> }) {
+  useFocusBackOnClose();
   const [error, setError] = useState<unknown>(undefined);
   return (
     <form

@@ -2,7 +2,7 @@
 // add an account (probed against its real servers first), pools with members and capacity.
 import { useState } from 'preact/hooks';
 import { ApiError, get, post } from '../api.ts';
-import { Action, ErrorNote, Field, PageHead, Pill, useLoad } from '../ui.tsx';
+import { Action, ErrorNote, Field, PageHead, Pill, useLoad, useFocusBackOnClose } from '../ui.tsx';
 import type { SenderAccount, SenderPool } from '../types.ts';
 
 interface Probe {
@@ -160,6 +160,7 @@ export function SendersPage() {
 }
 
 function AddSender({ pools, onDone, onCancel }: { pools: SenderPool[]; onDone: () => Promise<void>; onCancel: () => void }) {
+  useFocusBackOnClose();
   const [error, setError] = useState<unknown>(undefined);
   const [status, setStatus] = useState('');
   const [busy, setBusy] = useState(false);
