@@ -192,6 +192,25 @@ describe('dashboard sessions', function () {
     assert.ok(workspace.id);
   });
 
+  it('signing in again from a browser ends the session its cookie held; a refused sign-in ends nothing', async () => {
+    const { adminKey } = await seedWorkspace(app);
+    const { sdrKey } = await seedSdr(app, (await seedWorkspace(app)).workspace.id);
+    const first = await signIn(app, adminKey);
+    const sessions = async () => count('dashboard_sessions');
+    const before = await sessions();
+    // A refused sign-in (unknown key) with the cookie: the session the cookie holds still works.
+    const refused = await app.request('POST', '/dashboard/api/session', { body: { apiKey: 'mgk_unknown' }, headers: { cookie: first.cookie } });
+    assert.equal(refused.status, 401);
+    assert.equal((await first.request('GET', '/v1/campaigns')).status, 200);
+    assert.equal(await sessions(), before);
+    // Signing in again (here with another workspace's SDR key) replaces it: one session, not two.
+    const second = await signIn(app, sdrKey, { cookie: first.cookie });
+    assert.equal(second.body.role, 'sdr');
+    assert.equal((await first.request('GET', '/v1/campaigns')).status, 401);
+    assert.equal((await second.request('GET', '/dashboard/api/session')).status, 200);
+    assert.equal(await sessions(), before);
+  });
+
   it('sign-out needs the CSRF token, ends the session and clears the cookie', async () => {
     const { adminKey } = await seedWorkspace(app);
     const s = await signIn(app, adminKey);

@@ -60,7 +60,7 @@ export const dashboardRoutes = [
     errors: { 401: 'authentication_failed', 403: 'forbidden | csrf_failed', 404: 'workspace_not_found' },
     async handler({ body, services, ctx }) {
       checkOrigin(ctx);
-      const { token, view } = await services.dashboardSessions.signIn(body.apiKey);
+      const { token, view } = await services.dashboardSessions.signIn(body.apiKey, readSessionToken(ctx));
       setSessionCookie(ctx, token);
       return view;
     },

@@ -30,9 +30,11 @@ export class DashboardSessionService {
   /**
    * Exchanges an API key for a new session: the key must be one a request could use (not
    * revoked, its workspace there, an SDR key's SDR active). Returns the cookie's token (shown
-   * to nobody else) and what the front end needs.
+   * to nobody else) and what the front end needs. `previous` is the session cookie the request
+   * came with, if any: the new session replaces it (it is ended in the same transaction), so
+   * signing in again in a browser leaves no earlier session working behind the new cookie.
    */
-  async signIn(apiKey: string): Promise<{ token: string; view: SessionView }> {
+  async signIn(apiKey: string, previous: string | null = null): Promise<{ token: string; view: SessionView }> {
     const key = await findKey(this.em, apiKey.trim());
     if (!key || key.revoked_at) throw new ApiError(401, 'authentication_failed', key ? 'this API key has been revoked' : 'invalid API key');
     if (!key.workspace_id) throw new ApiError(404, 'workspace_not_found', 'the workspace of this API key no longer exists');
@@ -43,6 +45,7 @@ export class DashboardSessionService {
     await transaction(this.em, async (em) => {
       // Sessions idle past the limit are over; sign-in is where they are swept.
       await sweepIdleSessions(em, new Date(now.getTime() - this.deps.config.dashboardSessionIdle));
+      if (previous) await deleteSession(em, hashSessionToken(previous));
       await insertSession(em, hashSessionToken(token), workspaceId, key.id, now);
       await noteKeyUsed(em, key.id, now);
     });
