@@ -1,7 +1,7 @@
 // Small shared pieces: loading with polling, status pills, relative times, paging, secrets shown
 // once, confirmations, action buttons that report their errors.
 import { cloneElement, createContext, type ComponentChildren, type TargetedEvent, type VNode } from 'preact';
-import { useCallback, useContext, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useCallback, useContext, useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
 
 export interface Loaded<T> {
@@ -352,7 +352,10 @@ export function focusPageTitle() {
  * page's body, and a keyboard user started again from the top.
  */
 export function useFocusBackOnClose() {
-  useEffect(() => {
+  // A layout effect: it runs as the section is put on the page, while the focus is still on
+  // what opened it. A plain effect waits for the next frame, and a focus moved by then (a quick
+  // Tab, a test pressing the section's own Cancel) was taken for the opener.
+  useLayoutEffect(() => {
     const opener = document.activeElement instanceof HTMLElement && document.activeElement !== document.body ? document.activeElement : null;
     return () => {
       // After the section's elements are gone from the page.
