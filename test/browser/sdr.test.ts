@@ -230,6 +230,18 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await p.keyboard.press('?');
     await p.getByRole('dialog', { name: 'Keyboard shortcuts' }).waitFor();
     await s.check('inbox, shortcuts');
+    // While the list is open, the shortcuts act on nothing behind it: j opens no other thread,
+    // e archives nothing (the page would navigate, or PATCH the thread, at once).
+    const writes: string[] = [];
+    const onRequest = (r: { method(): string; url(): string }) => void (r.method() !== 'GET' && writes.push(`${r.method()} ${r.url()}`));
+    p.on('request', onRequest);
+    const url = p.url();
+    await p.keyboard.press('j');
+    await p.keyboard.press('e');
+    await p.evaluate(() => new Promise((r) => setTimeout(r, 100)));
+    p.off('request', onRequest);
+    assert.equal(p.url(), url);
+    assert.deepEqual(writes, []);
     await p.keyboard.press('Escape');
     await s.check('thread');
     await s.screenshot('inbox.png');

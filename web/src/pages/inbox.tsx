@@ -66,6 +66,9 @@ export function InboxPage({ threadId }: { threadId: string | null }) {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.metaKey || e.ctrlKey || e.altKey || typing(e)) return;
+      // An open dialog (these shortcuts' own list, a confirmation) has the keyboard: nothing
+      // behind it moves, opens or is archived.
+      if (document.querySelector('dialog[open]')) return;
       const i = threads.findIndex((t) => t.id === threadId);
       if (e.key === 'j' || e.key === 'k') {
         e.preventDefault();
