@@ -447,4 +447,90 @@ describe('dashboard in Chromium: details', function () {
     await thread.locator('[data-draft]').first().waitFor({ timeout: 60_000 });
     assert.equal(await focusedText(p), 'Generate drafts');
   });
+
+  it('Deactivate asks first, saying what it changes; Cancel changes nothing; Activate needs no asking', async () => {
+    const dee = await seedSdr(world.app, workspaceId, 'Dee Pause', 'dee@acme.example');
+    const p = admin.page;
+    await admin.nav('SDRs');
+    const card = p.locator(`[data-sdr="${dee.sdr.id}"]`);
+    await card.waitFor();
+    const active = async () => (await world.app.request('GET', `/v1/sdr-profiles/${dee.sdr.id}`, { key })).body.active;
+    await card.getByRole('button', { name: 'Deactivate Dee Pause', exact: true }).click();
+    const dialog = p.getByRole('dialog', { name: 'Deactivate Dee Pause?' });
+    await dialog.waitFor();
+    assert.match(await dialog.innerText(), /API keys and signed-in dashboard sessions are refused from now on/);
+    await admin.check('SDRs, deactivate asks');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    assert.equal(await active(), true, 'Cancel leaves the SDR active');
+    await card.getByRole('button', { name: 'Deactivate Dee Pause', exact: true }).click();
+    await dialog.getByRole('button', { name: 'Deactivate', exact: true }).click();
+    await card.getByRole('button', { name: 'Activate Dee Pause', exact: true }).waitFor();
+    assert.equal(await active(), false);
+    await card.getByRole('button', { name: 'Activate Dee Pause', exact: true }).click();
+    await card.getByRole('button', { name: 'Deactivate Dee Pause', exact: true }).waitFor();
+    assert.equal(await active(), true);
+  });
+
+  it("the activity chart is drawn again in the theme's colours when the theme changes", async () => {
+    const p = admin.page;
+    await admin.nav('Overview');
+    const canvas = p.locator('.chart canvas');
+    await canvas.waitFor();
+    // Pixels of the grid's colour (--line: #d0d7de light, #30363d dark; the grid is 1 px, pixel-aligned).
+    const gridPixels = () =>
+      canvas.evaluate((c: HTMLCanvasElement) => {
+        const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+        const n = { light: 0, dark: 0 };
+        for (let i = 0; i < d.length; i += 4) {
+          if (d[i + 3] !== 255) continue;
+          if (d[i] === 0xd0 && d[i + 1] === 0xd7 && d[i + 2] === 0xde) n.light++;
+          if (d[i] === 0x30 && d[i + 1] === 0x36 && d[i + 2] === 0x3d) n.dark++;
+        }
+        return n;
+      });
+    await waitFor('the light grid', async () => (await gridPixels()).light > 100);
+    // The timeline's 10 s refresh draws the chart anew too: held meanwhile, so only the theme can.
+    const held: Route[] = [];
+    await p.route(/\/timeline/, (r) => void held.push(r));
+    const theme = p.getByLabel('Theme');
+    try {
+      await theme.selectOption('dark');
+      await waitFor('the grid drawn dark', async () => {
+        const n = await gridPixels();
+        return n.dark > 100 && n.light === 0;
+      });
+      await theme.selectOption('system');
+      await waitFor('the grid drawn light again', async () => {
+        const n = await gridPixels();
+        return n.light > 100 && n.dark === 0;
+      });
+    } finally {
+      await theme.selectOption('system');
+      await p.unroute(/\/timeline/);
+      for (const r of held) await r.continue().catch(() => undefined);
+    }
+  });
+
+  it('a CSV file chosen for the suppression list or a lead import is let go once read, so choosing it again reads it again', async () => {
+    // The browser fires no change event when the file chosen is the one the input holds, so a
+    // file fixed after a refusal, or taken again after a failure, was silently not read.
+    const p = admin.page;
+    await admin.nav('Suppression');
+    const file = p.getByLabel('Or a CSV file');
+    const csv = { name: 'bounced.csv', mimeType: 'text/csv', buffer: Buffer.from('email\ncsv1@x.example\ncsv2@x.example\n') };
+    await file.setInputFiles(csv);
+    await p.getByText('2 of 2 addresses added').waitFor();
+    assert.equal(await file.inputValue(), '');
+    await file.setInputFiles(csv);
+    await p.getByText('0 of 2 addresses added (2 were already suppressed).').waitFor();
+
+    await p.goto(`/campaigns/${campaignId}`);
+    const leadsFile = p.getByLabel('CSV file');
+    await leadsFile.setInputFiles({ name: 'more.csv', mimeType: 'text/csv', buffer: Buffer.from('email\n') });
+    await p.getByText('more.csv has a header but no rows').waitFor();
+    assert.equal(await leadsFile.inputValue(), '');
+    await leadsFile.setInputFiles({ name: 'more.csv', mimeType: 'text/csv', buffer: Buffer.from('email\nlin@lead.example\n') });
+    await p.getByRole('group', { name: /Columns of more.csv/ }).waitFor();
+    assert.equal(await leadsFile.inputValue(), '');
+  });
 });

@@ -1,6 +1,6 @@
 // The time chart (uPlot): sends, opens, replies and bounces per bucket, the same colours as the
 // state pills. A table of the same numbers follows for screen readers and exact values.
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
@@ -23,9 +23,31 @@ function cssVar(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
 }
 
+/**
+ * Counts theme changes: the picker's (`data-theme` on the root) and the system's (light/dark,
+ * followed while the picker says "system"). The canvas is drawn with the colours read when it
+ * was drawn, so it is drawn again on each change.
+ */
+function useThemeChanges(): number {
+  const [changes, setChanges] = useState(0);
+  useEffect(() => {
+    const bump = () => setChanges((n) => n + 1);
+    const attr = new MutationObserver(bump);
+    attr.observe(document.documentElement, { attributes: true, attributeFilter: ['data-theme'] });
+    const scheme = window.matchMedia('(prefers-color-scheme: dark)');
+    scheme.addEventListener('change', bump);
+    return () => {
+      attr.disconnect();
+      scheme.removeEventListener('change', bump);
+    };
+  }, []);
+  return changes;
+}
+
 export function TimelineChart({ points, label }: { points: TimelinePoint[]; label: string }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
+  const theme = useThemeChanges();
 
   useEffect(() => {
     const el = box.current;
@@ -50,7 +72,7 @@ export function TimelineChart({ points, label }: { points: TimelinePoint[]; labe
       plot.current?.destroy();
       plot.current = null;
     };
-  }, [points]);
+  }, [points, theme]);
 
   const totals = SERIES.map(([k]) => points.reduce((s, p) => s + (p[k] ?? 0), 0));
   return (

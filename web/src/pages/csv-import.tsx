@@ -131,7 +131,18 @@ export function CsvImport({ campaignId, onImported }: { campaignId: string; onIm
       <h2 id="import-h">Import leads from CSV</h2>
       <p class="muted">The first line names the columns. Leads are matched by email: an existing lead is updated and re-enrolled, a new one created.</p>
       <Field label="CSV file">
-        <input type="file" accept=".csv,text/csv" disabled={running} onChange={(e) => void readFile(e.currentTarget.files?.[0])} />
+        <input
+          type="file"
+          accept=".csv,text/csv"
+          disabled={running}
+          onChange={(e) => {
+            const input = e.currentTarget;
+            const file = input.files?.[0];
+            // Emptied once taken (the legend names the file): choosing the same file again, fixed
+            // or to import it again, reads it again; the browser fires no change for the same file.
+            if (file) void readFile(file).finally(() => (input.value = ''));
+          }}
+        />
       </Field>
       <ErrorNote error={error} />
       {rows && (

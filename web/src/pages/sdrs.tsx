@@ -75,7 +75,20 @@ export function SdrsPage() {
               <button type="button" class={s.healthState === 'needs_reauth' ? '' : 'secondary'} aria-expanded={connecting === s.id} onClick={() => setConnecting(connecting === s.id ? null : s.id)}>
                 {s.healthState === 'disconnected' ? 'Connect mail' : 'Reconnect mail'}
               </button>
-              <Action class="secondary" run={async () => (await patch(`/v1/sdr-profiles/${s.id}`, { active: !s.active }), await list.reload())}>
+              <Action
+                class="secondary"
+                label={`${s.active ? 'Deactivate' : 'Activate'} ${s.name}`}
+                confirm={
+                  s.active
+                    ? {
+                        title: `Deactivate ${s.name}?`,
+                        body: `${s.name}'s API keys and signed-in dashboard sessions are refused from now on, and replies can no longer be assigned to ${s.name}. The threads stay theirs. Activate brings it all back.`,
+                        yes: 'Deactivate',
+                      }
+                    : undefined
+                }
+                run={async () => (await patch(`/v1/sdr-profiles/${s.id}`, { active: !s.active }), await list.reload())}
+              >
                 {s.active ? 'Deactivate' : 'Activate'}
               </Action>
             </span>

@@ -76,7 +76,20 @@ export function SuppressionPage() {
             </button>
           </div>
           <Field label="Or a CSV file" hint="Every cell that holds an address is taken.">
-            <input type="file" accept=".csv,text/csv,text/plain" disabled={busy} onChange={async (e) => e.currentTarget.files?.[0] && add(extractEmails(await e.currentTarget.files[0].text()))} />
+            <input
+              type="file"
+              accept=".csv,text/csv,text/plain"
+              disabled={busy}
+              onChange={async (e) => {
+                const input = e.currentTarget;
+                const file = input.files?.[0];
+                if (!file) return;
+                const text = await file.text();
+                // Emptied once read: choosing the same file again (fixed, or after a failure) reads it again.
+                input.value = '';
+                await add(extractEmails(text));
+              }}
+            />
           </Field>
         </div>
         {result.note}
