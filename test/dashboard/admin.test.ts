@@ -100,6 +100,10 @@ describe('dashboard /v1 admin: SDR profiles, step preview, lead search', functio
     assert.equal(sample.body.lead.source, 'sample');
     assert.equal(sample.body.subject, 'Hi Alex at Example Inc');
     assert.equal(sample.body.stepIndex, 0);
+    // Every field is optional, so is the body: none previews the same as {}.
+    const bare = await app.request('POST', `/v1/campaigns/${campaign.id}/preview`, { key: adminKey });
+    assert.equal(bare.status, 200, bare.text);
+    assert.deepEqual(bare.body, sample.body);
 
     await s.campaigns.enroll(workspace.id, campaign.id, [{ email: 'ann@corp.example', firstName: 'Ann', company: 'Corp & <Co>', plan: 'Pro' }, { email: 'bo@corp.example' }]);
     const first = await app.request('POST', `/v1/campaigns/${campaign.id}/preview`, { key: adminKey, body: { stepIndex: 0 } });

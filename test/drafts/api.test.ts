@@ -127,6 +127,22 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
     assert.equal(desk.sink.received.length, 0);
   });
 
+  it('regenerates without a request body (its only field is optional): the old instructions are kept', async () => {
+    const [d] = (await generate({ instructions: 'shorter, no calendar link' })).body.data.drafts;
+    const res = await req('POST', `/v1/sdr/drafts/${d.id}/regenerate`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.notEqual(res.body.data.draft.id, d.id);
+    assert.equal(res.body.data.draft.instructions, 'shorter, no calendar link');
+    assert.equal(await draftState(d.id), 'superseded');
+    // Malformed or unknown input is still refused, and writes nothing.
+    for (const raw of ['[]', '{"tone":"x"}', '{"instructions":5}']) {
+      const bad = await desk.app.request('POST', `/v1/sdr/drafts/${res.body.data.draft.id}/regenerate`, { key: desk.sdrKey, raw, headers: { 'content-type': 'application/json' } });
+      assert.equal(bad.status, 400, raw);
+      assert.equal(bad.body.error.code, 'invalid_request');
+    }
+    assert.equal(await draftState(res.body.data.draft.id), 'generated');
+  });
+
   describe('guardrails block a send with 422 guardrails_blocked and send nothing', () => {
     const cases: [string, Record<string, unknown>, string][] = [
       ['an unresolved token', { finalBodyText: 'Hi {{firstName}},\n\nPricing is $49 per rep.\n\nBest,\nSam' }, 'unresolved_placeholder'],

@@ -24,7 +24,10 @@ export const campaignPreviewRoutes: AnyRoute[] = [
         leadId: z.string().min(1).max(200).optional(),
         lead: checkedByService({ $ref: '#/components/schemas/LeadInput' }).optional(),
       })
-      .refine((b) => !(b.leadId !== undefined && b.lead !== undefined), { message: 'give leadId or lead, not both', path: ['lead'] }),
+      .refine((b) => !(b.leadId !== undefined && b.lead !== undefined), { message: 'give leadId or lead, not both', path: ['lead'] })
+      // Every field is optional, so is the body: none previews step 0 as `{}` does.
+      .optional()
+      .default({}),
     response: z
       .object({
         subject: z.string(),

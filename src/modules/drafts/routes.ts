@@ -100,7 +100,11 @@ export const draftRoutes = [
     operationId: 'regenerateDraft',
     summary: 'Write the draft again with the same approach (and new instructions); the old one becomes superseded',
     params: draftParams,
-    body: z.strictObject({ instructions: z.string().trim().min(1).max(2000).optional() }),
+    // Its one field is optional, so is the body: a regenerate without one keeps the old instructions.
+    body: z
+      .strictObject({ instructions: z.string().trim().min(1).max(2000).optional().describe('new instructions; absent: the old draft\'s') })
+      .optional()
+      .default({}),
     response: z.object({ data: z.object({ draft, insight }) }),
     errors: { ...notFound, 409: 'draft_not_editable' },
     errorFields: draftState,
