@@ -272,6 +272,45 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     assert.deepEqual(Object.keys(events[0].data).sort(), ['campaignId', 'name', 'resumed', 'startedAt']);
   });
 
+  it('an address taken off the suppression list before it was ever sent to is sent to: start, resume and re-enrollment check the list again', async () => {
+    const status = async (id: string) =>
+      Object.fromEntries((await app.request('GET', `/v1/campaigns/${id}/leads`, { key })).body.data.map((l: { email: string; status: string }) => [l.email, l.status]));
+    await app.services().suppression.add(workspaceId, ['late@example.com', 'still@example.com', 'run@example.com', 'paused@example.com'], 'manual', 'test');
+
+    // Draft: enrolled while suppressed, removed (the dashboard's removal), then started.
+    const draft = await campaign();
+    await enroll(draft, [{ email: 'late@example.com' }, { email: 'still@example.com' }, { email: 'ok@example.com' }]);
+    assert.deepEqual(await status(draft), { 'late@example.com': 'suppressed', 'still@example.com': 'suppressed', 'ok@example.com': 'active' });
+    assert.equal(await app.services().suppression.remove(workspaceId, ['late@example.com']), 1);
+    assert.equal((await app.request('POST', `/v1/campaigns/${draft}/start`, { key })).status, 200);
+    assert.deepEqual(await status(draft), { 'late@example.com': 'active', 'still@example.com': 'suppressed', 'ok@example.com': 'active' });
+    assert.equal((await stats(draft)).queued, 2);
+
+    // Running: the lead enrolled again after its removal is re-enrolled, step 0 queued at once.
+    const running = await campaign();
+    await enroll(running, [{ email: 'run@example.com' }, { email: 'other@example.com' }]);
+    await app.request('POST', `/v1/campaigns/${running}/start`, { key });
+    assert.equal((await stats(running)).queued, 1);
+    await app.services().suppression.remove(workspaceId, ['run@example.com']);
+    const again = await enroll(running, [{ email: 'run@example.com' }, { email: 'still@example.com' }]);
+    assert.deepEqual(again.body, { enrolled: 0, updated: 2, total: 2 });
+    assert.deepEqual(await status(running), { 'run@example.com': 'active', 'other@example.com': 'active', 'still@example.com': 'suppressed' });
+    const s = await stats(running);
+    assert.equal(s.queued, 2);
+    assert.equal(s.totalEnrolled, 3);
+
+    // Paused: the resume checks again.
+    const paused = await campaign();
+    await enroll(paused, [{ email: 'paused@example.com' }, { email: 'p2@example.com' }]);
+    await app.request('POST', `/v1/campaigns/${paused}/start`, { key });
+    await app.request('POST', `/v1/campaigns/${paused}/pause`, { key });
+    await app.services().suppression.remove(workspaceId, ['paused@example.com']);
+    await app.request('POST', `/v1/campaigns/${paused}/start`, { key });
+    assert.equal((await stats(paused)).queued, 2);
+    const { rows } = await db.query(`select count(*)::int as n from outbound_messages where campaign_id = $1 and step_index = 0`, [paused]);
+    assert.equal(rows[0].n, 2, 'step 0 once per lead');
+  });
+
   it('stats: every field, rates 0 while nothing is delivered', async () => {
     const id = await campaign();
     await enroll(id, [{ email: 's1@example.com' }]);

@@ -23,6 +23,7 @@ import { Migration0022PoolMemberOrder } from './0022_pool_member_order.ts';
 import { Migration0023MessageNotBefore } from './0023_message_not_before.ts';
 import { Migration0024HeldDeliveries } from './0024_held_deliveries.ts';
 import { Migration0025ThreadOfReply } from './0025_thread_of_reply.ts';
+import { Migration0026SuppressedEnrollments } from './0026_suppressed_enrollments.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -51,4 +52,5 @@ export const migrations = [
   { name: '0023_message_not_before', class: Migration0023MessageNotBefore },
   { name: '0024_held_deliveries', class: Migration0024HeldDeliveries },
   { name: '0025_thread_of_reply', class: Migration0025ThreadOfReply },
+  { name: '0026_suppressed_enrollments', class: Migration0026SuppressedEnrollments },
 ];

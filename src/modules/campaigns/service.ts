@@ -26,7 +26,7 @@ import {
   noteFinished,
   type CampaignChanges,
 } from './repository.ts';
-import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, type EnrollmentRow } from '../messages/queue.ts';
+import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, reactivateUnsuppressed, type EnrollmentRow } from '../messages/queue.ts';
 import { bumpCounters, createCounters, readCounters, type Counters } from '../messages/counters.ts';
 import { inWindow } from '../sending/schedule.ts';
 import { completeBeyondLastStep, lockWaitingMessages, rescheduleFollowUps } from '../messages/enrollments.ts';
@@ -178,10 +178,14 @@ export class CampaignService {
         leads.map((l, i) => ({ id: leadIds[i], emailKey: l.emailKey, email: l.email })),
         now,
       );
+      // A lead enrolled while its address was suppressed, and taken off the list since, is
+      // enrolled again by this request: it was never sent to (docs/decisions.md).
+      const reactivated = await reactivateUnsuppressed(em, campaignId, now, leadIds);
       let queued = 0;
       if (campaign.status === 'running') {
         const emailByLead = new Map(leads.map((l, i) => [leadIds[i], l.email]));
         const active = enrollments.filter((e) => e.status === 'active').map((e) => ({ id: e.id, leadId: e.lead_id, email: emailByLead.get(e.lead_id)! }));
+        for (const e of reactivated) active.push({ id: e.id, leadId: e.lead_id, email: e.email });
         queued = await queueFirstStepsFor(em, workspaceId, campaignId, active, now);
         if (queued) await notifyQueued(em);
       }
@@ -209,6 +213,8 @@ export class CampaignService {
       campaign.senderPoolId ??= await this.defaultPoolId(em, workspaceId);
       await markRunning(em, campaign, now);
       const startedAt = campaign.startedAt!;
+      // Leads enrolled while suppressed whose address is off the list now get step 0 too.
+      await reactivateUnsuppressed(em, id, now);
       const queued = await queueFirstSteps(em, id, now, { neverStarted });
       await bumpCounters(em, id, { queued });
       // The workers hear of it when this commits (sending/wakeup.ts), not at their next round.

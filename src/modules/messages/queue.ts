@@ -54,6 +54,31 @@ export async function enroll(em: EntityManager, workspaceId: string, campaignId:
 }
 
 /**
+ * Enrollments of the campaign made `suppressed` because their address was on the suppression
+ * list when they were enrolled, that never had a message, and whose address is off the list
+ * now (removed in the dashboard or with the CLI): active again, so the next queueing (a start,
+ * a resume, the re-enrollment into a running campaign) gives them step 0. Suppression is the
+ * list at the time of sending (contract §4); an enrollment ended by it at its guard has a
+ * message and stays ended. `leadIds` limits it to those leads (a re-enrollment). Returns the
+ * enrollments it made active, with their lead's address.
+ */
+export async function reactivateUnsuppressed(em: EntityManager, campaignId: string, now: Date, leadIds?: string[]) {
+  // enrollments_suppressed_campaign_idx (0026) for the campaign's suppressed enrollments; the
+  // suppressions primary key and outbound_enrollment_step_key for the two checks.
+  return sql<{ id: string; lead_id: string; email: string }>(
+    em,
+    `update enrollments e set status = 'active', updated_at = ?
+       from leads l
+      where e.campaign_id = ? and e.status = 'suppressed' ${leadIds ? 'and e.lead_id = any(?::text[])' : ''}
+        and l.id = e.lead_id
+        and not exists (select 1 from suppressions s where s.workspace_id = e.workspace_id and s.email_key = l.email_key)
+        and not exists (select 1 from outbound_messages m where m.enrollment_id = e.id and m.kind = 'campaign')
+      returning e.id, e.lead_id, l.email`,
+    leadIds ? [now, campaignId, leadIds] : [now, campaignId],
+  );
+}
+
+/**
  * Queues step 0 for every active enrollment of the campaign that has none yet.
  * Idempotent: the (enrollment, step) unique index makes a repeat a no-op. Returns how many
  * messages were queued.
