@@ -1,7 +1,7 @@
 // The first-start admin key. stdout is the JSON log stream (one object per line, read by
 // `docker logs` and log shippers), so the key never goes into it as a bare line and never into
 // a log record: a terminal gets the banner; without one, a file only the daemon's user can read.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config/index.ts';
 import type { Logger } from './adapters/logger.ts';
@@ -35,4 +35,14 @@ export function announceAdminKey(created: { key: string; workspaceId: string }, 
   } catch (err) {
     log.error({ workspaceId: created.workspaceId, file, error: (err as Error).message }, `first start: created workspace "default" and its admin API key, but could not write the key to the file; ${LOST}`);
   }
+}
+
+/**
+ * At a later start: the file the first start wrote the key to is still there. The README says to
+ * store the key and delete the file; a start reminds of it (once per start, at warn), never
+ * reading or logging the key.
+ */
+export function remindOfAdminKeyFile(config: Config, log: Logger): void {
+  const file = path.join(config.dataDir, ADMIN_KEY_FILE);
+  if (existsSync(file)) log.warn({ file }, `the file still holds the first start's admin API key: store it and delete the file`);
 }

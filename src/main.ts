@@ -5,7 +5,7 @@ import { buildApp } from './app.ts';
 import { createHttpServer } from './http/server.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 import { StartupError } from './shared/errors.ts';
-import { announceAdminKey, type TerminalIO } from './admin-key.ts';
+import { announceAdminKey, remindOfAdminKeyFile, type TerminalIO } from './admin-key.ts';
 import { createServices } from './services.ts';
 import { JobRunner } from './jobs/agenda.ts';
 import { SendWakeup } from './modules/sending/wakeup.ts';
@@ -109,6 +109,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
     step();
     const key = await createServices(deps, deps.orm.em.fork()).workspaces.bootstrap();
     if (key) announceAdminKey(key, config, log, io);
+    else remindOfAdminKeyFile(config, log);
 
     if (role !== 'api') {
       // Registered before anything is claimed: every lease below names this worker, and the

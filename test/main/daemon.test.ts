@@ -97,12 +97,25 @@ describe('mailgate serve (a real process)', function () {
       assert.ok(!d1.output().includes(key!));
       assertJsonLines(d1.stdout());
 
-      rmSync(path.join(dataDir, 'admin-api-key'));
+      // The file not deleted yet: a later start writes no second key, and reminds (at warn)
+      // that the file still holds the admin key (it started silently; a review, 2026-11-29).
       const d2 = await startDaemon(env);
       assert.equal(printedKey(d2.output(), dataDir), undefined);
-      assert.ok(!existsSync(path.join(dataDir, 'admin-api-key')), 'no second key');
-      assert.equal((await get(d2.port, '/v1/sender-pools', key)).status, 200);
+      assert.equal(readFileSync(path.join(dataDir, 'admin-api-key'), 'utf8'), `${key}\n`, 'no second key');
+      const reminder = d2.stdout().split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.file === path.join(dataDir, 'admin-api-key'));
+      assert.ok(reminder, d2.output());
+      assert.equal(reminder.level, 40);
+      assert.match(reminder.msg, /still holds the first start's admin API key: store it and delete the file/);
+      assert.ok(!d2.output().includes(key!));
       assert.equal(await d2.stop('SIGINT'), 0);
+
+      rmSync(path.join(dataDir, 'admin-api-key'));
+      const d3 = await startDaemon(env);
+      assert.equal(printedKey(d3.output(), dataDir), undefined);
+      assert.ok(!existsSync(path.join(dataDir, 'admin-api-key')), 'no second key');
+      assert.ok(!d3.output().includes('still holds'), d3.output());
+      assert.equal((await get(d3.port, '/v1/sender-pools', key)).status, 200);
+      assert.equal(await d3.stop('SIGINT'), 0);
     } finally {
       await db.drop();
       rmSync(dataDir, { recursive: true, force: true });
