@@ -67,6 +67,30 @@ describe('sending engine: pool capacity, account limits and schedule', function 
     assert.equal((await stats(spaced)).queued, 1);
   });
 
+  it('rotation goes on from one claim to the next: leads that arrive one at a time take the accounts in turn', async () => {
+    // Each claim started its rotation at the pool's first account (by id), so with one new lead
+    // per claim (leads trickling into a running campaign) every first step went out through
+    // that account until it was full (found by a review, 2026-11-29).
+    const t = await setup({ leads: [{ email: 'turn0@lead.example' }], senders: [{ email: 'turn-a@acme.example' }, { email: 'turn-b@acme.example' }, { email: 'turn-c@acme.example' }] });
+    await dispatcher.runRound();
+    for (let i = 1; i < 6; i++) {
+      clock.advance(1_000);
+      const res = await app.request('POST', `/v1/campaigns/${t.campaignId}/leads/bulk`, { key: t.key, body: { leads: [{ email: `turn${i}@lead.example` }] } });
+      assert.equal(res.status, 200, res.text);
+      await dispatcher.runRound();
+    }
+    const { rows } = await db.query(
+      `select l.email, m.sender_account_id from outbound_messages m join leads l on l.id = m.lead_id where m.campaign_id = $1 and m.state = 'sent' order by l.email`,
+      [t.campaignId],
+    );
+    assert.equal(rows.length, 6);
+    const sorted = [...t.senders].sort();
+    assert.deepEqual(
+      rows.map((r) => sorted.indexOf(r.sender_account_id)),
+      [0, 1, 2, 0, 1, 2],
+    );
+  });
+
   it('a paused account is skipped; its leads’ follow-ups move to an active account', async () => {
     const t = await setup({
       leads: [{ email: 'mv@lead.example' }],

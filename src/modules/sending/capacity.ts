@@ -45,7 +45,10 @@ export async function claimForPool(em: EntityManager, r: ClaimRequest): Promise<
   const candidates = await dueMessages(em, r.poolId, r.campaignIds, r.now, batchSize * 2, blocked);
   const claims: Claim[] = [];
   const order = accounts.map((a) => a.id);
-  let cursor = 0;
+  // The rotation goes on from the account that was claimed for least recently (never first),
+  // not from the pool's first account at every claim: a trickle of one new lead per claim went
+  // out through that one account alone (2026-11-29, from a review).
+  let cursor = leastRecentlyUsed(accounts);
   for (const c of candidates) {
     if (claims.length >= batchSize || poolLeft <= 0) break;
     // Still held here under an earlier claim that lost its lease (this process stalled for
@@ -65,6 +68,20 @@ export async function claimForPool(em: EntityManager, r: ClaimRequest): Promise<
     await noteClaimed(em, [...new Set(claims.map((c) => c.accountId))], r.now);
   }
   return claims;
+}
+
+/** The index of the account whose last claim is the oldest (one never claimed first; ties: the first). */
+function leastRecentlyUsed(accounts: AccountSlot[]): number {
+  let best = 0;
+  let bestAt = Infinity;
+  accounts.forEach((a, i) => {
+    const at = a.last_sent_at ? toDate(a.last_sent_at).getTime() : -Infinity;
+    if (at < bestAt) {
+      best = i;
+      bestAt = at;
+    }
+  });
+  return best;
 }
 
 interface Slot {
