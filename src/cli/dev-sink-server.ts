@@ -70,8 +70,11 @@ export async function startDevSink(opts: Options): Promise<DevSink> {
       });
     },
   });
-  // A client dropping its connection is an 'error' of the server; the sink goes on.
-  smtp.on('error', (err) => out.write(`smtp     connection error: ${err.message}\n`));
+  // A client dropping its connection is an 'error' of the server; the sink goes on. A failed
+  // listen is an 'error' too: that one is the start's (listen() below), not a connection's.
+  smtp.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.syscall !== 'listen') out.write(`smtp     connection error: ${err.message}\n`);
+  });
 
   const web = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     if (req.method !== 'POST') {
