@@ -46,7 +46,8 @@ export const LATEST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
  * of the thread would fail on.
  */
 export function isoDateTimeInput() {
-  return z.iso.datetime({ offset: true }).refine(
+  // abort: a value that is no date-time is that one problem, without the range check's too.
+  return z.iso.datetime({ offset: true, abort: true }).refine(
     (s) => {
       const t = Date.parse(s);
       return t >= EARLIEST_INSTANT_MS && t <= LATEST_INSTANT_MS;

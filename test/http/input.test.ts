@@ -336,6 +336,16 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     assert.equal(last.status, 200, last.text);
     assert.equal(last.body.to, '9999-12-31T00:00:00.000Z');
     assert400(await app.request('GET', '/v1/replies?since=0000-12-31T23:59:59Z', { key: ws.adminKey }), 'since', /must lie between/);
+    // A value that is no date-time at all is one problem, not also "must lie between ..." (it
+    // said "(and 1 more problem, listed in errors)"; a review, 2026-11-29).
+    for (const res of [
+      await app.request('GET', '/v1/replies?since=yesterday', { key: ws.adminKey }),
+      await app.request('POST', '/v1/sdr/threads/thr_datesedge/snooze', { key: rep, body: { until: 'tomorrow' } }),
+    ]) {
+      assert400(res, undefined, /must be an ISO 8601 date-time with a time zone/);
+      assert.equal(res.body.errors.length, 1, res.text);
+      assert.doesNotMatch(res.body.error.message, /more problem|must lie between/);
+    }
   });
 
   it('a method no route takes (TRACE, PROPFIND) is 405 with Allow on a path that has routes, 404 elsewhere, in the envelope', async () => {
