@@ -65,10 +65,23 @@ export function toApiError(err: unknown, log: Logger, ctx: Context): ApiError {
   return new ApiError(500, 'internal_error', 'internal server error');
 }
 
+/**
+ * A 400 invalid_request a service threw as `field: what is wrong` (checks after the schema: an
+ * unknown pool, an address, a URL) names its field in `errors` like a schema error does (README:
+ * "errors: [{field, message}] for each failing field"); until 2026-11-29 only the message said it.
+ */
+const FIELD_MESSAGE = /^([A-Za-z][A-Za-z0-9_]*(?:(?:\.[A-Za-z0-9_]+)|\[\d+\])*): (.+)$/s;
+
+function extrasOf(apiErr: ApiError): Record<string, unknown> {
+  if (apiErr.code !== 'invalid_request' || 'errors' in apiErr.extras) return apiErr.extras;
+  const m = FIELD_MESSAGE.exec(apiErr.message);
+  return m ? { ...apiErr.extras, errors: [{ field: m[1], message: m[2] }] } : apiErr.extras;
+}
+
 function render(ctx: Context, apiErr: ApiError) {
   ctx.status = apiErr.status;
   if (apiErr.retryAfter !== undefined) ctx.set('Retry-After', String(apiErr.retryAfter));
-  ctx.body = { error: { code: apiErr.code, message: apiErr.message }, ...apiErr.extras };
+  ctx.body = { error: { code: apiErr.code, message: apiErr.message }, ...extrasOf(apiErr) };
 }
 
 /** Renders every error as {"error": {"code", "message"}} plus the contract's extras. */

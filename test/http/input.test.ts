@@ -428,4 +428,21 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
     const fine = await bulk('{"leads": [{"email": "big@example.com", "score": 1e308}]}');
     assert.equal(fine.status, 200, fine.text);
   });
+
+  it('a field refused after the schema (an unknown pool, a bad SDR email or calendar URL) is named in errors too, like a schema error', async () => {
+    // README: every 4xx "with errors: [{field, message}] for each failing field". These answered
+    // the message alone (found by a review, 2026-11-29).
+    const { adminKey } = await seedWorkspace(app);
+    const cases: [string, string, unknown, string, RegExp][] = [
+      ['POST', '/v1/campaigns', { name: 'c', senderPoolId: 'pool_nope' }, 'senderPoolId', /sender pool pool_nope not found/],
+      ['POST', '/v1/sdr-profiles', { name: 'S', email: 'not-an-email' }, 'email', /is not a valid email address/],
+      ['POST', '/v1/sdr-profiles', { name: 'S', email: 's@example.com', calendarUrl: 'http://cal.example.com' }, 'calendarUrl', /is not an https URL/],
+    ];
+    for (const [method, path, body, field, message] of cases) {
+      const res = await app.request(method, path, { key: adminKey, body });
+      assert400(res, field, message);
+      assert.equal(res.body.errors.length, 1, res.text);
+      assert.match(res.body.errors[0].message, message);
+    }
+  });
 });

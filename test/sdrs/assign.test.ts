@@ -230,9 +230,21 @@ describe('POST /v1/replies/:replyId/assign', function () {
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'invalid_request');
     assert.match(res.body.error.message, /seniority/);
+    assert.deepEqual(res.body.errors, [
+      { field: 'seniority', message: 'is required unless skipIcpCheck is true' },
+      { field: 'employeeCount', message: 'is required unless skipIcpCheck is true' },
+    ]);
     res = await assign(id, { sdrId: sdr.id, seniority: 'emperor', employeeCount: '51-200' });
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'invalid_request');
+    // The answer names the field and the value it refused, and what is accepted (it said
+    // "seniority or employeeCount is not a known value", without errors; a review, 2026-11-29).
+    assert.match(res.body.error.message, /^seniority: "emperor" is not one of unpaid, training, entry, senior, manager, director, vp, cxo, partner, owner$/);
+    assert.deepEqual(res.body.errors, [{ field: 'seniority', value: 'emperor', message: 'is not one of unpaid, training, entry, senior, manager, director, vp, cxo, partner, owner' }]);
+    res = await assign(id, { sdrId: sdr.id, seniority: 'vp', employeeCount: 'lots' });
+    assert.equal(res.body.error.code, 'invalid_request');
+    assert.deepEqual(res.body.errors.map((e: { field: string }) => e.field), ['employeeCount']);
+    assert.match(res.body.error.message, /^employeeCount: "lots" is not one of 1-10, .*10001\+ or a whole number$/);
     // Blank is not given: the gate cannot be passed with values of spaces (they would check as "not given").
     for (const blank of [{ seniority: '  ', employeeCount: '51-200' }, { seniority: 'vp', employeeCount: ' \t' }]) {
       res = await assign(id, { sdrId: sdr.id, ...blank });

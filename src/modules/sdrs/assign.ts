@@ -8,7 +8,7 @@ import { isoOrNull } from '../../shared/time.ts';
 import { storableText } from '../../shared/text.ts';
 import type { Deps } from '../../deps.ts';
 import { escapeHtml, renderText, renderSubject, type LeadValues } from '../sending/render.ts';
-import { checkIcp } from './icp.ts';
+import { checkIcp, EMPLOYEE_COUNT_VALUES, normalizeEmployeeCount, normalizeSeniority, SENIORITY_VALUES } from './icp.ts';
 import { icpCriteria, sdrOfWorkspace } from './repository.ts';
 import { lockThreadOfReply, openThread, recategorize, recordHandoff } from './thread-repository.ts';
 import { markForwarded, replyForHandoff, type ReplyForHandoff } from '../inbound/repository.ts';
@@ -159,10 +159,22 @@ export class AssignmentService {
   private async icpGate(workspaceId: string, input: AssignInput): Promise<void> {
     // Blank is missing too: checkIcp passes a value it is not given (spaces included).
     const missing = (['seniority', 'employeeCount'] as const).filter((f) => input[f] === undefined || String(input[f]).trim() === '');
-    if (missing.length) throw ApiError.invalid(`${missing.join(' and ')} required unless skipIcpCheck is true`);
+    if (missing.length) {
+      throw ApiError.invalid(`${missing.join(' and ')} required unless skipIcpCheck is true`, {
+        errors: missing.map((field) => ({ field, message: 'is required unless skipIcpCheck is true' })),
+      });
+    }
     const criteria = await icpCriteria(this.em, workspaceId);
     const verdict = checkIcp({ seniority: criteria?.seniority ?? null, employeeCounts: criteria?.employee_counts ?? null }, { seniority: input.seniority!, employeeCount: input.employeeCount! });
-    if (verdict === 'unknown_value') throw ApiError.invalid(`seniority or employeeCount is not a known value (see the ICP values in docs/sdr-desk.md)`);
+    if (verdict === 'unknown_value') {
+      // Each refused value by name, with what is accepted (docs/sdr-desk.md, the ICP values).
+      const errors = [];
+      if (!normalizeSeniority(String(input.seniority))) errors.push({ field: 'seniority', value: input.seniority, message: `is not one of ${SENIORITY_VALUES.join(', ')}` });
+      if (!normalizeEmployeeCount(input.employeeCount as string | number)) {
+        errors.push({ field: 'employeeCount', value: input.employeeCount, message: `is not one of ${EMPLOYEE_COUNT_VALUES.join(', ')} or a whole number` });
+      }
+      throw ApiError.invalid(errors.map((e) => `${e.field}: ${JSON.stringify(e.value)} ${e.message}`).join('; '), { errors });
+    }
     if (verdict === 'failed') throw new ApiError(400, 'icp_failed', 'the contact is outside the workspace’s ICP criteria', { icpFailed: true });
   }
 
