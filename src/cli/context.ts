@@ -22,12 +22,17 @@ export interface CliContext {
   config(): Config;
   /** A logger for a one-shot command (pino is loaded on first use: most commands never log). */
   logger(level?: string): Promise<Logger>;
-  /** Opens the database (starting embedded PostgreSQL if needed), runs fn, closes. */
-  withServices<T>(fn: (services: Services, deps: Deps) => Promise<T>): Promise<T>;
+  /**
+   * Opens the database (starting embedded PostgreSQL if needed), runs fn, closes. An embedded
+   * database that does not exist yet in the data dir is refused in one line naming the directory
+   * (MAILGATE_DATA_DIR defaults to ./data of the working directory), unless `createDatabase`
+   * (workspace create): then it is created, with a warning on stderr.
+   */
+  withServices<T>(fn: (services: Services, deps: Deps) => Promise<T>, opts?: { createDatabase?: boolean }): Promise<T>;
   /**
    * Read-only queries without the ORM: straight to the database the daemon uses (DATABASE_URL,
    * or the embedded cluster running in the data dir). Only when no cluster runs does it start
-   * one (and apply migrations) the way withServices does.
+   * one (and apply migrations) the way withServices does; it never creates one.
    */
   withQuery<T>(fn: (query: Query) => Promise<T>): Promise<T>;
   /** Prints one JSON object with --json, else the human text. */

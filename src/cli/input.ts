@@ -24,7 +24,8 @@ export async function readTextFile(option: string, file: string): Promise<string
   try {
     bytes = await readFile(file);
   } catch (err) {
-    throw ApiError.invalid(`${option}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    // Not a malformed argument (exit 1, like classify's missing file): the file is not there.
+    throw new Error(`${option}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
   let text: string;
   try {

@@ -1,7 +1,8 @@
 // Start-up cost is the CLI's whole cost: this file and the register* modules import only
 // commander and small modules; the ORM, the app, mail parsing and the daemon are imported inside
 // the actions that use them (docs/benchmarks.md, CLI and restart).
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import type { Config } from '../config/index.ts';
 import { ApiError, StartupError } from '../shared/errors.ts';
@@ -39,8 +40,18 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
       loggerModule ??= await import('../adapters/logger.ts');
       return loggerModule.createLogger(level ?? 'warn', io.stderr);
     },
-    async withServices(fn) {
+    async withServices(fn, opts) {
       const cfg = ctx.config();
+      if (!cfg.databaseUrl) {
+        // No database in the data dir: from another directory (MAILGATE_DATA_DIR defaults to
+        // ./data of the working directory) a command made a new, empty one, then failed on the
+        // workspace it names (or listed nothing). Only `workspace create` may start one.
+        const { EmbeddedDatabase } = await import('../db/embedded.ts');
+        if (!EmbeddedDatabase.runningUrl(cfg.dataDir) && !embeddedExists(cfg.dataDir)) {
+          if (!opts?.createDatabase) throw new StartupError(noDatabase(cfg.dataDir, io.env));
+          io.stderr.write(`warning: created a new, empty mailgate database in ${path.join(cfg.dataDir, 'pg')} (${dataDirOrigin(io.env)}); if the daemon runs elsewhere, set MAILGATE_DATA_DIR to its data dir\n`);
+        }
+      }
       const [{ openRuntime }, { createServices }] = await Promise.all([import('../runtime.ts'), import('../services.ts')]);
       const runtime = await openRuntime(cfg, await ctx.logger(), { mailProbe: io.mailProbe, poolMax: 2 });
       const release = closeOnSignal(() => runtime.close());
@@ -56,6 +67,9 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
       const { EmbeddedDatabase } = await import('../db/embedded.ts');
       const url = cfg.databaseUrl ?? EmbeddedDatabase.runningUrl(cfg.dataDir);
       if (url) return queryOn(url, fn);
+      // A list never creates the database: from another directory (MAILGATE_DATA_DIR defaults to
+      // ./data of the working directory) it made a new, empty one and listed nothing.
+      if (!embeddedExists(cfg.dataDir)) throw new StartupError(noDatabase(cfg.dataDir, io.env));
       const { openDatabase } = await import('../db/database.ts');
       const db = await openDatabase(cfg, await ctx.logger(), { poolMax: 1 });
       const release = closeOnSignal(() => db.close());
@@ -128,8 +142,28 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
     // The stack is for developers: only when asked for with LOG_LEVEL=debug (or trace).
     const level = config?.logLevel ?? io.env.LOG_LEVEL;
     if ((level === 'debug' || level === 'trace') && err instanceof Error && err.stack) io.stderr.write(err.stack + '\n');
+    // A value the command itself refused (the API's 400 invalid_request: an address that is
+    // not one, an unknown ICP value, neither --file nor --text) is a malformed argument, a usage
+    // error like one the option parser refuses (README: exit 2).
+    // (By its code, not instanceof: a test runner may load errors.ts twice, ESM and CJS.)
+    if ((err as { code?: unknown } | null)?.code === 'invalid_request') return EXIT_USAGE;
     return EXIT_ERROR;
   }
+}
+
+function embeddedExists(dataDir: string): boolean {
+  return existsSync(path.join(dataDir, 'pg', 'PG_VERSION'));
+}
+
+function dataDirOrigin(env: NodeJS.ProcessEnv): string {
+  return env.MAILGATE_DATA_DIR ? 'MAILGATE_DATA_DIR' : 'MAILGATE_DATA_DIR unset: ./data of the working directory';
+}
+
+function noDatabase(dataDir: string, env: NodeJS.ProcessEnv): string {
+  return (
+    `no mailgate database in ${path.join(dataDir, 'pg')} (${dataDirOrigin(env)}): ` +
+    'set MAILGATE_DATA_DIR to the daemon\'s data dir (or DATABASE_URL), or run from the directory the daemon runs in; `mailgate serve` (or `workspace create`) creates a new one'
+  );
 }
 
 function packageVersion(): string {

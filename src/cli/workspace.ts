@@ -5,7 +5,7 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext) {
   const workspace = program.command('workspace').description('workspaces');
   jsonOption(workspace.command('create').description('create a workspace').requiredOption('--name <name>', 'workspace name')).action(
     async (opts: { name: string; json?: boolean }) => {
-      const ws = await ctx.withServices((s) => s.workspaces.create(opts.name));
+      const ws = await ctx.withServices((s) => s.workspaces.create(opts.name), { createDatabase: true });
       ctx.print(opts, { id: ws.id, name: ws.name }, `created workspace ${ws.name} (${ws.id})`);
     },
   );
