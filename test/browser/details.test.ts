@@ -5,7 +5,8 @@
 // the keyboard focus; a failed SDR list is said, not taken for "no SDR"; the assign form fits
 // a phone; a double click creates one key, webhook, campaign or pool; the inbox's pager is in
 // view at 1280 x 800; a sign-out the daemon never answered is not taken for one; a campaign's
-// unsaved step edits survive a reload; a section that closes itself gives the focus back.
+// unsaved step edits survive a reload; a section that closes itself gives the focus back;
+// Deactivate asks first; the chart follows a theme change; a CSV file can be chosen twice.
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import type { BrowserContext, Page, Route } from 'playwright-core';
