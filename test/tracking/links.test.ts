@@ -48,8 +48,20 @@ describe('tracking and unsubscribe links of sent messages', function () {
     assert.equal(pageRes.status, 200);
     assert.match(pageRes.text, /unsub@lead\.example/);
     assert.equal((await stats(t)).scheduled, 1);
-    const forged = await app.request('POST', path.replace(/.$/, (c) => (c === 'x' ? 'y' : 'x')));
+    const forgedPath = path.replace(/.$/, (c) => (c === 'x' ? 'y' : 'x'));
+    const forged = await app.request('POST', forgedPath);
     assert.equal(forged.status, 404);
+    assert.equal(forged.body.error.code, 'not_found');
+    // A browser (HTML first) is told in a page what happened and what to do, not shown JSON.
+    const browserAccept = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+    for (const method of ['GET', 'POST'] as const) {
+      const seen = await app.request(method, forgedPath, { headers: { accept: browserAccept } });
+      assert.equal(seen.status, 404, method);
+      assert.match(seen.headers.get('content-type') ?? '', /^text\/html/, method);
+      assert.match(seen.text, /This unsubscribe link is not valid/, method);
+      assert.match(seen.text, /reply to one of them and ask to be removed/, method);
+    }
+    assert.equal((await stats(t)).unsubscribed, 0);
     const post = await app.request('POST', path, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, raw: 'List-Unsubscribe=One-Click' });
     assert.equal(post.status, 200);
     const s = await stats(t);

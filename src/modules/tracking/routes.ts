@@ -17,6 +17,23 @@ button{font-size:1rem;padding:.6rem 1.2rem;border-radius:.4rem;border:1px solid 
 
 const services = (ctx: Context): Services => ctx.state.services;
 
+/**
+ * An unsubscribe link that is not one (cut or changed on its way, forged): 404 and nothing
+ * changes. A browser, which asks for a page first, gets one saying what to do instead of the
+ * API's JSON envelope; any other client (no Accept, or JSON first) gets the envelope.
+ */
+function unknownUnsubscribeLink(ctx: Context): void {
+  if (ctx.accepts('json', 'html') !== 'html') throw new ApiError(404, 'not_found', 'unknown unsubscribe link');
+  ctx.status = 404;
+  ctx.set('Cache-Control', 'no-store');
+  ctx.type = 'text/html';
+  ctx.body = page(
+    'Link not valid',
+    '<h1>This unsubscribe link is not valid</h1><p>It may have been cut short or changed on its way to you. Nothing was changed.</p>' +
+      '<p>To stop these emails, reply to one of them and ask to be removed.</p>',
+  );
+}
+
 /** The public links put into emails: no API key, signed tokens instead. */
 export function mountTrackingRoutes(router: Router) {
   router.get('/t/o/:token', async (ctx) => {
@@ -32,7 +49,7 @@ export function mountTrackingRoutes(router: Router) {
   // mailgate under a path (MAILGATE_PUBLIC_URL with a path), /u/... would miss it.
   router.get('/u/:token', async (ctx) => {
     const target = await services(ctx).tracking.unsubscribeTarget(ctx.params.token);
-    if (!target) throw new ApiError(404, 'not_found', 'unknown unsubscribe link');
+    if (!target) return unknownUnsubscribeLink(ctx);
     ctx.set('Cache-Control', 'no-store');
     ctx.type = 'text/html';
     ctx.body = page(
@@ -45,7 +62,7 @@ export function mountTrackingRoutes(router: Router) {
   // RFC 8058 one-click: mail clients POST "List-Unsubscribe=One-Click"; the page's form too.
   router.post('/u/:token', async (ctx) => {
     const done = await services(ctx).tracking.unsubscribe(ctx.params.token);
-    if (!done) throw new ApiError(404, 'not_found', 'unknown unsubscribe link');
+    if (!done) return unknownUnsubscribeLink(ctx);
     ctx.set('Cache-Control', 'no-store');
     if (ctx.accepts('html', 'json') === 'json') {
       ctx.body = { unsubscribed: true };
@@ -61,6 +78,8 @@ const html = (description: string) => ({ description, content: { 'text/html': { 
 const common = { tags: ['Tracking'], security: [], 'x-mailgate-role': 'none', parameters: [token] };
 const role = 'Role: none; no API key (the token is signed with the secret key).';
 const notFound = errorResponse(['not_found']);
+// An unknown unsubscribe link: the envelope, or a page for a client that asks for HTML first.
+const linkNotFound = { ...notFound, content: { ...(notFound.content as Record<string, unknown>), 'text/html': { schema: { type: 'string' } } } };
 const internal = errorResponse(['internal_error']);
 // The database unavailable, or a conflict left after the retries (http/errors.ts).
 const unavailable = { $ref: '#/components/responses/TemporarilyUnavailable' };
@@ -91,7 +110,7 @@ export const trackingOperations: StaticOperation[] = [
       operationId: 'getUnsubscribePage',
       summary: 'The unsubscribe page: asks to confirm (changes nothing)',
       description: `${role} Its form POSTs to the same URL.`,
-      responses: { '200': html('A page with a confirm button'), '404': notFound, '500': internal, '503': unavailable },
+      responses: { '200': html('A page with a confirm button'), '404': linkNotFound, '500': internal, '503': unavailable },
     },
   },
   {
@@ -120,7 +139,7 @@ export const trackingOperations: StaticOperation[] = [
         },
         // The JSON body reader runs on every POST with a JSON Content-Type.
         '400': errorResponse(['invalid_request']),
-        '404': notFound,
+        '404': linkNotFound,
         '413': errorResponse(['payload_too_large']),
         '415': errorResponse(['unsupported_media_type']),
         '500': internal,
