@@ -105,6 +105,18 @@ export function buildApp(deps: Deps, opts: { api?: boolean } = {}): Koa {
     app.use(dashboardStatic({ dir: deps.config.dashboardDir ?? DEFAULT_DASHBOARD_DIR, log: deps.log }));
   }
   app.use(router.routes());
+  app.use(listOptionsInAllow);
   app.use(router.allowedMethods());
   return app;
+}
+
+/**
+ * The router answers OPTIONS on a path with the path's methods in Allow, and a method the path
+ * does not take with 405 and the same Allow; OPTIONS is answered on every such path, so it is
+ * listed too (RFC 9110 10.2.1: Allow lists the methods the resource supports).
+ */
+async function listOptionsInAllow(ctx: Koa.Context, next: Koa.Next): Promise<void> {
+  await next();
+  const allow = ctx.response.get('allow');
+  if (allow && !/\bOPTIONS\b/.test(allow)) ctx.set('Allow', `${allow}, OPTIONS`);
 }

@@ -372,6 +372,15 @@ describe('HTTP: bad input is a 4xx in the envelope naming the field, and writes 
       assert.equal(unknown.body.error.code, 'not_found');
       assert.equal(unknown.allow, undefined);
     }
+    // OPTIONS is answered on every path that has routes, so Allow lists it too, in its answer
+    // and in a 405's (it named only the routes' methods).
+    const options = await app.request('OPTIONS', '/v1/campaigns', { key });
+    assert.equal(options.status, 200);
+    assert.deepEqual(options.headers.get('allow')?.split(/,\s*/).sort(), ['GET', 'HEAD', 'OPTIONS', 'POST']);
+    const refused = await app.request('DELETE', '/v1/campaigns', { key });
+    assert.equal(refused.status, 405);
+    assert.deepEqual(refused.headers.get('allow')?.split(/,\s*/).sort(), ['GET', 'HEAD', 'OPTIONS', 'POST']);
+    assert.equal((await app.request('OPTIONS', '/v1/no-such-thing', { key })).status, 404);
   });
 
   it('a DELETE with a body (malformed, an object with fields, not JSON) or a no-body POST with [] is 400 and changes nothing', async () => {
