@@ -534,4 +534,25 @@ describe('dashboard in Chromium: details', function () {
     await p.getByRole('group', { name: /Columns of more.csv/ }).waitFor();
     assert.equal(await leadsFile.inputValue(), '');
   });
+
+  it("the chart's hour/day choice and Follow-ups' Include upcoming are in the address: a reload keeps them", async () => {
+    const p = admin.page;
+    await admin.nav('Overview');
+    await p.getByLabel('Bucket', { exact: true }).selectOption('day');
+    await waitFor('bucket=day in the address', async () => new URL(p.url()).searchParams.get('bucket') === 'day');
+    await p.reload();
+    await p.locator('.chart canvas').waitFor();
+    assert.equal(await p.getByLabel('Bucket', { exact: true }).inputValue(), 'day');
+    await p.getByLabel('Bucket', { exact: true }).selectOption('hour');
+    await waitFor('no bucket in the address', async () => !new URL(p.url()).searchParams.has('bucket'));
+
+    const q = s.page;
+    await s.nav('Follow-ups');
+    const upcoming = q.getByLabel('Include upcoming');
+    await upcoming.check();
+    await waitFor('upcoming=1 in the address', async () => new URL(q.url()).searchParams.get('upcoming') === '1');
+    await q.reload();
+    await q.getByLabel('Include upcoming').waitFor();
+    assert.equal(await q.getByLabel('Include upcoming').isChecked(), true);
+  });
 });

@@ -1,7 +1,6 @@
 // Follow-ups due today (and, on request, upcoming ones): open the thread, mark done or skip.
-import { useState } from 'preact/hooks';
 import { get, post, qs } from '../api.ts';
-import { Link } from '../router.tsx';
+import { Link, setQuery, useLocation } from '../router.tsx';
 import { Action, Ago, ErrorNote, PageHead, Pill, useLoad, useResultNote } from '../ui.tsx';
 
 interface Followup {
@@ -20,7 +19,10 @@ function about(f: Followup): string {
 }
 
 export function FollowupsPage() {
-  const [upcoming, setUpcoming] = useState(false);
+  // In the address, as every list's filter is: a reload or a shared link keeps it.
+  const { query } = useLocation();
+  const upcoming = query.get('upcoming') === '1';
+  const setUpcoming = (on: boolean) => setQuery({ upcoming: on ? '1' : null });
   const list = useLoad(() => get<{ data: Followup[] }>(`/v1/sdr/followups/due${qs({ limit: 200, includeUpcoming: upcoming ? 'true' : undefined })}`), [upcoming], 30_000);
   const startOfToday = new Date();
   startOfToday.setHours(0, 0, 0, 0);

@@ -135,7 +135,10 @@ export function Overview() {
 }
 
 export function Timeline({ campaigns, campaignId, fixed }: { campaigns: Campaign[]; campaignId: string; fixed?: boolean }) {
-  const [bucket, setBucket] = useState<'hour' | 'day'>('hour');
+  // In the address, as the chosen campaign is: a reload or a shared link keeps it.
+  const { query } = useLocation();
+  const bucket = query.get('bucket') === 'day' ? 'day' : 'hour';
+  const setBucket = (b: 'hour' | 'day') => setQuery({ bucket: b === 'day' ? b : null });
   const timeline = useLoad(() => get<{ data: TimelinePoint[] }>(`/v1/campaigns/${campaignId}/timeline${qs({ bucket })}`), [campaignId, bucket], STATS_POLL_MS);
   const name = campaigns.find((c) => c.id === campaignId)?.name ?? campaignId;
   return (
