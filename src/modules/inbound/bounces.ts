@@ -48,7 +48,9 @@ const HARD_RULES: Array<[string, RegExp]> = [
 
 const ENHANCED_STATUS = /(?<![\d.])([245])\.(\d{1,3})\.(\d{1,3})(?![\d.])/;
 const SMTP_CODE = /(?<![\d.#])([45])[0-9]{2}(?![\d.])/;
-const EMAIL = /[A-Za-z0-9._%+'=!#$&*/?^`{|}~-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
+// Tried only where a run of local-part characters starts: tried inside the run too, a long run
+// without an @ cost time quadratic in its length.
+const EMAIL = /(?<![A-Za-z0-9._%+'=!#$&*/?^`{|}~-])[A-Za-z0-9._%+'=!#$&*/?^`{|}~-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
 
 /** A bounce or an ignorable delivery report, or null for ordinary mail. */
 export function detectBounce(mail: BounceCandidate): BounceVerdict | null {
@@ -179,18 +181,18 @@ const ORIGINAL_COPY_MARKERS = [
   /^-{2,}\s*below this line is a copy of the message/im,
   /^-{2,}\s*original message\s*-{2,}/im,
   /^-{2,}\s*original message follows/im,
-  /^\s*original message headers:/im,
+  /^[^\S\n]*original message headers:/im,
   /^-{2,}\s*the original message was received/im,
-  /^\s*-{3,}\s*returned message\s*-{3,}/im,
-  /^\s*-{3,}\s*(original|undelivered|unsent) message (headers? )?follows\s*-{3,}/im,
-  /^\s*-{3,}\s*original message header follows\s*-{3,}/im,
+  /^[^\S\n]*-{3,}\s*returned message\s*-{3,}/im,
+  /^[^\S\n]*-{3,}\s*(original|undelivered|unsent) message (headers? )?follows\s*-{3,}/im,
+  /^[^\S\n]*-{3,}\s*original message header follows\s*-{3,}/im,
   /^-{2,}\s*enclosed are the original headers/im,
   /^-{2,}\s*the header of the original message/im,
   /^-{3,}\s*original message headers\s*-{3,}/im,
-  /^\s*possibly truncated original message follows/im,
-  /^\s*below is a copy of the original message/im,
-  /^\s*-{3,}\s*元のメッセージのヘッダ/im,
-  /^\s*(ursprüngliche nachrichtenkopfzeilen|ursprüngliche nachrichtenheader|en-têtes (du message|de message) d'origine|encabezados del mensaje original|cabeçalhos da mensagem original|oorspronkelijke berichtkoppen|intestazioni originali del messaggio|元のメッセージ ヘッダー)\s*:/im,
+  /^[^\S\n]*possibly truncated original message follows/im,
+  /^[^\S\n]*below is a copy of the original message/im,
+  /^[^\S\n]*-{3,}\s*元のメッセージのヘッダ/im,
+  /^[^\S\n]*(ursprüngliche nachrichtenkopfzeilen|ursprüngliche nachrichtenheader|en-têtes (du message|de message) d'origine|encabezados del mensaje original|cabeçalhos da mensagem original|oorspronkelijke berichtkoppen|intestazioni originali del messaggio|元のメッセージ ヘッダー)\s*:/im,
 ];
 
 function reportRegion(text: string): string {
@@ -207,15 +209,15 @@ function reportRegion(text: string): string {
 const REASON_PATTERNS: RegExp[] = [
   /remote server returned '([^']+)'/i, // Exchange / Office 365
   /reported error:\s*([^\n]+)/i, // Office 365 (current)
-  /^\s*#([45]\d\d[ -][^\n]+?)\s*##/m, // Exchange 2010-2016 diagnostic line
+  /^[^\S\n]*#([45]\d\d[ -][^\n]+?)\s*##/m, // Exchange 2010-2016 diagnostic line
   /error code ?:\s*([^\n]+)/i, // Zoho
-  /^\s*(?:reason|error|raison|motivo|grund)\s*:\s*([^\n]+)/im, // Mimecast, Barracuda, Kerio, MessageLabs, Orange
+  /^[^\S\n]*(?:reason|error|raison|motivo|grund)\s*:\s*([^\n]+)/im, // Mimecast, Barracuda, Kerio, MessageLabs, Orange
   /\breason:\s*([45]\d\d[^\n]*)/i, // GMX, Web.de
   /error message(?: below)?:\s*\n\s*([^\n]+)/i, // Apache James
   /non-delivered information -+\s*\n\s*([^\n]+)/i, // Biglobe
   /^because:\s*\n\s*\n?\s*([^\n]+)/im, // Domino
-  /^\s*(?:<[^<>\s]+@[^<>\s]+>|[^\s<>]+@[^\s<>]+)\s*:\s*([45]\d\d[ -][^\n]+)/m, // OpenSMTPD, SoftBank: "addr: 550 ..."
-  /^\s*<<<\s*([45]\d\d[ -][^\n]+)/m, // Courier, Sendmail transcript
+  /^[^\S\n]*(?:<[^<>\s]+@[^<>\s]+>|[^\s<>@]+@[^\s<>]+)\s*:\s*([45]\d\d[ -][^\n]+)/m, // OpenSMTPD, SoftBank: "addr: 550 ..."
+  /^[^\S\n]*<<<\s*([45]\d\d[ -][^\n]+)/m, // Courier, Sendmail transcript
   /^([45]\d\d[ -]<?[^\s<>]+@[^\s<>]+?>?\.\.\.[ \t]*[^\n]+)/m, // Sendmail: "550 addr... User unknown"
   /<[^<>\s]+\s+#\d\.\d{1,3}\.\d{1,3}\s+smtp;([^>]+)>/i, // Exchange 2003: <host #5.1.1 smtp;550 5.1.1 User unknown>
   /the (?:error that the other server returned was|response from the remote server was|response was):[ \t]*\n[ \t]*([^\n]+(?:\n[ \t]+\S[^\n]*)*)/i, // Gmail
@@ -224,10 +226,10 @@ const REASON_PATTERNS: RegExp[] = [
   /remote host said:\s*([^\n]+(?:\n[ \t]+\S[^\n]*)*)/i, // qmail
   /\bsaid:\s*([^\n]+(?:\n[ \t]+\S[^\n]*)*)/i, // Postfix
   /\(reason:\s*([^)]+)\)/i, // Sendmail
-  /^\s*<[^<>\s]+@[^<>\s]+>:[ \t]*\n((?:[^\n]+\n?){1,3})/m, // qmail / Yahoo: the lines under "<addr>:"
-  /^\s*<?[^\s<>]+@[^\s<>]+?>?\s*\(([^)]+)\)\s*$/m, // GroupWise: "addr (reason)"
+  /^[^\S\n]*<[^<>\s]+@[^<>\s]+>:[ \t]*\n((?:[^\n]+\n?){1,3})/m, // qmail / Yahoo: the lines under "<addr>:"
+  /^[^\S\n]*<?[^\s<>@]+@[^\s<>]+?>?\s*\(([^)]+)\)\s*$/m, // GroupWise: "addr (reason)"
   /^[ \t]+[^\s@]+@[^\s@]+\s*\n[ \t]+([^\n]+)/m, // Exim-style indented "addr" then the reason
-  /^[ \t]*\S*\s*([45]\d\d[ -][245]\.\d{1,3}\.\d{1,3}[^\n]*)/m, // any line with an SMTP answer
+  /^[ \t]*(?:\S+\s*)?([45]\d\d[ -][245]\.\d{1,3}\.\d{1,3}[^\n]*)/m, // any line with an SMTP answer
 ];
 
 function reasonFromText(text: string): string | null {
@@ -256,11 +258,11 @@ const RECIPIENT_PATTERNS: RegExp[] = [
   /the following recipient\(s\) cannot be reached:\s*\n(?:\s*\n)*\s*([^\n]+)/i, // Exchange 2003
   /following address(?:\(es\))? failed:\s*\n(?:\s*\n)*\s*([^\n]+)/i, // Exim
   /had permanent fatal errors\s*-*\s*\n\s*([^\n]+)/i, // Sendmail
-  /^\s*<([^<>\s]+@[^<>\s]+)>:/m, // Postfix, qmail, Yahoo
+  /^[^\S\n]*<([^<>\s]+@[^<>\s]+)>:/m, // Postfix, qmail, Yahoo
   /(?:recipient|your message to|failed recipient\(s\)|recipient address)\s*:?\s*\n?\s*<?([^\s<>]+@[^\s<>]+)/i, // Mimecast, Barracuda, James, Office 365
   /could not be reached:\s*\n(?:\s*\n)*\s*([^\n]+)/i, // Kerio
   /(?:not delivered to|undeliverable to the following):\s*\n(?:\s*\n)*\s*([^\n]+)/i, // Domino, GroupWise
-  /^\s*rcpt to:\s*<([^<>\s]+)>/im, // MDaemon transcript
+  /^[^\S\n]*rcpt to:\s*<([^<>\s]+)>/im, // MDaemon transcript
 ];
 
 function recipientFromText(region: string, mail: BounceCandidate): string | null {

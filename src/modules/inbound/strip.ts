@@ -41,7 +41,7 @@ const MOBILE_SIGNATURE =
 export function stripReply(text: string): string {
   const normalized = normalize(text);
   const own = cutQuotedHistory(normalized);
-  let stripped = REPLY_PARSER.parseReply(own);
+  let stripped = parseReplyBounded(own);
   // The library hides a whole fragment it takes for a quote header or signature; when that is
   // everything (a one-line reply such as "Cheers!"), the reply itself is what remains.
   if (stripped.trim() === '') stripped = own;
@@ -60,7 +60,48 @@ function normalize(text: string): string {
     .replace(/\r\n?/g, '\n')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
     .replace(/[\u200b\u200c\u200d\ufeff]/g, '')
-    .replace(/[ \t]+$/gm, '');
+    // Only from the start of a run of blanks: tried at every blank of a run that ends in a
+    // word, the pattern took time quadratic in the run (100,000 blanks before a word: 40 s).
+    .replace(/(?<![ \t])[ \t]+$/gm, '');
+}
+
+/**
+ * What email-reply-parser reads of a reply. Its patterns backtrack: "NAME on DATE at TIME
+ * wrote:" is cubic in a line's length (a 40,000-character paragraph of prose, one line in an
+ * HTML-only reply, took 4 s; 2 MB would hold the worker's event loop for hours, and every worker
+ * that took the mailbox over), and others are cubic across lines. So it reads lines of at most
+ * PARSER_MAX_LINE characters (a longer line is prose, never a quote header or a signature: a
+ * placeholder stands in for it and the line comes back after) and PARSER_MAX_CHARS characters
+ * so counted. A reply longer than that keeps the rest as it is, unless the parser hid the end
+ * of what it read (quoted history or a signature: what follows belongs to it).
+ */
+const PARSER_MAX_LINE = 1_000;
+const PARSER_MAX_CHARS = 10_000;
+const PLACEHOLDER = /\ue000(\d+)\ue000/g;
+
+function parseReplyBounded(text: string): string {
+  const lines = text.split('\n');
+  const long: string[] = [];
+  const head: string[] = [];
+  let chars = 0;
+  let i = 0;
+  for (; i < lines.length; i++) {
+    let line = lines[i].replace(PLACEHOLDER, '');
+    if (line.length > PARSER_MAX_LINE) {
+      long.push(line);
+      line = `\ue000${long.length - 1}\ue000`;
+    }
+    if (head.length && chars + line.length + 1 > PARSER_MAX_CHARS) break;
+    head.push(line);
+    chars += line.length + 1;
+  }
+  const restore = (t: string) => t.replace(PLACEHOLDER, (_, n: string) => long[Number(n)].replace(/^\s+/, ''));
+  if (i === lines.length) return restore(REPLY_PARSER.parseReply(head.join('\n')));
+  const fragments = REPLY_PARSER.read(head.join('\n')).getFragments();
+  const last = [...fragments].reverse().find((f) => !f.isEmpty());
+  const visible = restore(fragments.filter((f) => !f.isHidden()).join('\n').replace(/~*$/, ''));
+  if (last && (last.isQuoted() || last.isSignature())) return visible;
+  return `${visible}\n${lines.slice(i).join('\n')}`;
 }
 
 /**
