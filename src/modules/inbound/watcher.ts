@@ -27,9 +27,22 @@ export interface WatcherOptions {
   maxMessageBytes?: number;
   /** The registered worker's id (WorkerRegistry): the owner named by this watcher's leases. */
   owner?: string;
+  /**
+   * How many times one message is fetched on its own, the FETCH failing each time (an error, or
+   * the server dropping the connection), before it is skipped with an error naming it.
+   */
+  messageFetchAttempts?: number;
 }
 
 const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
+
+/**
+ * A message whose FETCH failed this many times on its own, each time while the server handed
+ * over another message (MailboxSession.confirm), is skipped. With the back-off between
+ * reconnects (1, 2, 5, 10, then 30 s) that is about 50 s after its first failure; a server
+ * failing for a moment, or failing every FETCH for a while, costs no mail.
+ */
+const MESSAGE_FETCH_ATTEMPTS = 5;
 
 /**
  * How long a session's LOGOUT may wait for the server. A server gone silent mid-IDLE answered
@@ -103,6 +116,19 @@ class MailboxSession {
   private failures = 0;
   private finished = false;
   readonly done: Promise<void>;
+  /**
+   * Messages in a FETCH that failed: fetched one at a time from then on, until each was read,
+   * so the one the server cannot hand over is found. Kept across this session's reconnects.
+   */
+  private readonly suspects = new Set<number>();
+  /** Failed FETCHes of one message on its own, and the last failure, by uid. */
+  private readonly unreadable = new Map<number, { attempts: number; error: string }>();
+  /**
+   * The message whose FETCH on its own failed last, not yet counted: it counts only once the
+   * server has handed over another message (probe), so a server failing every FETCH for a
+   * while (a storage outage, Gmail's passing "Some messages could not be FETCHed") costs none.
+   */
+  private unconfirmed: { uid: number; error: string } | null = null;
 
   constructor(
     private readonly watch: WatchRow,
@@ -237,10 +263,16 @@ class MailboxSession {
         await resetCursor(this.deps.orm.em.fork(), this.watch.id, uidValidity);
         this.watch.uid_validity = String(uidValidity);
         this.watch.last_uid = '0';
+        this.suspects.clear();
+        this.unreadable.clear();
+        this.unconfirmed = null;
       }
       while (!this.stopped && !closed) {
         if (client.mailbox && client.mailbox.uidValidity !== uidValidity) {
           uidValidity = client.mailbox.uidValidity;
+          this.suspects.clear();
+          this.unreadable.clear();
+          this.unconfirmed = null;
           await resetCursor(this.deps.orm.em.fork(), this.watch.id, uidValidity);
           this.watch.uid_validity = String(uidValidity);
           this.watch.last_uid = '0';
@@ -270,6 +302,49 @@ class MailboxSession {
   }
 
   /**
+   * A FETCH of these messages' sources failed. Several: each is fetched on its own from now on.
+   * One: an attempt of that message, counted once the server is seen handing over another one
+   * (confirm). The connection is closed either way, and the session reconnects with its back-off.
+   */
+  private fetchFailed(uids: number[], err: unknown): void {
+    if (uids.length > 1) {
+      for (const uid of uids) this.suspects.add(uid);
+      return;
+    }
+    if (uids.length === 0) return;
+    const e = err as { responseText?: string; message?: string };
+    this.unconfirmed = { uid: uids[0], error: String(e.responseText ?? e.message ?? err).slice(0, 500) };
+  }
+
+  /**
+   * Is the last lone failure this message's own? The server is asked for one byte of another
+   * message (the next one after it, else the last one read): handed over, the failure counts
+   * as an attempt of that message; refused (the FETCH throws: the session reconnects), or no
+   * other message to ask for, it does not, and the message is tried again as before.
+   */
+  private async confirm(client: ImapFlow, todo: number[], last: number): Promise<void> {
+    const failed = this.unconfirmed;
+    if (!failed) return;
+    // Read or skipped meanwhile (by another session of this mailbox): nothing to count.
+    if (failed.uid <= last) return void (this.unconfirmed = null);
+    const other = todo.find((u) => u > failed.uid) ?? (last > 0 ? last : undefined);
+    if (other !== undefined) {
+      const got = await client.fetchAll(String(other), { uid: true, source: { start: 0, maxLength: 1 } }, { uid: true });
+      if (got.length > 0) {
+        const seen = this.unreadable.get(failed.uid);
+        this.unreadable.set(failed.uid, { attempts: (seen?.attempts ?? 0) + 1, error: failed.error });
+      }
+    }
+    this.unconfirmed = null;
+  }
+
+  private forget(uid: number): void {
+    this.suspects.delete(uid);
+    this.unreadable.delete(uid);
+    if (this.unconfirmed?.uid === uid) this.unconfirmed = null;
+  }
+
+  /**
    * Ingests one message. When PostgreSQL refuses the message's own data, the message is
    * skipped (the cursor moves past it, logged at error with its uid) instead of stopping the
    * mailbox at it for ever; any other failure (the database unreachable) propagates and the
@@ -291,8 +366,10 @@ class MailboxSession {
     // second the account was added would look older than it.
     const since = new Date(Math.floor(toDate(this.watch.since).getTime() / 1000) * 1000);
     const last = Number(this.watch.last_uid);
+    for (const uid of [...this.suspects, ...this.unreadable.keys()]) if (uid <= last) this.forget(uid);
     const uids = (await client.search(last > 0 ? { uid: `${last + 1}:*` } : { since: new Date(since.getTime() - 86_400_000) }, { uid: true })) || [];
     const todo = uids.filter((u) => u > last).sort((a, b) => a - b);
+    await this.confirm(client, todo, last);
     const inbound = this.inbound();
     const maxBytes = this.opts.maxMessageBytes;
     for (let i = 0; i < todo.length && !this.stopped; i += FETCH_CHUNK) {
@@ -305,10 +382,37 @@ class MailboxSession {
         const receivedAt = m.internalDate ? new Date(m.internalDate) : this.deps.clock.now();
         return [m.uid, { receivedAt, size: m.size ?? 0, old: last === 0 && receivedAt < since }] as const;
       }));
-      for (const batch of fetchBatches(heads.map((m) => ({ uid: m.uid, size: byUid.get(m.uid)!.old ? 0 : byUid.get(m.uid)!.size })), maxBytes)) {
+      // A batch holding a message of a failed FETCH is fetched one message at a time.
+      const batches = fetchBatches(heads.map((m) => ({ uid: m.uid, size: byUid.get(m.uid)!.old ? 0 : byUid.get(m.uid)!.size })), maxBytes).flatMap((b) =>
+        b.some((uid) => this.suspects.has(uid)) ? b.map((uid) => [uid]) : [b],
+      );
+      for (const batch of batches) {
         if (this.stopped) return;
         const wanted = batch.filter((uid) => !byUid.get(uid)!.old);
-        const fetched = wanted.length ? await client.fetchAll(wanted.join(','), { uid: true, source: { start: 0, maxLength: maxBytes } }, { uid: true }) : [];
+        const given = this.unreadable.get(wanted[0]);
+        if (wanted.length === 1 && given && given.attempts >= this.opts.messageFetchAttempts) {
+          // The server failed to hand this message over every time it was asked for it alone
+          // (Dovecot cannot read its file and drops the connection; Gmail answers "Some messages
+          // could not be FETCHed"): skipped, as loudly as mail the database refuses, so that it
+          // no longer stops every message after it.
+          const uid = wanted[0];
+          this.log().error({ uid, uidValidity: String(uidValidity), size: byUid.get(uid)!.size, attempts: given.attempts, response: given.error }, 'inbound message the IMAP server would not hand over: skipped');
+          const result = await inbound.skip(this.watch.id, this.owner, uidValidity, uid);
+          if (result === 'lost_lease') {
+            this.stopped = true;
+            return;
+          }
+          this.forget(uid);
+          this.watch.last_uid = String(uid);
+          continue;
+        }
+        let fetched: Awaited<ReturnType<ImapFlow['fetchAll']>>;
+        try {
+          fetched = wanted.length ? await client.fetchAll(wanted.join(','), { uid: true, source: { start: 0, maxLength: maxBytes } }, { uid: true }) : [];
+        } catch (err) {
+          if (!this.stopped) this.fetchFailed(wanted, err);
+          throw err;
+        }
         const sources = new Map(fetched.map((m) => [m.uid, m.source]));
         for (const uid of batch) {
           // Told to stop: the cursor is committed message by message, so the next session
@@ -321,6 +425,7 @@ class MailboxSession {
             result = await inbound.skip(this.watch.id, this.owner, uidValidity, uid);
           } else {
             const raw = sources.get(uid);
+            this.forget(uid);
             // Expunged between the two fetches: gone, like mail deleted before any fetch.
             if (!raw) continue;
             if (head.size > raw.length) this.log().info({ uid, size: head.size, read: raw.length }, 'inbound message larger than MAILGATE_INBOUND_MAX_BYTES: its first bytes were read');
@@ -384,7 +489,7 @@ export class MailboxWatcher {
     { owner, ...opts }: WatcherOptions,
   ) {
     this.owner = owner ?? `${os.hostname()}.${process.pid}.${randomBytes(3).toString('hex')}`;
-    this.opts = { useIdle: true, leaseMs: 30_000, tickMs: 5_000, maxMailboxes: 500, maxMessageBytes: INBOUND_MAX_BYTES_DEFAULT, ...opts };
+    this.opts = { useIdle: true, leaseMs: 30_000, tickMs: 5_000, maxMailboxes: 500, maxMessageBytes: INBOUND_MAX_BYTES_DEFAULT, messageFetchAttempts: MESSAGE_FETCH_ATTEMPTS, ...opts };
   }
 
   async start(): Promise<void> {
