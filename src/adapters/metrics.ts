@@ -30,6 +30,11 @@ export class Metrics {
   readonly replies = this.counter('mailgate_replies_total', 'Replies recorded, by classification', ['classification']);
   readonly unsubscribes = this.counter('mailgate_unsubscribes_total', 'Unsubscribes, by source (link, reply)', ['source']);
   readonly opens = this.counter('mailgate_opens_total', 'First opens of messages (tracking pixel)', []);
+  readonly inboundSkipped = this.counter(
+    'mailgate_inbound_skipped_total',
+    'Inbound messages passed over without effect, by reason (unparseable, database_refused, server_refused); each is logged with its mailbox and uid',
+    ['reason'],
+  );
   readonly smtpDuration = new Histogram({
     name: 'mailgate_smtp_transaction_seconds',
     help: 'Duration of one SMTP transaction (connection reuse included), by outcome',

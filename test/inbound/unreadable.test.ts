@@ -1,3 +1,5 @@
+// A message the IMAP server will not hand over, a server failing every FETCH, and mail the
+// parser refuses: none may stop a mailbox, and none may pass without a word (log and metric).
 import assert from 'node:assert/strict';
 import { chmodSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -102,6 +104,9 @@ describe('inbound: a message the IMAP server will not hand over', function () {
     assert.equal(skipped[0].level, 50);
     assert.equal(skipped[0].uid, newest - 1);
     assert.ok(skipped[0].watchId);
+    // Counted for the operator's alert (docs/operating.md).
+    const skippedCount = async (reason: string) => (await app.deps.metrics.inboundSkipped.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
+    assert.equal(await skippedCount('server_refused'), 1);
     // The server was reachable throughout: once past the message, the mailbox is healthy.
     await waitFor('the mailbox ok', async () => (await db.query(`select status from mailbox_watches`)).rows[0].status === 'ok');
   });
@@ -128,5 +133,20 @@ describe('inbound: a message the IMAP server will not hand over', function () {
     }
     await waitFor('both new messages read', async () => (await cursor()) === newest, 60_000);
     assert.equal(lines().slice(from).filter((l) => l.includes('would not hand over')).length, 0);
+  });
+
+  it('mail the parser refuses (over 1,000 MIME parts) is passed over, logged and counted', async () => {
+    const before = (await app.deps.metrics.inboundSkipped.get()).values.find((v) => v.labels.reason === 'unparseable')?.value ?? 0;
+    const parts = Array.from({ length: 1_001 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}\r\n`).join('');
+    await imap.append(
+      SENDER,
+      PW,
+      [`From: six@lead.example`, `To: ${SENDER}`, 'Subject: Many parts', `Date: ${new Date().toUTCString()}`, 'Message-ID: <six@lead.example>', 'MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="b"', '', parts + '--b--', ''].join('\r\n'),
+    );
+    const newest = await imap.lastUid(SENDER, PW);
+    await waitFor('the cursor past it', async () => Number((await db.query(`select last_uid from mailbox_watches`)).rows[0].last_uid) === newest, 30_000);
+    const after = (await app.deps.metrics.inboundSkipped.get()).values.find((v) => v.labels.reason === 'unparseable')?.value ?? 0;
+    assert.equal(after, before + 1);
+    assert.ok(app.logs.lines.some((l) => l.includes('could not parse an inbound message')));
   });
 });

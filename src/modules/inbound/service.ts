@@ -77,6 +77,7 @@ export class InboundService {
     } catch (err) {
       // Mail we cannot parse is left alone (logged), like unmatched mail: the cursor moves on.
       this.deps.log.warn({ err, watchId: mail.watchId, uid: mail.uid }, 'could not parse an inbound message');
+      this.deps.metrics.inboundSkipped.inc({ reason: 'unparseable' });
       return (await advanceCursor(this.em, mail.watchId, mail.owner, mail.uidValidity, mail.uid)) ? 'ignored' : 'lost_lease';
     }
     let copyRecorded: { messageId: string; campaignId: string; enrollmentId: string; was: string } | undefined;

@@ -356,6 +356,7 @@ class MailboxSession {
     } catch (err) {
       if (!refusesTheData(err)) throw err;
       this.log().error({ err, uid, size: mail.raw.length }, 'inbound message refused by the database: skipped');
+      this.deps.metrics.inboundSkipped.inc({ reason: 'database_refused' });
       return inbound.skip(this.watch.id, this.owner, uidValidity, uid);
     }
   }
@@ -397,6 +398,7 @@ class MailboxSession {
           // no longer stops every message after it.
           const uid = wanted[0];
           this.log().error({ uid, uidValidity: String(uidValidity), size: byUid.get(uid)!.size, attempts: given.attempts, response: given.error }, 'inbound message the IMAP server would not hand over: skipped');
+          this.deps.metrics.inboundSkipped.inc({ reason: 'server_refused' });
           const result = await inbound.skip(this.watch.id, this.owner, uidValidity, uid);
           if (result === 'lost_lease') {
             this.stopped = true;
