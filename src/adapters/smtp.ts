@@ -49,6 +49,30 @@ function sendingQuotaUsedUp(response: string): boolean {
   return /\b(?:daily|sending|submission|outbound)(?: user)?(?: sending| send| message| recipient)?\s+(?:quota|limit)s?\b.{0,40}\b(?:exceeded|reached)\b/i.test(response);
 }
 
+/**
+ * A refusal to relay (Postfix's "554 5.7.1 <x>: Relay access denied", Exchange's "550 5.7.54
+ * Unable to relay recipient in non-accepted domain", "5.7.64 TenantAttribution; Relay Access
+ * Denied", Google Workspace's "550 5.7.1 Invalid credentials for relay"), a demand to log in
+ * first ("530 5.7.0 Authentication required"), or Postfix's client, HELO and sender
+ * restrictions, which it answers at RCPT TO by default (smtpd_delay_reject: "553 5.7.1
+ * <alice@acme.example>: Sender address rejected: not owned by user alice", "450 4.7.1 Client
+ * host rejected: cannot find your hostname"), answered to a recipient or to the message's data;
+ * and a refusal of the From itself after the data (Microsoft 365's "554 5.2.0
+ * STOREDRV.Submission.Exception:SendAsDeniedException...", "550 5.7.60 SMTP; Client does not
+ * have permissions to send as this sender"): mailgate hands every message to the account's own
+ * server, so it is that server refusing the account (no credentials in its URL, a login the
+ * server did not take as one, a From it may not use), never the lead's address.
+ */
+function accountRefused(response: string): boolean {
+  return (
+    /SendAsDenied|\b5\.7\.60\b|\bnot (?:allowed|authori[sz]ed|permitted) to send (?:as|on behalf)\b|\bpermissions? to send as\b/i.test(response) ||
+    /\brelay(?:ing)?\b.{0,30}\b(?:denied|not permitted|not allowed|prohibited|refused)\b/i.test(response) ||
+    /\b(?:unable|not permitted|not allowed) to relay\b|\bwe do not relay\b|\bcredentials for relay\b|\b5\.7\.(?:54|64)\b/i.test(response) ||
+    /\bauthentication (?:is )?required\b/i.test(response) ||
+    /\b(?:client host|helo command|sender address) rejected\b/i.test(response)
+  );
+}
+
 export interface MailAccount {
   id: string;
   smtpUrl: string;
@@ -101,8 +125,15 @@ export function classifySmtpError(err: unknown, dataEnded = false): Exclude<Send
   // A size refusal at MAIL FROM (552, or nodemailer's own EMESSAGE) is the message's.
   if (code && code >= 400 && ACCOUNT_COMMANDS.has(e.command ?? '') && e.code !== 'EMESSAGE' && !(e.command === 'MAIL FROM' && code === 552))
     return { kind: 'unreachable', response };
+  if (code && code >= 400 && (e.command === 'RCPT TO' || e.command === 'DATA') && accountRefused(response)) return { kind: 'unreachable', response };
   if (code && code >= 500 && code < 600) return { kind: 'rejected', code, response };
-  if (!code && e.code && UNREACHABLE_CODES.has(e.code)) {
+  // A peer that does not speak SMTP to us (the URL names a POP3, IMAP or HTTP port; a greeting
+  // or reply that is no SMTP reply, or one too long to be one) or a TLS upgrade that fails:
+  // the account's server, like a connection that cannot be made. It counted as an attempt of
+  // each message the account was given, so after the retries every such lead soft-bounced and
+  // its sequence ended, while the account's health never left `unknown`.
+  const noSmtpReply = (e.code === 'EPROTOCOL' || e.code === 'ETLS') && !(code && code >= 400);
+  if ((!code && e.code && UNREACHABLE_CODES.has(e.code)) || noSmtpReply) {
     // Lost after the whole message went out: the server may have taken it, so this is an
     // attempt of the message (retried on the delays, then a soft bounce), not the account's
     // failure, which counts none and repeated the message without end.
@@ -151,14 +182,18 @@ export function connectionOptions(smtpUrl: string, timeoutMs: number) {
  * `send(mail, callback)`, reading `mail.data` and the message's envelope, Message-ID and stream
  * from `mail.message`; the callback's error and info are what sendMail would have given.
  */
-function sendRaw(transport: Transporter, raw: RawMessage, messageId: string, beforeEnd?: () => Promise<void>, progress?: { dataEnded: boolean }): Promise<{ response?: string }> {
+function sendRaw(transport: Transporter, raw: RawMessage, messageId: string, beforeEnd?: () => Promise<void>, progress?: Progress): Promise<{ response?: string }> {
   const message = {
-    getEnvelope: () => raw.envelope,
+    // A new object each time, as nodemailer's own message gives: the connection writes its
+    // state into the envelope it is handed (a refused MAIL FROM's `mailError`, the recipients'
+    // queue, `rejected`), so a message requeued to a new connection with the same object failed
+    // there with the first connection's 421 although the new server had accepted its MAIL FROM.
+    getEnvelope: () => ({ from: raw.envelope.from, to: [...raw.envelope.to] }),
     messageId: () => messageId,
     getHeader: (key: string) => (key.toLowerCase() === 'message-id' ? messageId : undefined),
     createReadStream: () => {
       const stream = beforeEnd ? heldEnd(raw.raw, beforeEnd) : new PassThrough().end(raw.raw);
-      if (progress) stream.once('end', () => (progress.dataEnded = true));
+      if (progress) markEnd(stream, progress);
       return stream;
     },
   };
@@ -186,6 +221,19 @@ function heldEnd(bytes: Buffer, beforeEnd: () => Promise<void>): Readable {
   });
 }
 
+/** How far a message got: its data handed over to its end (the server may have it). */
+interface Progress {
+  dataEnded: boolean;
+}
+
+/** Marks the end of a message's data: its stream's last stage, read to its end by the connection. */
+function markEnd(stream: Readable, progress: Progress): void {
+  stream.once('end', () => (progress.dataEnded = true));
+}
+
+/** The key of a composed message's data under which its `dataEnded` progress rides (the 'stream' plugin). */
+const PROGRESS = 'mailgateProgress';
+
 interface PooledTransport {
   transport: Transporter;
   key: string;
@@ -196,8 +244,17 @@ interface PooledTransport {
 /**
  * One pooled nodemailer transport per sender account: connections are reused across
  * messages (maxMessages unlimited, instead of a reconnect every 100), closed after
- * `idleTimeoutMs` idle, and never requeue a message on a dropped connection (maxRequeues 0):
- * a requeue would send it twice; our own retry schedule handles the failure instead.
+ * `idleTimeoutMs` idle. nodemailer requeues a message on a dropped connection only when the
+ * connection had carried messages before and the server dropped it (or answered 421) before a
+ * byte of this message's data was read (its pool-resource checks `readableDidRead`): the
+ * server cannot have it. `maxRequeues` 1 lets that one message go once over a new connection:
+ * a server limiting messages per connection (Exim's "421 too many messages in this
+ * connection" at MAIL FROM) or closing an idle connection as it is reused. With 0 the message
+ * failed as `unreachable` and the account was backed off, each batch longer (1, 5, 15, 60
+ * min: the same batch also had successes, which never reset it). Every other failure comes
+ * back as an outcome and our own retry schedule handles it: a message whose data began is
+ * never requeued here (it could be sent twice). The price: a reused connection whose server
+ * stops answering before the data times out twice (there, then on the new connection).
  */
 export class SmtpMessenger implements Messenger {
   private readonly pools = new Map<string, PooledTransport>();
@@ -218,9 +275,20 @@ export class SmtpMessenger implements Messenger {
       pool: true,
       maxConnections: this.opts.maxConnections,
       maxMessages: Infinity,
-      maxRequeues: 0,
+      maxRequeues: 1,
       idleTimeout: this.opts.idleTimeoutMs ?? 30_000,
     } as Parameters<typeof nodemailer.createTransport>[0]);
+    // A composed message's end is marked as a raw one's is (sendRaw): its progress rides in the
+    // mail's data, and the last stage of its stream (what the connection reads) sets it.
+    transport.use('stream', (m, done) => {
+      const progress = (m.data as { [PROGRESS]?: Progress })[PROGRESS];
+      if (progress)
+        m.message.processFunc((input: Readable) => {
+          markEnd(input, progress);
+          return input;
+        });
+      done();
+    });
     const pooled = { transport, key, lastUsed: Date.now(), inFlight: 0 };
     this.pools.set(account.id, pooled);
     return pooled;
@@ -234,12 +302,15 @@ export class SmtpMessenger implements Messenger {
     const pooled = this.transportFor(account);
     pooled.lastUsed = Date.now();
     pooled.inFlight++;
-    const progress = { dataEnded: false };
+    const progress: Progress = { dataEnded: false };
     try {
-      // The composer's stream is its own: its messages (not campaign mail: attachments, non-ASCII
-      // addresses) wait before their whole transaction instead of before its end.
+      // The composer's stream is its own: its messages (attachments, an address that is not a
+      // plain ASCII addr-spec such as a lead at an `xn--` domain, a body without text) wait
+      // before their whole transaction instead of before its end.
       if (!raw && beforeEnd) await beforeEnd();
-      const info = raw ? await sendRaw(pooled.transport, raw, mail.messageId, beforeEnd, progress) : await pooled.transport.sendMail(messageOptions(mail));
+      const info = raw
+        ? await sendRaw(pooled.transport, raw, mail.messageId, beforeEnd, progress)
+        : await pooled.transport.sendMail({ ...messageOptions(mail), [PROGRESS]: progress } as Parameters<Transporter['sendMail']>[0]);
       return { kind: 'accepted', response: storableText(String(info.response ?? '250 OK')) };
     } catch (err) {
       return classifySmtpError(err, progress.dataEnded);

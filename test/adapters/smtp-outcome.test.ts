@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { SmtpSink } from '../support/smtp.ts';
 import { classifySmtpError, SmtpMessenger, type OutgoingMail } from '../../src/adapters/smtp.ts';
 
 // A mail server's answer is stored in text columns (last_error, smtp_response): PostgreSQL
@@ -24,6 +25,26 @@ describe('SMTP outcomes are storable text', () => {
     assert.equal(kind({ code: 'EENVELOPE', responseCode: 451, command: 'MAIL FROM', response: '451 try later' }), 'unreachable');
     assert.equal(kind({ code: 'EENVELOPE', responseCode: 552, command: 'MAIL FROM', response: '552 message too big' }), 'rejected');
     assert.equal(kind({ code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO', response: '550 no such user' }), 'rejected');
+    // A refusal to relay, or to take mail before a login, answered to a recipient: the account's server refusing the account.
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 554, command: 'RCPT TO', response: '554 5.7.1 <lead@lead.example>: Relay access denied' }), 'unreachable');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO', response: '550 5.7.54 SMTP; Unable to relay recipient in non-accepted domain' }), 'unreachable');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO', response: '550 5.7.64 TenantAttribution; Relay Access Denied' }), 'unreachable');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 530, command: 'RCPT TO', response: '530 5.7.0 Authentication required' }), 'unreachable');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO', response: "550-5.7.1 Invalid credentials for relay [192.0.2.7]. The IP address you've registered in your Workspace SMTP Relay service doesn't match" }), 'unreachable');
+    // Postfix answers its client, HELO and sender restrictions at RCPT TO (smtpd_delay_reject).
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 553, command: 'RCPT TO', response: '553 5.7.1 <alice@acme.example>: Sender address rejected: not owned by user alice' }), 'unreachable');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 450, command: 'RCPT TO', response: '450 4.7.1 Client host rejected: cannot find your hostname, [192.0.2.7]' }), 'unreachable');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 504, command: 'RCPT TO', response: '504 5.5.2 <localhost>: Helo command rejected: need fully-qualified hostname' }), 'unreachable');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO', response: '550 5.1.1 <lead@lead.example>: Recipient address rejected: User unknown in local recipient table' }), 'rejected');
+    // Microsoft 365 refusing the From after the data: the account's, not the lead's.
+    assert.equal(kind({ code: 'EMESSAGE', responseCode: 554, command: 'DATA', response: '554 5.2.0 STOREDRV.Submission.Exception:SendAsDeniedException.MapiExceptionSendAsDenied; Failed to process message due to a permanent exception with message Cannot submit message.' }), 'unreachable');
+    assert.equal(kind({ code: 'EMESSAGE', responseCode: 550, command: 'DATA', response: '550 5.7.60 SMTP; Client does not have permissions to send as this sender' }), 'unreachable');
+    assert.equal(kind({ code: 'EMESSAGE', responseCode: 554, command: 'DATA', response: '554 5.7.1 Message rejected as spam by content filter' }), 'rejected');
+    assert.equal(kind({ code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO', response: '550 5.1.1 <relay.desk@lead.example>: Recipient address rejected: User unknown' }), 'rejected');
+    // A peer that speaks no SMTP, or a failed TLS upgrade, before the end of the data: the account's.
+    assert.equal(kind({ code: 'EPROTOCOL', command: 'CONN', response: '+OK POP3 server ready' }), 'unreachable');
+    assert.equal(kind({ code: 'ETLS', command: 'STARTTLS', message: 'Error initiating TLS' }), 'unreachable');
+    assert.equal(kind({ code: 'EPROTOCOL', command: 'CONN', message: 'Server response exceeds maximum allowed size' }, true), 'temporary');
     assert.equal(kind({ code: 'EMESSAGE', responseCode: 554, command: 'DATA', response: '554 spam' }), 'rejected');
     assert.equal(kind({ code: 'ECONNECTION', command: 'CONN', message: 'Connection closed unexpectedly' }), 'unreachable');
     assert.equal(kind({ code: 'ECONNECTION', command: 'CONN', message: 'Connection closed unexpectedly' }, true), 'temporary');
@@ -93,6 +114,70 @@ describe('SMTP outcomes are storable text', () => {
       const outcome = await messenger.send({ id: 'snd_drop', smtpUrl: `smtp://127.0.0.1:${(server.address() as net.AddressInfo).port}` }, mail);
       assert.equal(messages, 1, 'the server read the whole message');
       assert.equal(outcome.kind, 'temporary');
+      // The same through nodemailer's composer (a lead at an IDN domain, or a body without
+      // text, is no raw message): it was taken for the account's failure, not an attempt, and
+      // the message went to the server again at every claim.
+      const composed = await messenger.send(
+        { id: 'snd_drop', smtpUrl: `smtp://127.0.0.1:${(server.address() as net.AddressInfo).port}` },
+        { ...mail, to: 'lead@xn--mller-kva.example', messageId: '<msg_drop.2@acme.example>' },
+      );
+      assert.equal(messages, 2, 'the server read the whole composed message');
+      assert.equal(composed.kind, 'temporary', JSON.stringify(composed));
+    } finally {
+      await messenger.close();
+      server.close();
+    }
+  });
+});
+
+describe('SMTP outcomes of a misbehaving server', function () {
+  this.timeout(30_000);
+  const mail = (n: number): OutgoingMail => ({
+    from: { name: 'Alice', address: 'alice@acme.example' },
+    to: `lead${n}@lead.example`,
+    subject: 'Hi',
+    html: '<p>Hi</p>',
+    text: 'Hi',
+    messageId: `<msg_limit.${n}@acme.example>`,
+  });
+
+  it('a server that limits messages per connection (421 at MAIL FROM of a reused connection) costs a new connection, not the account', async () => {
+    // Exim's smtp_accept_max_per_connection: "421 too many messages in this connection".
+    const sink = new SmtpSink();
+    await sink.start({
+      onMailFrom: (_address, session, cb) => {
+        if (session.transaction > 2) {
+          const err = new Error('too many messages in this connection') as Error & { responseCode: number };
+          err.responseCode = 421;
+          return cb(err);
+        }
+        cb();
+      },
+    });
+    const messenger = new SmtpMessenger({ maxConnections: 1 });
+    try {
+      const outcomes: string[] = [];
+      for (let n = 1; n <= 5; n++) outcomes.push((await messenger.send({ id: 'snd_limit', smtpUrl: sink.url() }, mail(n))).kind);
+      assert.deepEqual(outcomes, ['accepted', 'accepted', 'accepted', 'accepted', 'accepted']);
+      assert.equal(sink.received.length, 5, 'each message delivered once');
+    } finally {
+      await messenger.close();
+      await sink.stop();
+    }
+  });
+
+  it("a server that does not speak SMTP (the account's URL names a POP3 port) is the account's failure, not an attempt of the message", async () => {
+    const server = net.createServer((socket) => {
+      socket.write('+OK POP3 server ready <1896.697170952@pop.example>\r\n');
+      socket.on('data', () => socket.write('-ERR unknown command\r\n'));
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const messenger = new SmtpMessenger({ maxConnections: 1 });
+    try {
+      const outcome = await messenger.send({ id: 'snd_pop', smtpUrl: `smtp://127.0.0.1:${(server.address() as net.AddressInfo).port}` }, mail(1));
+      assert.equal(outcome.kind, 'unreachable', JSON.stringify(outcome));
+      assert.match(outcome.response, /POP3/);
     } finally {
       await messenger.close();
       server.close();

@@ -117,6 +117,39 @@ describe('sending engine: outcomes (suppression, bounces, retries, account failu
     }
   });
 
+  it("a refusal to relay at RCPT TO, or of the From after the data, is the account's own server refusing it: no lead bounced or suppressed", async () => {
+    // The account's server would not relay for it (its URL without credentials, a login the
+    // server did not take as one): mailgate submits every message to that server, so the
+    // refusal says nothing of the lead's address.
+    sink.rcptAnswers.set('relay1@lead.example', [554, '5.7.1 <relay1@lead.example>: Relay access denied']);
+    sink.rcptAnswers.set('relay2@lead.example', [550, '5.7.54 SMTP; Unable to relay recipient in non-accepted domain']);
+    // Postfix's sender restriction, answered at RCPT TO (smtpd_delay_reject).
+    sink.rcptAnswers.set('relay3@lead.example', [553, '5.7.1 <norelay@acme.example>: Sender address rejected: not owned by user norelay']);
+    // Microsoft 365 refusing the From after the data.
+    sink.dataAnswers.set(
+      'relay4@lead.example',
+      [554, '5.2.0 STOREDRV.Submission.Exception:SendAsDeniedException.MapiExceptionSendAsDenied; Failed to process message due to a permanent exception with message Cannot submit message.'],
+    );
+    const leadList = [1, 2, 3, 4].map((i) => ({ email: `relay${i}@lead.example` }));
+    const t = await setup({ leads: leadList, senders: [{ email: 'norelay@acme.example' }] });
+    try {
+      await dispatcher.runRound();
+      await dispatcher.runRound();
+    } finally {
+      sink.dataAnswers.clear();
+    }
+    assert.equal(sink.received.length, 0);
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.bounced, s.queued], [0, 0, 4]);
+    const sup = await db.query(`select count(*)::int as n from suppressions where workspace_id = $1`, [t.workspaceId]);
+    assert.equal(sup.rows[0].n, 0);
+    const leads = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data;
+    assert.deepEqual(leads.map((l: { status: string }) => l.status), ['active', 'active', 'active', 'active']);
+    const account = (await app.request('GET', '/v1/sender-accounts', { key: t.key })).body[0];
+    assert.equal(account.health, 'unreachable');
+    assert.match(account.healthError, /relay|sender address rejected|SendAsDenied/i);
+  });
+
   it("an account's failure is not undone by another message's success in the same batch: its back-off holds", async () => {
     sink.rcptAnswers.set('throttled@lead.example', [421, '4.7.0 too many connections, try later']);
     const t = await setup({ leads: [{ email: 'fine1@lead.example' }, { email: 'throttled@lead.example' }], senders: [{ email: 'busy.account@acme.example' }] });
@@ -125,6 +158,22 @@ describe('sending engine: outcomes (suppression, bounces, retries, account failu
     const account = (await app.request('GET', '/v1/sender-accounts', { key: t.key })).body[0];
     assert.equal(account.health, 'rate_limited');
     assert.ok(new Date(account.healthRetryAt).getTime() > clock.now().getTime(), 'backing off');
+  });
+
+  it('a server limiting messages per connection (421 at MAIL FROM of a reused connection): the message goes over a new connection, the account stays healthy', async () => {
+    sink.messagesPerConnection = 2;
+    try {
+      const leads = Array.from({ length: 7 }, (_, i) => ({ email: `perconn${i}@lead.example` }));
+      const t = await setup({ leads, senders: [{ email: 'exim.account@acme.example' }] });
+      await dispatcher.runRound();
+      assert.deepEqual(sink.received.map((r) => r.to[0]).sort(), leads.map((l) => l.email).sort(), 'each lead once, in one round');
+      const s = await stats(t);
+      assert.deepEqual([s.sent, s.bounced, s.queued], [7, 0, 0]);
+      const account = (await app.request('GET', '/v1/sender-accounts', { key: t.key })).body[0];
+      assert.deepEqual([account.health, account.healthRetryAt], ['ok', null]);
+    } finally {
+      sink.messagesPerConnection = 0;
+    }
   });
 
   it('group commit: outcomes that finish together share one statement; each is recorded with its headers, sticky account and event', async () => {

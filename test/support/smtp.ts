@@ -18,6 +18,10 @@ export class SmtpSink {
   users = new Map<string, string>([['user', 'pass']]);
   /** Answers to MAIL FROM by the logged-in user: the account's own server refusing it. */
   readonly mailFromAnswers = new Map<string, [number, string]>();
+  /** Answers to the end of a message's data, by its first recipient: an SMTP code and text. */
+  readonly dataAnswers = new Map<string, [number, string]>();
+  /** Messages one connection may carry (0: no limit); past it MAIL FROM is answered 421, as Exim's smtp_accept_max_per_connection does. */
+  messagesPerConnection = 0;
   /** Delay before accepting each message's data (a slow server). */
   delayMs = 0;
   port = 0;
@@ -41,6 +45,11 @@ export class SmtpSink {
         cb(err);
       },
       onMailFrom: (_address, session, cb) => {
+        if (this.messagesPerConnection && session.transaction > this.messagesPerConnection) {
+          const err = new Error('too many messages in this connection') as Error & { responseCode: number };
+          err.responseCode = 421;
+          return cb(err);
+        }
         const answer = this.mailFromAnswers.get(String(session.user ?? ''));
         if (answer) {
           const err = new Error(answer[1]) as Error & { responseCode: number };
@@ -64,6 +73,12 @@ export class SmtpSink {
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', async () => {
           if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
+          const answer = this.dataAnswers.get(session.envelope.rcptTo[0]?.address.toLowerCase() ?? '');
+          if (answer) {
+            const err = new Error(answer[1]) as Error & { responseCode: number };
+            err.responseCode = answer[0];
+            return cb(err);
+          }
           const raw = Buffer.concat(chunks);
           this.received.push({
             from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
