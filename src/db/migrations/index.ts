@@ -24,6 +24,8 @@ import { Migration0023MessageNotBefore } from './0023_message_not_before.ts';
 import { Migration0024HeldDeliveries } from './0024_held_deliveries.ts';
 import { Migration0025ThreadOfReply } from './0025_thread_of_reply.ts';
 import { Migration0026SuppressedEnrollments } from './0026_suppressed_enrollments.ts';
+import { Migration0027DeletionIndexes } from './0027_deletion_indexes.ts';
+import { Migration0028EventsWithoutWorkspaceFk } from './0028_events_without_workspace_fk.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -53,4 +55,6 @@ export const migrations = [
   { name: '0024_held_deliveries', class: Migration0024HeldDeliveries },
   { name: '0025_thread_of_reply', class: Migration0025ThreadOfReply },
   { name: '0026_suppressed_enrollments', class: Migration0026SuppressedEnrollments },
+  { name: '0027_deletion_indexes', class: Migration0027DeletionIndexes },
+  { name: '0028_events_without_workspace_fk', class: Migration0028EventsWithoutWorkspaceFk },
 ];

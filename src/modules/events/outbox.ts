@@ -70,6 +70,19 @@ export async function lockOutboxForDeletion(em: EntityManager): Promise<void> {
 }
 
 /**
+ * A workspace deletion's events (events keep no foreign key to workspaces, 0028), after its
+ * messages, in its transaction: every event it had, and those written meanwhile by an outcome
+ * that held one of its messages (the deletion waited for it). An event a fan-out holds is left
+ * to it (SKIP LOCKED): the fan-out waits for the deletion's lock on the workspace's webhooks,
+ * so waiting for it here would be a lock cycle; it then finds no webhook, writes no delivery,
+ * and the event, fanned out with nothing owed, goes with the retention job. One pass over the
+ * table (no index on workspace_id: it would cost every event written), as the cascade made.
+ */
+export async function deleteWorkspaceEvents(em: EntityManager, workspaceId: string): Promise<void> {
+  await sql(em, `delete from events where id in (select id from events where workspace_id = ? for update skip locked)`, [workspaceId]);
+}
+
+/**
  * Retention (maintenance/retention.ts): events in the heap pages [from, to) created before
  * `cutoff` that were fanned out and have no delivery left nor any to come. Returns one row per
  * event deleted.

@@ -107,8 +107,9 @@ export async function deleteWebhook(em: EntityManager, workspaceId: string, id: 
  * 0. the outbox table in the mode its delete needs (ROW EXCLUSIVE), first: a webhook change
  *    holds the outbox (SHARE, holdOutbox) before its webhook's row, so taken after the webhook
  *    rows it deadlocked with one; writers of events and the fan-out share this mode;
- * 1. the workspace row: no new event or webhook of it can be written from here on (their
- *    foreign keys need it);
+ * 1. the workspace row: no new webhook of it can be written from here on (its foreign key
+ *    needs it); events keep none (0028): an outcome holding one of its messages still writes
+ *    its event, and the caller deletes the events after the messages (deleteWorkspaceEvents);
  * 2. its events not fanned out yet (waiting for a fan-out that holds some of them, which then
  *    writes its deliveries and commits; later fan-outs skip them);
  * 3. its webhooks, whose ids are then complete.

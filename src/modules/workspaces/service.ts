@@ -20,6 +20,7 @@ import {
 import { sdrOfWorkspace } from '../sdrs/repository.ts';
 import { deleteDeliveriesOf, lockWorkspaceWebhooks } from '../webhooks/repository.ts';
 import { deleteWorkspaceMessages } from '../messages/deletion.ts';
+import { deleteWorkspaceEvents } from '../events/outbox.ts';
 import { requireName } from '../../shared/names.ts';
 import { transaction } from '../../db/transaction.ts';
 
@@ -79,7 +80,8 @@ export class WorkspaceService {
 
   /**
    * Deletes the workspace and all its data (foreign keys cascade from the workspace; its
-   * messages, which have none, are deleted by their owner, messages/deletion.ts); its keys
+   * messages and events, which have none, are deleted by their owners, messages/deletion.ts and
+   * events/outbox.ts); its keys
    * stay behind and answer 404. Webhook deliveries have no foreign keys (0009): they are deleted
    * in the same transaction, after locks taken in the webhook fan-out's order
    * (lockWorkspaceWebhooks).
@@ -92,6 +94,8 @@ export class WorkspaceService {
       await deleteWorkspaceMessages(em, ws.id);
       await deleteWorkspace(em, ws.id);
       await deleteWorkspaceMessages(em, ws.id);
+      // events has no foreign keys either (0028): after the messages, whose outcomes write them.
+      await deleteWorkspaceEvents(em, ws.id);
       await deleteDeliveriesOf(em, hooks);
     });
     return { id: ws.id };
