@@ -10,6 +10,12 @@ import { transactionRetries } from '../../src/db/transaction.ts';
 describe('messages: deleting a workspace', function () {
   this.timeout(60_000);
   const w = sendingWorld();
+  /** A connection of its own, for a transaction held open across the steps of a race. */
+  const connect = async () => {
+    const c = new pg.Client({ connectionString: w.app.databaseUrl });
+    await c.connect();
+    return c;
+  };
 
   const countOf = async (workspaceId: string) =>
     (await w.db.query(`select state, kind, count(*)::int as n from outbound_messages where workspace_id = $1 group by 1, 2 order by 1, 2`, [workspaceId])).rows;
@@ -101,11 +107,6 @@ describe('messages: deleting a workspace', function () {
     const s = await w.setup({ leads: [{ email: 'race.a@x.example' }], steps: [{ subject: 'One', bodyHtml: '<p>1</p>' }] });
     const { rows: [m] } = await w.db.query(`select id from outbound_messages where workspace_id = $1 limit 1`, [s.workspaceId]);
     const { rows: [hook] } = await w.db.query(`select id from webhooks where workspace_id = $1 limit 1`, [s.workspaceId]);
-    const connect = async () => {
-      const c = new pg.Client({ connectionString: w.app.databaseUrl });
-      await c.connect();
-      return c;
-    };
     const waiting = async (pid: number) => {
       for (let i = 0; i < 200; i++) {
         const { rows } = await w.db.query(`select wait_event_type from pg_stat_activity where pid = $1`, [pid]);
@@ -162,11 +163,6 @@ describe('messages: deleting a workspace', function () {
     const s = await w.setup({ leads: [{ email: 'race.f@x.example' }], steps: [{ subject: 'One', bodyHtml: '<p>1</p>' }] });
     const { rows: [m] } = await w.db.query(`select id from outbound_messages where workspace_id = $1 limit 1`, [s.workspaceId]);
     const { rows: [hook] } = await w.db.query(`select id from webhooks where workspace_id = $1 limit 1`, [s.workspaceId]);
-    const connect = async () => {
-      const c = new pg.Client({ connectionString: w.app.databaseUrl });
-      await c.connect();
-      return c;
-    };
     const lockWaiter = async (like: string) => {
       for (let i = 0; i < 300; i++) {
         const { rows } = await w.db.query(`select 1 from pg_stat_activity where query like $1 and wait_event_type = 'Lock'`, [like]);
