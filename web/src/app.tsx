@@ -1,7 +1,7 @@
 // The shell: the session (sign-in with an API key, sign-out), navigation by role, light/dark,
 // and the page chosen by the path.
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { ApiError, call, describeError, get, session as currentSession, setSession, whenSignedOut, type Session } from './api.ts';
 import { Link, match, navigate, scrollToHash, useLocation } from './router.tsx';
 import { ErrorNote, Field, focusPageTitle, forgetUnsentTexts, hasUnsentTexts } from './ui.tsx';
@@ -65,7 +65,10 @@ export function App() {
   // A new page: move focus to its heading so keyboard and screen-reader users start there.
   // Moving inside one page (another thread of the inbox, a filter) keeps the focus where it is.
   const page = session?.role === 'sdr' && (path === '/' || path.startsWith('/inbox')) ? '/inbox' : path;
-  useEffect(() => {
+  // A layout effect: as the new page is put on the page, in the same task as the navigation. A
+  // plain effect ran a frame later and took the focus from whatever had it by then (a button
+  // pressed at once: its key went to the heading instead).
+  useLayoutEffect(() => {
     focusPageTitle();
   }, [page, session]);
 
