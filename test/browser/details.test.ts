@@ -6,7 +6,8 @@
 // a phone; a double click creates one key, webhook, campaign or pool; the inbox's pager is in
 // view at 1280 x 800; a sign-out the daemon never answered is not taken for one; a campaign's
 // unsaved step edits survive a reload; a section that closes itself gives the focus back;
-// Deactivate asks first; the chart follows a theme change; a CSV file can be chosen twice.
+// Deactivate asks first; the chart follows a theme change; a CSV file can be chosen twice; the
+// chart's and follow-ups' choices are in the address; a page's heading is focused at once.
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import type { BrowserContext, Page, Route } from 'playwright-core';
