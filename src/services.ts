@@ -3,7 +3,7 @@ import type { Deps } from './deps.ts';
 
 import { WorkspaceService } from './modules/workspaces/service.ts';
 import { SenderService } from './modules/senders/service.ts';
-import { SuppressionService } from './modules/suppression/service.ts';
+import { SuppressionService, type SuppressionReactions } from './modules/suppression/service.ts';
 import { SdrService } from './modules/sdrs/service.ts';
 import { CampaignService } from './modules/campaigns/service.ts';
 import { TrackingService } from './modules/tracking/service.ts';
@@ -28,12 +28,14 @@ export function createServices(deps: Deps, em: EntityManager) {
   // mailbox joins the SDR's threads through InboundService's ProspectAnswers, drafts send
   // through the SDR desk, and the dashboard's flows reach other modules through DashboardOwners.
   const deskMail = new DeskMailService(deps, em);
+  // Addresses taken off the suppression list: the campaigns enroll their leads again.
+  const suppressionReactions: SuppressionReactions = { removed: (tx, workspaceId, keys) => new CampaignService(deps, tx).enrollUnsuppressed(workspaceId, keys) };
   const kb = new KbService(deps, em);
   // The dashboard's flows call the services of the modules that own what they change, built on
   // the EntityManager the flow gives (the request's, or a transaction it opened).
   const owners: DashboardOwners = {
     workspaces: (tx) => new WorkspaceService(deps, tx),
-    suppression: (tx) => new SuppressionService(deps, tx),
+    suppression: (tx) => new SuppressionService(deps, tx, suppressionReactions),
     sdrs: (tx) => new SdrService(deps, tx),
     senders: (tx) => new SenderService(deps, tx),
     campaigns: (tx) => new CampaignService(deps, tx),
@@ -41,7 +43,7 @@ export function createServices(deps: Deps, em: EntityManager) {
   return {
     workspaces: new WorkspaceService(deps, em),
     senders: new SenderService(deps, em),
-    suppression: new SuppressionService(deps, em),
+    suppression: new SuppressionService(deps, em, suppressionReactions),
     sdrs: new SdrService(deps, em),
     campaigns: new CampaignService(deps, em),
     tracking: new TrackingService(deps, em),

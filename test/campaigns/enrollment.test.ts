@@ -3,6 +3,7 @@ import pg from 'pg';
 import { startTestApp, seedWorkspace, subscribeEvents, ManualClock, type TestApp } from '../support/harness.ts';
 import { enroll as enrollLeads } from '../../src/modules/messages/queue.ts';
 import { sql } from '../../src/db/sql.ts';
+import { SEND_CHANNEL } from '../../src/modules/messages/queue.ts';
 
 describe('bulk enrollment, lifecycle, stats, leads view', () => {
   let app: TestApp;
@@ -286,18 +287,31 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     assert.deepEqual(await status(draft), { 'late@example.com': 'active', 'still@example.com': 'suppressed', 'ok@example.com': 'active' });
     assert.equal((await stats(draft)).queued, 2);
 
-    // Running: the lead enrolled again after its removal is re-enrolled, step 0 queued at once.
+    // Running: the removal itself enrolls the lead again and queues its step 0, in the
+    // campaigns that are running (the draft above waited for its start); enrolling it again
+    // afterwards changes nothing.
     const running = await campaign();
-    await enroll(running, [{ email: 'run@example.com' }, { email: 'other@example.com' }]);
+    await enroll(running, [{ email: 'run@example.com' }, { email: 'other@example.com' }, { email: 'still@example.com' }]);
     await app.request('POST', `/v1/campaigns/${running}/start`, { key });
     assert.equal((await stats(running)).queued, 1);
-    await app.services().suppression.remove(workspaceId, ['run@example.com']);
+    const woken = await listenForSend(app.databaseUrl);
+    try {
+      assert.equal(await app.services().suppression.remove(workspaceId, ['RUN@example.com ']), 1);
+      assert.deepEqual(await status(running), { 'run@example.com': 'active', 'other@example.com': 'active', 'still@example.com': 'suppressed' });
+      assert.equal((await stats(running)).queued, 2);
+      await woken.heard; // the workers hear of it when the removal commits
+    } finally {
+      await woken.close();
+    }
     const again = await enroll(running, [{ email: 'run@example.com' }, { email: 'still@example.com' }]);
     assert.deepEqual(again.body, { enrolled: 0, updated: 2, total: 2 });
-    assert.deepEqual(await status(running), { 'run@example.com': 'active', 'other@example.com': 'active', 'still@example.com': 'suppressed' });
     const s = await stats(running);
     assert.equal(s.queued, 2);
     assert.equal(s.totalEnrolled, 3);
+    const { rows: once } = await db.query(`select count(*)::int as n from outbound_messages m join leads l on l.id = m.lead_id where m.campaign_id = $1 and l.email_key = 'run@example.com'`, [running]);
+    assert.equal(once[0].n, 1, 'step 0 once');
+    // The draft's lead stayed as its start left it, and a paused campaign waits for its resume (below).
+    assert.equal((await stats(draft)).queued, 2);
 
     // Paused: the resume checks again.
     const paused = await campaign();
@@ -400,3 +414,12 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     assert.equal(bad.status, 400);
   });
 });
+
+/** A listener on the workers' wake-up channel: `heard` resolves at its first notification. */
+async function listenForSend(url: string): Promise<{ heard: Promise<void>; close: () => Promise<void> }> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query(`listen ${SEND_CHANNEL}`);
+  const heard = new Promise<void>((resolve) => c.once('notification', () => resolve()));
+  return { heard, close: () => c.end() };
+}

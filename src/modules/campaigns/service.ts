@@ -26,7 +26,7 @@ import {
   noteFinished,
   type CampaignChanges,
 } from './repository.ts';
-import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, reactivateUnsuppressed, type EnrollmentRow } from '../messages/queue.ts';
+import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, reactivateUnsuppressed, suppressedEnrollmentsOf, type EnrollmentRow } from '../messages/queue.ts';
 import { bumpCounters, createCounters, readCounters, type Counters } from '../messages/counters.ts';
 import { inWindow } from '../sending/schedule.ts';
 import { completeBeyondLastStep, lockWaitingMessages, rescheduleFollowUps } from '../messages/enrollments.ts';
@@ -192,6 +192,34 @@ export class CampaignService {
       await bumpCounters(em, campaignId, { enrolled: enrollments.length, queued });
       return { enrolled: created, updated, total: created + updated };
     });
+  }
+
+  /**
+   * Addresses just taken off the suppression list (`emailKeys`, normalized), in the caller's
+   * transaction after their delete: each running campaign with one of their leads enrolled as
+   * `suppressed` and never sent to enrolls the lead again and queues its step 0 now, as a
+   * re-enrollment would (draft and paused campaigns do it at their start or resume). Campaigns
+   * are taken in id order, each under the share lock an enrollment takes, so a pause either
+   * commits first (and its resume queues the lead) or waits for this. Returns how many
+   * messages were queued.
+   */
+  async enrollUnsuppressed(workspaceId: string, emailKeys: string[]): Promise<number> {
+    if (!emailKeys.length) return 0;
+    const em = this.em;
+    const now = this.deps.clock.now();
+    const byCampaign = new Map<string, string[]>();
+    for (const r of await suppressedEnrollmentsOf(em, workspaceId, emailKeys)) byCampaign.set(r.campaign_id, [...(byCampaign.get(r.campaign_id) ?? []), r.lead_id]);
+    let queued = 0;
+    for (const [campaignId, leadIds] of byCampaign) {
+      const campaign = await lockCampaignStatus(em, workspaceId, campaignId);
+      if (campaign?.status !== 'running') continue;
+      const again = await reactivateUnsuppressed(em, campaignId, now, leadIds);
+      const n = await queueFirstStepsFor(em, workspaceId, campaignId, again.map((e) => ({ id: e.id, leadId: e.lead_id, email: e.email })), now);
+      await bumpCounters(em, campaignId, { queued: n });
+      queued += n;
+    }
+    if (queued) await notifyQueued(em);
+    return queued;
   }
 
   /** draft|paused -> running (a no-op when running); queues step 0 where nothing is queued. */

@@ -79,6 +79,22 @@ export async function reactivateUnsuppressed(em: EntityManager, campaignId: stri
 }
 
 /**
+ * The enrollments made `suppressed` at enrollment of the workspace's leads with these
+ * addresses (normalized keys), by campaign: what taking the addresses off the list may enroll
+ * again (campaigns/service.ts enrollUnsuppressed). The leads' (workspace_id, email_key) key,
+ * then each lead's enrollments.
+ */
+export async function suppressedEnrollmentsOf(em: EntityManager, workspaceId: string, emailKeys: string[]) {
+  return sql<{ campaign_id: string; lead_id: string }>(
+    em,
+    `select e.campaign_id, e.lead_id from leads l join enrollments e on e.lead_id = l.id
+      where l.workspace_id = ? and l.email_key = any(?::text[]) and e.status = 'suppressed'
+      order by e.campaign_id, e.lead_id`,
+    [workspaceId, emailKeys],
+  );
+}
+
+/**
  * Queues step 0 for every active enrollment of the campaign that has none yet.
  * Idempotent: the (enrollment, step) unique index makes a repeat a no-op. Returns how many
  * messages were queued.

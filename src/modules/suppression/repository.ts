@@ -36,13 +36,15 @@ export async function suppress(em: EntityManager, workspaceId: string, emails: s
   return rows.length;
 }
 
-export async function unsuppress(em: EntityManager, workspaceId: string, emails: string[]): Promise<number> {
+/** Takes addresses off the workspace's list, in the caller's transaction; returns the keys that were on it. */
+export async function unsuppress(em: EntityManager, workspaceId: string, emails: string[]): Promise<string[]> {
   const keys = [...new Set(emails.map(normalizeEmail))];
-  const rows = await sql<{ email_key: string }>(em, 
+  const rows = await sql<{ email_key: string }>(
+    em,
     `delete from suppressions where workspace_id = ? and email_key = any(?::text[]) returning email_key`,
     [workspaceId, keys],
   );
-  return rows.length;
+  return rows.map((r) => r.email_key);
 }
 
 export async function isSuppressed(em: EntityManager, workspaceId: string, email: string): Promise<boolean> {

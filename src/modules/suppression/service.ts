@@ -2,15 +2,26 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Deps } from '../../deps.ts';
 import { ApiError, type FieldError } from '../../shared/errors.ts';
 import { isEmail } from '../../shared/email.ts';
+import { transaction } from '../../db/transaction.ts';
 import { isSuppressed, suppress, unsuppress, type SuppressionReason } from './repository.ts';
 
 export type { SuppressionReason };
+
+/**
+ * What other modules do when addresses leave the list, in the removal's transaction (wired in
+ * services.ts, so this module depends on none of them): the campaigns enroll again the leads
+ * they had enrolled as `suppressed`.
+ */
+export interface SuppressionReactions {
+  removed(em: EntityManager, workspaceId: string, emailKeys: string[]): Promise<unknown>;
+}
 
 /** The suppression list through the API and the CLI. Other modules suppress through the repository, in their own transaction. */
 export class SuppressionService {
   constructor(
     private readonly deps: Deps,
     private readonly em: EntityManager,
+    private readonly reactions?: SuppressionReactions,
   ) {}
 
   /**
@@ -34,8 +45,18 @@ export class SuppressionService {
     return this.add(workspaceId, emails as string[], 'manual', 'api');
   }
 
+  /**
+   * Takes addresses off the list (the dashboard's removal, `mailgate suppression remove`);
+   * returns how many were on it. In one transaction with its reactions: a running campaign's
+   * lead enrolled while its address was suppressed, and never sent to, is enrolled again and
+   * its step 0 queued (campaigns/service.ts enrollUnsuppressed), or nothing is.
+   */
   async remove(workspaceId: string, emails: string[]): Promise<number> {
-    return unsuppress(this.em, workspaceId, emails);
+    return transaction(this.em, async (tx) => {
+      const removed = await unsuppress(tx, workspaceId, emails);
+      if (removed.length && this.reactions) await this.reactions.removed(tx, workspaceId, removed);
+      return removed.length;
+    });
   }
 
   async isSuppressed(workspaceId: string, email: string): Promise<boolean> {
