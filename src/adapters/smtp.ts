@@ -118,6 +118,10 @@ export function classifySmtpError(err: unknown, dataEnded = false): Exclude<Send
   // 454 "temporary authentication failure" (RFC 4954): the credentials may be right; backed off
   // and tried again, not stopped until an operator resumes the account.
   if (e.code === 'EAUTH' && code && code >= 400 && code < 500) return { kind: 'unreachable', response };
+  // No SMTP reply to AUTH at all (a peer answering garbage or HTTP: nodemailer's EAUTH with no
+  // code): nothing refused the credentials, so the account is backed off as unreachable, not
+  // stopped as `auth_failed` until an operator resumes it.
+  if (e.code === 'EAUTH' && !code) return { kind: 'unreachable', response };
   if (e.code === 'EAUTH' || e.code === 'ENOAUTH') return { kind: 'auth_failed', response };
   if (code && throttled(code, response)) return { kind: 'rate_limited', code, response };
   // "554 no SMTP service here" or "550 sender rejected": the account cannot send, whoever the

@@ -52,6 +52,12 @@ describe('SMTP outcomes are storable text', () => {
     // A refused login stops the account until it is resumed; a temporary one (454) backs off.
     assert.equal(kind({ code: 'EAUTH', responseCode: 535, command: 'AUTH PLAIN', response: '535 5.7.8 bad credentials' }), 'auth_failed');
     assert.equal(kind({ code: 'EAUTH', responseCode: 454, command: 'AUTH PLAIN', response: '454 4.7.0 temporary authentication failure' }), 'unreachable');
+    // An answer to AUTH that is no SMTP reply (what nodemailer gives a peer answering garbage:
+    // EAUTH without a code) refused no credentials: backed off, not stopped until resumed.
+    assert.equal(kind({ code: 'EAUTH', command: 'AUTH PLAIN', response: 'HTTP/1.1 400 Bad Request' }), 'unreachable');
+    assert.equal(kind({ code: 'EAUTH', command: 'AUTH LOGIN', response: 'garbage' }), 'unreachable');
+    // A server offering no AUTH to an account with credentials: the account's configuration, stopped.
+    assert.equal(kind({ code: 'ENOAUTH', command: 'AUTH' }), 'auth_failed');
   });
 
   it("a 5xx about the account's sending quota is the account's throttling; a recipient's full mailbox stays the message's", () => {
