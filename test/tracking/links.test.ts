@@ -28,6 +28,13 @@ describe('tracking and unsubscribe links of sent messages', function () {
     const tampered = path.slice(0, -2) + (path.endsWith('A') ? 'BB' : 'AA');
     const bad = await app.request('GET', tampered);
     assert.equal(bad.status, 404);
+    assert.equal(bad.body.error.code, 'not_found');
+    // A mail client loading images (Chromium's Accept for an <img>): the same GIF, still 404, no
+    // broken-image icon in the message.
+    const image = await app.request('GET', tampered, { headers: { accept: 'image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8' } });
+    assert.equal(image.status, 404);
+    assert.equal(image.headers.get('content-type'), 'image/gif');
+    assert.equal(Number(image.headers.get('content-length')), Number(first.headers.get('content-length')));
     // Other spellings of the same valid token: junk or padding in the payload, a second dot.
     const [payload, mac] = path.slice('/t/o/'.length).split('.');
     for (const spelling of [`${payload}~~.${mac}`, `${payload.slice(0, 4)}*${payload.slice(4)}.${mac}`, `${payload}====.${mac}`, `${payload}.${mac}.anything`])

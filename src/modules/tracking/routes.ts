@@ -34,12 +34,25 @@ function unknownUnsubscribeLink(ctx: Context): void {
   );
 }
 
+/**
+ * A pixel whose token is not one (changed on its way, forged): 404 and nothing recorded. A
+ * mail client loading images (it asks for an image before JSON) gets the same transparent GIF,
+ * so the message shows no broken-image icon; any other client gets the API's envelope.
+ */
+function unknownPixel(ctx: Context): void {
+  if (ctx.accepts('json', 'image/gif') !== 'image/gif') throw new ApiError(404, 'not_found', 'unknown tracking link');
+  ctx.status = 404;
+  ctx.set('Cache-Control', 'no-store, max-age=0');
+  ctx.type = 'image/gif';
+  ctx.body = PIXEL;
+}
+
 /** The public links put into emails: no API key, signed tokens instead. */
 export function mountTrackingRoutes(router: Router) {
   router.get('/t/o/:token', async (ctx) => {
     // A HEAD (link scanners, security gateways) is no open: the same answer, nothing recorded.
     const known = ctx.method === 'HEAD' ? await services(ctx).tracking.pixelKnown(ctx.params.token) : await services(ctx).tracking.open(ctx.params.token);
-    if (!known) throw new ApiError(404, 'not_found', 'unknown tracking link');
+    if (!known) return unknownPixel(ctx);
     ctx.set('Cache-Control', 'no-store, max-age=0');
     ctx.type = 'image/gif';
     ctx.body = PIXEL;
@@ -80,6 +93,8 @@ const role = 'Role: none; no API key (the token is signed with the secret key).'
 const notFound = errorResponse(['not_found']);
 // An unknown unsubscribe link: the envelope, or a page for a client that asks for HTML first.
 const linkNotFound = { ...notFound, content: { ...(notFound.content as Record<string, unknown>), 'text/html': { schema: { type: 'string' } } } };
+// An unknown pixel: the envelope, or the same GIF for a client that asks for an image first.
+const pixelNotFound = { ...notFound, content: { ...(notFound.content as Record<string, unknown>), 'image/gif': { schema: { type: 'string', contentMediaType: 'image/gif' } } } };
 const internal = errorResponse(['internal_error']);
 // The database unavailable, or a conflict left after the retries (http/errors.ts).
 const unavailable = { $ref: '#/components/responses/TemporarilyUnavailable' };
@@ -96,7 +111,7 @@ export const trackingOperations: StaticOperation[] = [
       description: `${role} Put into emails of campaigns with trackOpens; not cached.`,
       responses: {
         '200': { description: 'A transparent 1x1 GIF', content: { 'image/gif': { schema: { type: 'string', contentMediaType: 'image/gif' } } } },
-        '404': notFound,
+        '404': pixelNotFound,
         '500': internal,
         '503': unavailable,
       },
