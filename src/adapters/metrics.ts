@@ -24,7 +24,7 @@ export class Metrics {
   private orm?: MikroORM;
   private processMetrics = false;
 
-  readonly smtpOutcomes = this.counter('mailgate_smtp_outcomes_total', 'SMTP transactions by outcome (accepted, rejected, temporary, auth_failed, unreachable, rate_limited, error, abandoned)', ['outcome']);
+  readonly smtpOutcomes = this.counter('mailgate_smtp_outcomes_total', 'SMTP transactions by outcome (accepted, rejected, temporary, auth_failed, unreachable, rate_limited, too_many_connections, error, abandoned)', ['outcome']);
   readonly sent = this.counter('mailgate_messages_sent_total', 'Messages accepted by an SMTP server', []);
   readonly bounces = this.counter('mailgate_bounces_total', 'Bounces by type: hard (5xx or a hard DSN), soft (4xx after the last retry, or a soft DSN)', ['type']);
   readonly replies = this.counter('mailgate_replies_total', 'Replies recorded, by classification', ['classification']);

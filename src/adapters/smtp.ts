@@ -14,8 +14,13 @@ export type SendOutcome =
   | { kind: 'auth_failed'; response: string }
   /** The server could not be reached: connection refused, DNS failure, timeout. The account's fault, not the message's. */
   | { kind: 'unreachable'; response: string }
-  /** The provider throttles the account (421, a 4.7.x rate answer, 452 too many, a 5xx about its sending quota). */
-  | { kind: 'rate_limited'; code: number; response: string };
+  /**
+   * The provider throttles the account (421, a 4.7.x rate answer, 452 too many, a 5xx about its
+   * sending quota). `tooManyConnections`: the refusal of a connection being set up, saying the
+   * server has too many connections from us (the dispatcher decides whether that is the account's
+   * failure: it is not while the account's other connections work).
+   */
+  | { kind: 'rate_limited'; code: number; response: string; tooManyConnections?: true };
 
 /** nodemailer's codes (and the socket's) for a server that could not be reached or answered in time. */
 const UNREACHABLE_CODES = new Set(['ECONNECTION', 'ESOCKET', 'ETIMEDOUT', 'EDNS', 'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE']);
@@ -30,6 +35,35 @@ function throttled(code: number, response: string): boolean {
   if (code >= 400 && code < 500 && /\b4\.7\.\d{1,3}\b/.test(response) && /rate|limit|too many|throttl|exceeded/i.test(response)) return true;
   if (code >= 500 && code < 600 && sendingQuotaUsedUp(response)) return true;
   return code === 452 && /too many/i.test(response) && !/recipient/i.test(response);
+}
+
+/**
+ * The answer was to a connection being set up, before any message's transaction: the greeting
+ * (nodemailer's `EPROTOCOL` "Invalid greeting" at `CONN`), EHLO/HELO, STARTTLS, AUTH and MAIL
+ * FROM (the first command a server that limits connections per account can refuse after the
+ * login names the account). A 421 to RCPT TO or DATA also comes back as `CONN`, but as
+ * `ECONNECTION` ("Server closed the connection"): a transaction's, not the setup's.
+ */
+function settingUp(code: string, command: string): boolean {
+  if (command === 'CONN') return code === 'EPROTOCOL';
+  return command === 'EHLO' || command === 'HELO' || command === 'LHLO' || command === 'STARTTLS' || command === 'MAIL FROM' || command.startsWith('AUTH');
+}
+
+/**
+ * A refusal saying the server already has too many connections from us (per account or per
+ * client): Microsoft 365's "421 4.3.2 The maximum number of concurrent server connections has
+ * exceeded a limit, closing transmission channel", smtp-server's "421 ... Too many connected
+ * clients, try again in a moment", Postfix's "421 4.7.0 ... Error: too many connections from
+ * 192.0.2.7", "connection limit". Only a temporary answer to a connection being set up: the
+ * same words later in a transaction (RCPT TO, DATA) come from a connection the server took, and
+ * stay a throttle. A generic throttle that mentions the connection it closes (Gmail's "421 4.7.0
+ * Try again later, closing connection", 4.3.2's "Service shutting down, closing connection") is
+ * not this: it says nothing about how many connections we have.
+ */
+function connectionLimitReached(e: { code?: string; command?: string }, code: number, response: string): boolean {
+  if (code < 400 || code >= 500 || !settingUp(e.code ?? '', e.command ?? '')) return false;
+  if (/\bconcurrent\b|too many connect|too many (?:open |simultaneous |parallel |smtp )?connections\b|\bconnections? limit\b/i.test(response)) return true;
+  return /\b4\.3\.2\b/.test(response) && /connection/i.test(response.replace(/closing (?:the )?(?:connection|transmission channel)/gi, ''));
 }
 
 /**
@@ -76,6 +110,11 @@ function accountRefused(response: string): boolean {
 export interface MailAccount {
   id: string;
   smtpUrl: string;
+  /**
+   * The most connections to the account's server now, when fewer than the messenger's
+   * `maxConnections`: its server refused one as one too many (sending/in-flight.ts ConnectionLimits).
+   */
+  connections?: number;
 }
 
 /**
@@ -115,6 +154,10 @@ export function classifySmtpError(err: unknown, dataEnded = false): Exclude<Send
   // A server's answer is stored in text columns: made storable here, at the one place it enters.
   const response = storableText((e.response ?? e.message ?? String(err)).slice(0, 1000));
   const code = e.responseCode;
+  // One connection too many (a server limiting the account's concurrent connections): a
+  // throttle when it is the account's only connection; the dispatcher decides (dispatcher.ts).
+  // Before the login's own answers, so a 421 to AUTH saying so is not taken for a failed login.
+  if (code && connectionLimitReached(e, code, response)) return { kind: 'rate_limited', code, response, tooManyConnections: true };
   // 454 "temporary authentication failure" (RFC 4954): the credentials may be right; backed off
   // and tried again, not stopped until an operator resumes the account.
   if (e.code === 'EAUTH' && code && code >= 400 && code < 500) return { kind: 'unreachable', response };
@@ -201,8 +244,18 @@ function sendRaw(transport: Transporter, raw: RawMessage, messageId: string, bef
       return stream;
     },
   };
-  const pool = (transport as unknown as { transporter: { send(mail: unknown, cb: (err: Error | null, info: { response?: string }) => void): void } }).transporter;
+  const pool = poolOf(transport);
   return new Promise((resolve, reject) => pool.send({ data: {}, message }, (err, info) => (err ? reject(err) : resolve(info))));
+}
+
+/** nodemailer's pooled transport behind the Mail layer: its `send` and its live options. */
+interface SmtpPool {
+  send(mail: unknown, cb: (err: Error | null, info: { response?: string }) => void): void;
+  options: { maxConnections: number };
+}
+
+function poolOf(transport: Transporter): SmtpPool {
+  return (transport as unknown as { transporter: SmtpPool }).transporter;
 }
 
 /**
@@ -304,6 +357,13 @@ export class SmtpMessenger implements Messenger {
     // not transport: what it throws is the message's own failure, thrown, never retried.
     const raw = rawMessage(mail);
     const pooled = this.transportFor(account);
+    // The pool reads its maxConnections (a live option of nodemailer's pool) each time it looks
+    // for a connection, so a lower limit holds at once; open connections above it stay until
+    // they close. The dispatcher's slots alone do not bound the connections: a connection that
+    // has just ended a message is made available on a later turn of the event loop, and a
+    // message handed to the pool meanwhile opened a new one (in a probe, a server allowing 2
+    // refused a new connection every 10 to 25 messages at 2 slots).
+    poolOf(pooled.transport).options.maxConnections = Math.min(account.connections ?? this.opts.maxConnections, this.opts.maxConnections);
     pooled.lastUsed = Date.now();
     pooled.inFlight++;
     const progress: Progress = { dataEnded: false };

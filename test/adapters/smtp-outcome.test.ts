@@ -75,6 +75,37 @@ describe('SMTP outcomes are storable text', () => {
     assert.equal(kind(550, '550 5.7.1 Recipient daily message limit exceeded', 'RCPT TO'), 'rejected');
   });
 
+  it('a refusal saying the server has too many connections from us, to a connection being set up, is told apart from a throttle', () => {
+    const outcome = (command: string, code: number, response: string, e: object = {}) => {
+      const o = classifySmtpError({ code: command === 'CONN' ? 'EPROTOCOL' : 'EENVELOPE', command, responseCode: code, response, ...e });
+      return [o.kind, 'tooManyConnections' in o ? o.tooManyConnections : false];
+    };
+    const tooMany = ['rate_limited', true];
+    const throttle = ['rate_limited', false];
+    // Microsoft 365, smtp-server's maxClients, Postfix's per-client limit, other wordings.
+    assert.deepEqual(outcome('CONN', 421, '421 4.3.2 The maximum number of concurrent server connections has exceeded a limit, closing transmission channel'), tooMany);
+    assert.deepEqual(outcome('CONN', 421, '421 mx.example Too many connected clients, try again in a moment'), tooMany);
+    assert.deepEqual(outcome('CONN', 421, '421 4.7.0 mail.example.com Error: too many connections from 192.0.2.7'), tooMany);
+    assert.deepEqual(outcome('CONN', 421, '421 4.7.0 Connection limit exceeded for this account'), tooMany);
+    assert.deepEqual(outcome('EHLO', 421, '421 4.7.0 Too many concurrent SMTP connections; please try again later'), tooMany, 'at EHLO');
+    assert.deepEqual(outcome('CONN', 450, '450 4.3.2 Too many open connections, try later'), tooMany, 'a 4xx other than 421');
+    assert.deepEqual(outcome('CONN', 421, '421 4.3.2 Connections from your account are over the allowed number'), tooMany);
+    // Refused to the login or to the first MAIL FROM (a limit per account is known once the login names it).
+    assert.deepEqual(outcome('AUTH PLAIN', 421, '421 4.3.2 The maximum number of concurrent server connections has exceeded a limit', { code: 'EAUTH' }), tooMany);
+    assert.deepEqual(outcome('MAIL FROM', 421, '421 4.3.2 The maximum number of concurrent server connections has exceeded a limit'), tooMany);
+    // Gmail's generic throttle, a shutdown, Exim's limit of messages per connection: throttles as before.
+    assert.deepEqual(outcome('CONN', 421, '421 4.7.0 Try again later, closing connection.'), throttle);
+    assert.deepEqual(outcome('CONN', 421, '421 4.3.2 Service shutting down, closing connection'), throttle);
+    assert.deepEqual(outcome('CONN', 421, '421 4.3.2 Service not available, closing transmission channel'), throttle);
+    assert.deepEqual(outcome('MAIL FROM', 421, '421 too many messages in this connection'), throttle);
+    // The same words inside a transaction come from a connection the server took: a throttle.
+    assert.deepEqual(outcome('RCPT TO', 421, '421 4.7.0 too many connections, try later'), throttle);
+    // As nodemailer reports a 421 to RCPT TO or DATA: the server closing a transaction's connection.
+    assert.deepEqual(outcome('CONN', 421, '421 4.7.0 too many connections, try later', { code: 'ECONNECTION' }), throttle);
+    // Not temporary: not this (a permanent refusal of the greeting is the account's, as before).
+    assert.deepEqual(outcome('CONN', 554, '554 5.7.1 too many connections from your network, go away'), ['unreachable', false]);
+  });
+
   it('a server that drops the connection after the whole message (before its answer) costs the message an attempt', async () => {
     // A minimal SMTP server: it reads the message to its final dot, then closes without a word.
     let messages = 0;

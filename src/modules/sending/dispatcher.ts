@@ -6,7 +6,7 @@ import { inWindow } from './schedule.ts';
 import { SendOutcomeRecorder, type ClaimedMessage } from './outcomes.ts';
 import { claimForPool } from './capacity.ts';
 import { composeMessage, claimedOf, type ReadyMessage } from './compose.ts';
-import { HeldMessages, PerAccount } from './in-flight.ts';
+import { HeldMessages, PerAccount, ConnectionLimits, CONNECTION_RECOVERY_MS } from './in-flight.ts';
 import { runningCampaigns } from '../campaigns/repository.ts';
 import type { Schedule } from '../campaigns/entities.ts';
 import { promoteDue } from '../messages/queue.ts';
@@ -51,10 +51,14 @@ export class SendDispatcher {
   private readonly statements: PreparedStatements;
   /** The accepted outcomes' writes and the guards (one statement at a time, group-committed): planned once. */
   private readonly outcomeStatements: PreparedStatements;
-  /** SMTP transactions per account: at most maxConnections at once. */
+  /** SMTP transactions per account: at most maxConnections at once (fewer while `connections` lowers it). */
   private readonly slots: PerAccount;
-  /** The acceptance limit per account (see sendOne). */
+  /** The acceptance limit per account (see sendOne): as many as the connections. */
   private readonly acceptable: PerAccount;
+  /** The connections used per account, lowered for an account whose server refused one as one too many. */
+  private readonly connections: ConnectionLimits;
+  /** This worker's messages in an SMTP transaction now, per account: the connections open to its server. */
+  private readonly inSmtp = new Map<string, number>();
   /** Messages this worker has claimed and not yet recorded or released: their lease is renewed (in-flight.ts). */
   private readonly held: HeldMessages;
   private stopping = false;
@@ -82,6 +86,8 @@ export class SendDispatcher {
       statementPool?: number;
       /** The registered worker's id (WorkerRegistry), so a dead process's claims are reclaimed by owner. */
       workerId?: string;
+      /** How long a connection limit lowered for an account holds before it is raised by one (in-flight.ts ConnectionLimits). */
+      connectionRecoveryMs?: number;
     },
   ) {
     this.workerId = opts.workerId ?? `${process.pid}.${randomBytes(4).toString('hex')}`;
@@ -96,6 +102,7 @@ export class SendDispatcher {
     this.outcomes = new SendOutcomeRecorder(deps, opts.retryDelaysMs, this.outcomeStatements);
     this.slots = new PerAccount(opts.maxConnections);
     this.acceptable = new PerAccount(opts.maxConnections);
+    this.connections = new ConnectionLimits(opts.maxConnections, opts.connectionRecoveryMs ?? CONNECTION_RECOVERY_MS, () => deps.clock.now().getTime());
     this.held = new HeldMessages(this.statements, this.workerId, this.leaseMs, deps.clock, deps.log);
   }
 
@@ -317,11 +324,15 @@ export class SendDispatcher {
    * goes back to the queue or is cancelled (notSent) as before.
    */
   private async sendGuarded(p: ReadyMessage, result: RoundResult, healthy: Set<string>, refused: Set<string>, takePlace: () => Promise<void>): Promise<void> {
-    const sem = this.slots.of(p.message.senderAccountId);
+    const accountId = p.message.senderAccountId;
+    const sem = this.slots.of(accountId);
+    this.limitConnections(accountId, this.connections.of(accountId));
     await sem.acquire();
     let outcome: SendOutcome | { kind: 'threw'; err: unknown };
     let go: Promise<boolean>;
     let abandoned = false;
+    /** Refused as one connection too many while others of the account worked: back to the queue as it was. */
+    let spare = false;
     try {
       if (this.stopping) {
         await requeue(this.em(), p.message.id, this.workerId, this.deps.clock.now());
@@ -359,10 +370,21 @@ export class SendDispatcher {
       // what it throws is this message's own failure (it could not be composed).
       const started = performance.now();
       if (p.claimedAt !== undefined) this.deps.metrics.claimToSend.observe((started - p.claimedAt) / 1000);
-      outcome = await this.messenger.send({ id: p.message.senderAccountId, smtpUrl: p.smtpUrl }, p.mail, beforeEnd).catch((err: unknown) => ({ kind: 'threw' as const, err }));
-      const kind = abandoned ? 'abandoned' : outcome.kind === 'threw' ? 'error' : outcome.kind;
+      // The account's other transactions as this one starts: nodemailer's pool opens a new
+      // connection only when its others are busy, so these are the connections it already had.
+      const othersAtStart = this.inSmtp.get(accountId) ?? 0;
+      this.inSmtp.set(accountId, othersAtStart + 1);
+      try {
+        const account = { id: accountId, smtpUrl: p.smtpUrl, connections: this.connections.of(accountId) };
+        outcome = await this.messenger.send(account, p.mail, beforeEnd).catch((err: unknown) => ({ kind: 'threw' as const, err }));
+      } finally {
+        this.inSmtp.set(accountId, this.inSmtp.get(accountId)! - 1);
+      }
+      // Decided before the slot is released, so the account's next message waits for a working connection.
+      if (!abandoned && outcome.kind === 'rate_limited' && outcome.tooManyConnections) spare = this.oneConnectionTooMany(accountId, othersAtStart, outcome.response);
+      const kind = abandoned ? 'abandoned' : spare ? 'too_many_connections' : outcome.kind === 'threw' ? 'error' : outcome.kind;
       // Known before the slot is released, so the account's next message sees it.
-      if (!abandoned && ACCOUNT_FAILURES.has(outcome.kind)) this.accountFailedAt.set(p.message.senderAccountId, performance.now());
+      if (!abandoned && !spare && ACCOUNT_FAILURES.has(outcome.kind)) this.accountFailedAt.set(accountId, performance.now());
       this.deps.metrics.smtpOutcomes.inc({ outcome: kind });
       this.deps.metrics.smtpDuration.observe({ outcome: kind }, (performance.now() - started) / 1000);
     } catch (err) {
@@ -388,6 +410,15 @@ export class SendDispatcher {
         return;
       }
     }
+    if (spare) {
+      // Not an attempt and not the account's failure: the message is due as it was, and the next
+      // claim gives it to a connection that works (this worker now opens fewer).
+      await requeue(this.em(), p.message.id, this.workerId, this.deps.clock.now()).catch((err: unknown) =>
+        this.deps.log.error({ err, messageId: p.message.id }, 'requeueing a message refused as one connection too many failed; it stays claimed until its lease expires'),
+      );
+      result.retried++;
+      return;
+    }
     if (outcome.kind === 'threw') {
       await this.failMessage(p.message, 'sending', outcome.err);
       return;
@@ -406,6 +437,42 @@ export class SendDispatcher {
     } catch (err) {
       this.deps.log.error({ err, messageId: p.message.id }, 'recording an SMTP outcome failed; the message stays claimed until its lease expires');
     }
+  }
+
+  /**
+   * The account's server refused a connection as one too many (adapters/smtp.ts
+   * `tooManyConnections`). With other connections of this worker to it open, the account works
+   * and only had a connection more than its server allows (Microsoft 365 allows 3 per mailbox;
+   * other workers' connections count too): this worker uses as many as were open (at least 1)
+   * and the refused message is not the account's failure (true returned). Alone, the account
+   * cannot be reached at all: its failure, backed off as any throttle (false).
+   *
+   * Open: the account's other transactions when this one started or now, whichever is more. A
+   * refusal comes after the connection's setup (smtp-server answers 100 ms after the connect,
+   * Microsoft 365 after the login), and meanwhile the pool's other connections may have carried
+   * the rest of the batch and be idle (open, not counted in flight); or the others may have
+   * started after this one. Connections still being set up count too (they may be refused in
+   * turn): each refusal lowers the limit by at least one (ConnectionLimits), so a server
+   * refusing every connection still comes down to a lone refused connection, the back-off.
+   */
+  private oneConnectionTooMany(accountId: string, othersAtStart: number, response: string): boolean {
+    const open = Math.max(othersAtStart, this.inSmtp.get(accountId) ?? 0);
+    // Down to one connection already, this worker found the account's server takes no more
+    // than that one from it: refused, the account cannot be reached now.
+    if (open === 0 || this.connections.of(accountId) === 1) return false;
+    const limit = this.connections.refused(accountId, open);
+    this.limitConnections(accountId, limit);
+    this.deps.log.info(
+      { senderAccountId: accountId, connections: limit, response, recoveryMinutes: (this.opts.connectionRecoveryMs ?? CONNECTION_RECOVERY_MS) / 60_000 },
+      'the SMTP server refused a connection as one too many: this worker uses fewer connections for the account',
+    );
+    return true;
+  }
+
+  /** The account's SMTP transactions and acceptance places at once follow its connection limit. */
+  private limitConnections(accountId: string, limit: number): void {
+    this.slots.of(accountId).resize(limit);
+    this.acceptable.of(accountId).resize(limit);
   }
 
   /**
