@@ -194,13 +194,15 @@ describe('webhook delivery: restarts, workers, leases', function () {
     // The taker's claim of due deliveries fails once (a connection lost), after the batch's retake committed.
     const db = (taker as unknown as { db: { run: (name: string, ...rest: unknown[]) => Promise<unknown> } }).db;
     const run = db.run.bind(db);
-    let failed = 0;
+    // Claims counted, the first one failed: a round that runs past its claim interval (a busy
+    // machine) claims again, which succeeds and changes nothing this test looks at.
+    let claimRuns = 0;
     db.run = async (name: string, ...rest: unknown[]) => {
-      if (name === 'webhooks.claim' && !failed++) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+      if (name === 'webhooks.claim' && claimRuns++ === 0) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
       return run(name, ...rest);
     };
     await taker.runRound();
-    assert.equal(failed, 1, 'the claim after the retake failed');
+    assert.ok(claimRuns >= 1, 'the claim after the retake ran, and failed the first time');
     assert.deepEqual(
       w.receiver.received.filter((q) => q.json.webhookId === hook.id).map((q) => q.headers['x-service-attempt']),
       ['1'],
