@@ -133,6 +133,10 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
         workerId: registry.id,
       });
       webhooks = new WebhookDispatcher(deps, { owner: registry.id });
+      // Before any round: a webhook disabled, deleted or moved through the API (this process or
+      // an api-only one) stops its attempts waiting here at once.
+      await webhooks.listen();
+      step();
       jobs = new JobRunner(runtime.db.url, recurringJobs({ dispatcher, webhooks, deps }), log, { metrics: deps.metrics });
       await jobs.start();
       step();

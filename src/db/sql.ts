@@ -5,7 +5,7 @@ import type { Knex } from '@mikro-orm/knex';
 // statements). The other ways to reach PostgreSQL each have a reason of their own:
 // - db/statements.ts `PreparedStatements`: the sending hot path's small pools, whose sessions
 //   carry planner settings (index paths only) and keep named statements planned per connection;
-// - a dedicated pg.Client where a connection must not be shared: LISTEN (sending/wakeup.ts), the
+// - a dedicated pg.Client where a connection must not be shared: LISTEN (db/listener.ts), the
 //   worker heartbeat (workers/registry.ts: never queued behind the work), the migration advisory
 //   lock (db/orm.ts), the database probe at start (db/database.ts), the CLI's `list` commands
 //   (cli/: they load no ORM, to start fast).

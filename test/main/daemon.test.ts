@@ -5,7 +5,9 @@ import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { createTestDatabase } from '../support/harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 const run = promisify(execFile);
 
@@ -136,7 +138,21 @@ describe('mailgate serve (a real process)', function () {
       const w = await get(worker.port, '/v1/sender-accounts', key);
       assert.equal(w.status, 404);
       assert.equal(w.body.error.code, 'not_found');
+      // The worker hears the webhook changes the API process commits (one connection, LISTEN
+      // on the channel), and closes that connection when it stops.
+      const listening = async () => {
+        const c = new pg.Client({ connectionString: db.url });
+        await c.connect();
+        try {
+          return (await c.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and query = 'listen mailgate_webhooks'`)).rows[0].n;
+        } finally {
+          await c.end();
+        }
+      };
+      assert.equal(await listening(), 1);
       assert.equal(await worker.stop(), 0);
+      // Its backend ends a moment after the process: waited for, not read once.
+      await waitFor('the worker\'s listening connection to end', async () => (await listening()) === 0);
       assert.equal(await api.stop(), 0);
     } finally {
       await db.drop();

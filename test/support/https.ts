@@ -68,8 +68,8 @@ export type Answer = number | { status: number; headers?: Record<string, string>
 
 export class HttpsReceiver {
   readonly received: ReceivedRequest[] = [];
-  /** Decides the answer to each request (after it is recorded). */
-  respond: (req: ReceivedRequest) => Answer = () => 200;
+  /** Decides the answer to each request (after it is recorded); a promise holds the answer until it settles. */
+  respond: (req: ReceivedRequest) => Answer | Promise<Answer> = () => 200;
   port = 0;
   private server?: https.Server;
 
@@ -89,6 +89,10 @@ export class HttpsReceiver {
         const r: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, json, at: Date.now() };
         this.received.push(r);
         const answer = this.respond(r);
+        if (answer instanceof Promise) void answer.then((a) => reply(a));
+        else reply(answer);
+      });
+      const reply = (answer: Answer) => {
         if (answer === 'hang') return;
         if (answer === 'drop') return void req.socket.destroy();
         const { status, headers, delayMs } = typeof answer === 'number' ? { status: answer, headers: {}, delayMs: 0 } : answer;
@@ -96,7 +100,7 @@ export class HttpsReceiver {
           res.writeHead(status, { 'content-type': 'text/plain', ...headers });
           res.end(`${status}\n`);
         }, delayMs ?? 0);
-      });
+      };
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', () => resolve()));
     this.port = (this.server.address() as { port: number }).port;

@@ -4,8 +4,20 @@ import { PreparedStatements } from '../../db/statements.ts';
 import { WebhookHttpClient, describeRequestError, type PostOutcome, type Resolver } from '../../adapters/http-client.ts';
 import type { ClaimedDelivery, DeliveryState, FanOutLease } from './entities.ts';
 import { envelope, deliveryHeaders } from './payload.ts';
-import { DeliveryRound, type WebhookRoundResult } from './round.ts';
-import { fanOut, hasPendingEvents, claimDue, releaseClaims, recordOutcomes, retakeFanOuts, releaseFanOuts, type AttemptOutcome, type Statements } from './repository.ts';
+import { DeliveryRound, type WebhookChange, type WebhookRoundResult } from './round.ts';
+import { ChannelListener } from '../../db/listener.ts';
+import {
+  fanOut,
+  hasPendingEvents,
+  claimDue,
+  releaseClaims,
+  recordOutcomes,
+  retakeFanOuts,
+  releaseFanOuts,
+  WEBHOOK_CHANNEL,
+  type AttemptOutcome,
+  type Statements,
+} from './repository.ts';
 
 export interface WebhookDispatchOptions {
   /** Attempts in flight at once in this process (default 16). */
@@ -147,6 +159,9 @@ export class WebhookDispatcher {
   private readonly attemptCounters = new Map<string, { inc(): void }>();
   /** Fan-out batches with claims given back by a stopping round, released when it has settled. */
   private readonly givenBack = new Set<FanOutLease>();
+  /** The rounds running (one at a time under the job; tests may run more). */
+  private readonly rounds = new Set<DeliveryRound>();
+  private listener?: ChannelListener;
   private stopping = false;
   private perEvent = 1;
   private closed?: Promise<void>;
@@ -190,13 +205,53 @@ export class WebhookDispatcher {
     this.stopping = true;
   }
 
+  /**
+   * Listens for webhook changes (notifyWebhookChanges, sent by the API's transactions on
+   * commit, from any process): attempts this worker holds and has not started then stop at
+   * once, or use the webhook's new URL and secret (changed). Without it they go out as they
+   * were read, until the queue drains (at worst a queue's lease); a notification missed while
+   * the connection is reopened falls back to that.
+   */
+  async listen(): Promise<void> {
+    this.listener ??= new ChannelListener(this.deps.orm.config.getClientUrl(), WEBHOOK_CHANNEL, (p) => this.changed(p), this.deps.log, 'webhook change');
+    await this.listener.start();
+  }
+
   /** Closes connections (after the last round); safe to call twice. */
   close(): Promise<void> {
     this.closed ??= (async () => {
+      await this.listener?.stop();
       this.http.close();
       await this.db.close();
     })();
     return this.closed;
+  }
+
+  /**
+   * A webhook changed (its notification's payload): its attempts not started yet are brought up
+   * to date in every round running. Active: they take its URL and secret as they are now.
+   * Disabled or deleted: they are given back (DeliveryRound.changed says where they go).
+   * Notifications come in commit order, so the last one heard is the webhook as it is.
+   */
+  private changed(payload: string): void {
+    let change: WebhookChange & { status: string };
+    try {
+      change = changeOf(JSON.parse(payload));
+    } catch (err) {
+      // (the payload carries the secret's ciphertext: not logged)
+      this.deps.log.warn({ err }, 'a webhook change notification could not be read; ignored');
+      return;
+    }
+    if (!this.rounds.size) return; // nothing held between rounds
+    let reached = 0;
+    for (const round of this.rounds) reached += round.changed(change);
+    // Changes are rare: one line per change a running worker hears, saying what it did.
+    this.deps.log.info(
+      { webhookId: change.webhookId, status: change.status, attempts: reached },
+      change.status === 'active'
+        ? 'webhook changed: its attempts waiting in this worker take its URL and secret as they are now'
+        : 'webhook disabled or deleted: its attempts waiting in this worker are taken out (held, or nothing, as its other deliveries)',
+    );
   }
 
   /**
@@ -226,7 +281,12 @@ export class WebhookDispatcher {
         lingerMs: this.opts.lingerMs ?? 20_000,
       },
     );
-    return round.run();
+    this.rounds.add(round);
+    try {
+      return await round.run();
+    } finally {
+      this.rounds.delete(round);
+    }
   }
 
   /**
@@ -438,6 +498,27 @@ export class WebhookDispatcher {
     if (o.state === 'failed') this.deps.log.warn(log, 'webhook delivery failed for good: its retries are used up');
     else this.deps.log.info({ ...log, nextAttemptAt: o.nextAttemptAt }, 'webhook attempt failed; retrying later');
   }
+}
+
+/**
+ * A change notification's payload as the round applies it: an active webhook's attempts take
+ * its URL and secret; a disabled or deleted one's are given back.
+ */
+function changeOf(p: { id?: unknown; status?: unknown; url?: unknown; secret?: unknown }): WebhookChange & { status: string } {
+  if (typeof p.id !== 'string' || typeof p.status !== 'string') throw new Error('no webhook id or status');
+  const { id: webhookId, status } = p;
+  if (status !== 'active') return { webhookId, status, keep: () => false };
+  if (typeof p.url !== 'string' || typeof p.secret !== 'string') throw new Error('an active webhook without its url and secret');
+  const { url, secret } = p;
+  return {
+    webhookId,
+    status,
+    keep: (c) => {
+      c.url = url;
+      c.signingSecretEnc = secret;
+      return true;
+    },
+  };
 }
 
 /** The recurring job of the worker role: a thin wrapper around one dispatcher round. */

@@ -123,6 +123,30 @@ export async function lockWorkspaceWebhooks(em: EntityManager, workspaceId: stri
   return hooks.map((h) => h.id);
 }
 
+/** The channel the workers hear webhook changes on (WebhookDispatcher.listen). */
+export const WEBHOOK_CHANNEL = 'mailgate_webhooks';
+
+/**
+ * Tells the workers that these webhooks changed (a new URL, secret or status) or were deleted,
+ * so attempts they hold and have not started use the new values or do not go out
+ * (WebhookDispatcher.changed). Call it in the change's transaction, after the change:
+ * PostgreSQL sends the notification when (and only if) it commits, in commit order, and a
+ * worker that hears it reads the change in any statement it starts from then on. The payload
+ * carries what an attempt needs (status, URL, the secret's ciphertext, as stored; under 2.5 KB
+ * with the 2,048-character URL limit, well below PostgreSQL's 8,000 bytes), or `deleted` for a
+ * row gone, so a worker applies it without a query.
+ */
+export async function notifyWebhookChanges(em: EntityManager, ids: string[]): Promise<void> {
+  if (!ids.length) return;
+  await sql(
+    em,
+    `select pg_notify('${WEBHOOK_CHANNEL}', case when w.id is null then json_build_object('id', x.id, 'status', 'deleted')
+                                         else json_build_object('id', w.id, 'status', w.status, 'url', w.url, 'secret', w.signing_secret_enc) end::text)
+       from unnest(?::text[]) as x(id) left join webhooks w on w.id = x.id`,
+    [ids],
+  );
+}
+
 /** The deliveries of these webhooks (webhook_deliveries_webhook_idx), attempts and all. */
 export async function deleteDeliveriesOf(em: EntityManager, webhookIds: string[]): Promise<void> {
   if (webhookIds.length) await sql(em, `delete from webhook_deliveries where webhook_id = any(?::text[])`, [webhookIds]);

@@ -38,6 +38,16 @@ export class RoundWaker {
   }
 }
 
+/**
+ * A change of one webhook heard while a round holds attempts of it (WebhookDispatcher.changed):
+ * `keep` brings an attempt not started yet up to date (a new URL or secret) and returns true, or
+ * returns false when it must not go out (the webhook was disabled or deleted).
+ */
+export interface WebhookChange {
+  webhookId: string;
+  keep(c: ClaimedDelivery): boolean;
+}
+
 /** What a round asks of its dispatcher: the database and HTTP work, and whether to stop. */
 export interface RoundWork {
   stopping(): boolean;
@@ -49,7 +59,7 @@ export interface RoundWork {
    * never before `answered`. Either may run before attempt returns.
    */
   attempt(c: ClaimedDelivery, result: WebhookRoundResult, answered: () => void, written: () => void): void;
-  /** Gives back claims that will not be attempted (stopping). */
+  /** Gives back claims that will not be attempted (stopping, or their webhook changed). */
   giveBack(claims: ClaimedDelivery[]): Promise<void>;
   /** Runs once the round's last outcome is written or given up on. */
   settled(): Promise<void>;
@@ -90,6 +100,10 @@ export class DeliveryRound {
   private fetching = 0;
   private reserved = 0;
   private applied: Promise<void> = Promise.resolve();
+  /** Per fetch under way, the webhook changes heard since it started (its rows may predate them). */
+  private readonly fetches = new Set<WebhookChange[]>();
+  /** Claims taken out by webhook changes, being given back. */
+  private givingBack: Promise<void> = Promise.resolve();
   private claimedAt = -Infinity;
   private claimFull = false;
   private outboxCheckedAt = -Infinity;
@@ -147,8 +161,51 @@ export class DeliveryRound {
     }
   }
 
+  /**
+   * Applies a webhook's change to its attempts not started: those queued now, and those of the
+   * fetches under way when they arrive (a statement that started before the change committed
+   * may have read the webhook as it was). Attempts that must not go out are given back: a
+   * retry is released (due again, or held if its webhook is disabled; nothing if deleted), a
+   * first attempt's batch is given back once the round has settled, and taken again then (its
+   * pairs with no delivery are written held for a disabled webhook, attempted for an active one,
+   * nothing for a deleted one). Attempts in flight finish. Returns how many queued attempts
+   * it reached.
+   */
+  changed(change: WebhookChange): number {
+    for (const seen of this.fetches) seen.push(change);
+    return this.apply(this.waiting, [change]);
+  }
+
+  /** Applies changes to claims (in place: those given back leave the array); how many were of the webhooks. */
+  private apply(claims: ClaimedDelivery[], changes: WebhookChange[]): number {
+    const dropped: ClaimedDelivery[] = [];
+    let reached = 0;
+    let kept = 0;
+    for (const c of claims) {
+      let keep = true;
+      for (const ch of changes) {
+        if (ch.webhookId !== c.webhookId) continue;
+        reached++;
+        if (!ch.keep(c)) {
+          keep = false;
+          break;
+        }
+      }
+      if (keep) claims[kept++] = c;
+      else dropped.push(c);
+    }
+    claims.length = kept;
+    if (dropped.length) {
+      this.givingBack = this.givingBack.then(() => this.work.giveBack(dropped));
+      this.waker.wake();
+    }
+    return reached;
+  }
+
   private fetch(kind: 'claim' | 'fanout', limit: number): void {
     const ahead = this.inflight + this.waiting.length + this.reserved - this.limits.concurrency;
+    const seen: WebhookChange[] = [];
+    this.fetches.add(seen);
     this.fetching++;
     this.reserved += limit;
     const got =
@@ -169,6 +226,8 @@ export class DeliveryRound {
       .then((claims) => {
         this.fetching--;
         this.reserved -= limit;
+        this.fetches.delete(seen);
+        if (seen.length) this.apply(claims, seen);
         this.waiting.push(...claims);
         if (claims.length) this.idleSince = performance.now();
         this.launch();
@@ -218,6 +277,7 @@ export class DeliveryRound {
       await this.waker.wait(pollMs);
     }
     while (this.writes) await this.waker.wait(pollMs);
+    await this.givingBack;
     await this.work.settled();
     return this.result;
   }

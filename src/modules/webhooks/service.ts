@@ -19,6 +19,7 @@ import {
   listDeliveries,
   findDelivery,
   scheduleRetry,
+  notifyWebhookChanges,
 } from './repository.ts';
 import { transaction } from '../../db/transaction.ts';
 
@@ -133,20 +134,31 @@ export class WebhookService {
       const now = this.deps.clock.now();
       if (url) webhook.url = url.href;
       if (events) webhook.events = events;
-      if (input.status && input.status !== webhook.status) {
-        webhook.status = input.status;
+      const statusChanged = input.status !== undefined && input.status !== webhook.status;
+      if (statusChanged) {
+        webhook.status = input.status!;
         if (input.status === 'disabled') await holdDeliveries(em, id, now);
         else await releaseHeldDeliveries(em, id, now);
       }
       webhook.updatedAt = now;
       await saveWebhook(em, webhook);
+      // Attempts a worker holds and has not started stop at once (disabled) or use the new URL.
+      if (url || statusChanged) await notifyWebhookChanges(em, [id]);
       return webhookView(webhook);
     });
   }
 
-  /** Deletes the registration with its deliveries and attempts; nothing more is sent to it. */
+  /**
+   * Deletes the registration with its deliveries and attempts; nothing more is sent to it (an
+   * attempt whose POST has started finishes, and writes nothing).
+   */
   async remove(workspaceId: string, id: string): Promise<void> {
-    const deleted = await transaction(this.em, (em) => deleteWebhook(em, workspaceId, id));
+    const deleted = await transaction(this.em, async (em) => {
+      if (!(await deleteWebhook(em, workspaceId, id))) return false;
+      // Attempts a worker holds and has not started do not go out.
+      await notifyWebhookChanges(em, [id]);
+      return true;
+    });
     if (!deleted) throw this.notFound(id);
   }
 
@@ -158,6 +170,8 @@ export class WebhookService {
       webhook.signingSecretEnc = this.deps.crypto.encrypt(signingSecret);
       webhook.updatedAt = this.deps.clock.now();
       await saveWebhook(em, webhook);
+      // Attempts a worker holds and has not started are signed with the new secret.
+      await notifyWebhookChanges(em, [id]);
       return { ...webhookView(webhook), signingSecret };
     });
   }

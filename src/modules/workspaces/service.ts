@@ -18,7 +18,7 @@ import {
   revokeApiKey,
 } from './repository.ts';
 import { sdrOfWorkspace } from '../sdrs/repository.ts';
-import { deleteDeliveriesOf, lockWorkspaceWebhooks } from '../webhooks/repository.ts';
+import { deleteDeliveriesOf, lockWorkspaceWebhooks, notifyWebhookChanges } from '../webhooks/repository.ts';
 import { deleteWorkspaceMessages } from '../messages/deletion.ts';
 import { deleteWorkspaceEvents } from '../events/outbox.ts';
 import { requireName } from '../../shared/names.ts';
@@ -97,6 +97,8 @@ export class WorkspaceService {
       // events has no foreign keys either (0028): after the messages, whose outcomes write them.
       await deleteWorkspaceEvents(em, ws.id);
       await deleteDeliveriesOf(em, hooks);
+      // The workers drop the attempts of these webhooks they hold and have not started.
+      await notifyWebhookChanges(em, hooks);
     });
     return { id: ws.id };
   }
