@@ -208,7 +208,11 @@ export class CampaignService {
     const em = this.em;
     const now = this.deps.clock.now();
     const byCampaign = new Map<string, string[]>();
-    for (const r of await suppressedEnrollmentsOf(em, workspaceId, emailKeys)) byCampaign.set(r.campaign_id, [...(byCampaign.get(r.campaign_id) ?? []), r.lead_id]);
+    for (const r of await suppressedEnrollmentsOf(em, workspaceId, emailKeys)) {
+      const leads = byCampaign.get(r.campaign_id);
+      if (leads) leads.push(r.lead_id);
+      else byCampaign.set(r.campaign_id, [r.lead_id]);
+    }
     let queued = 0;
     for (const [campaignId, leadIds] of byCampaign) {
       const campaign = await lockCampaignStatus(em, workspaceId, campaignId);

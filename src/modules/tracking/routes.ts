@@ -42,6 +42,11 @@ function unknownUnsubscribeLink(ctx: Context): void {
 function unknownPixel(ctx: Context): void {
   if (ctx.accepts('json', 'image/gif') !== 'image/gif') throw new ApiError(404, 'not_found', 'unknown tracking link');
   ctx.status = 404;
+  pixel(ctx);
+}
+
+/** The transparent GIF, never cached (each load of a known token is an open). */
+function pixel(ctx: Context): void {
   ctx.set('Cache-Control', 'no-store, max-age=0');
   ctx.type = 'image/gif';
   ctx.body = PIXEL;
@@ -53,9 +58,7 @@ export function mountTrackingRoutes(router: Router) {
     // A HEAD (link scanners, security gateways) is no open: the same answer, nothing recorded.
     const known = ctx.method === 'HEAD' ? await services(ctx).tracking.pixelKnown(ctx.params.token) : await services(ctx).tracking.open(ctx.params.token);
     if (!known) return unknownPixel(ctx);
-    ctx.set('Cache-Control', 'no-store, max-age=0');
-    ctx.type = 'image/gif';
-    ctx.body = PIXEL;
+    pixel(ctx);
   });
 
   // The form posts back to the page's own address (no action): behind a proxy that serves
