@@ -415,6 +415,43 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     assert.equal((await replies()).filter((x) => x.email === 'lease1@lead.example').length, 1, 'recorded once');
   });
 
+  it('a lease round meeting a message being ingested renews the lease and keeps the session: a busy mailbox is not logged out and in again', async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+    await sendTo('busy1@lead.example', 'busy2@lead.example');
+    // Lease rounds run only when the test calls them.
+    const w = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, useIdle: false, tickMs: 3_600_000, leaseMs: 60_000 });
+    watchers.push(w);
+    await w.start();
+    await imap.append(SENDER, PW, mail({ from: 'busy1@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<busy-r1@lead.example>', inReplyTo: sent.get('busy1@lead.example') }, 'Yes, send me the deck.'));
+    await waitFor('the first reply', async () => (await replies()).find((x) => x.email === 'busy1@lead.example'));
+    const ended = imap.sessionBytesOut().length;
+    const {
+      rows: [watch],
+    } = await db.query(`select id, lease_until from mailbox_watches where sender_account_id = (select id from sender_accounts where email = $1)`, [SENDER]);
+    // An ingest's transaction moves the cursor first and holds the watch's row until it commits:
+    // this transaction stands in for one while a lease round runs.
+    await db.query('begin');
+    await db.query('select 1 from mailbox_watches where id = $1 for update', [watch.id]);
+    let roundDone = false;
+    const round = w.tick().finally(() => (roundDone = true));
+    await waitFor('the lease round to wait for the row, or to end', async () =>
+      roundDone || (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%mailbox_watches%'`)).rows.length > 0,
+    );
+    await db.query('commit');
+    await round;
+    // A second round, which (before 2026-11-29) started a new session for the mailbox the first
+    // had taken for lost.
+    await w.tick();
+    const after = (await db.query('select lease_owner, lease_until from mailbox_watches where id = $1', [watch.id])).rows[0];
+    assert.equal(after.lease_owner, w.owner);
+    assert.ok(after.lease_until > watch.lease_until, 'the lease was renewed');
+    await imap.append(SENDER, PW, mail({ from: 'busy2@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<busy-r2@lead.example>', inReplyTo: sent.get('busy2@lead.example') }, 'Not now, thanks.'));
+    await waitFor('the next reply', async () => (await replies()).find((x) => x.email === 'busy2@lead.example'));
+    // The append's own session is the one that may have ended since (its log line may still be
+    // on its way); the watcher's went on.
+    assert.ok(imap.sessionBytesOut().length - ended <= 1, `IMAP sessions ended: ${imap.sessionBytesOut().length - ended} (the append's only, at most)`);
+  });
+
   it('mail that arrived before our first message to its sender answers nothing of ours, even read again; mail after it does', async () => {
     for (const w of watchers.splice(0)) await w.stop();
     // The watch began two hours ago, so mail of half an hour ago is for it to read.

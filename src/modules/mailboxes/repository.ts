@@ -24,23 +24,39 @@ export interface WatchRow {
 /**
  * Takes (or renews) leases on mailboxes to watch: free ones, expired ones (their worker died)
  * and this worker's own. One worker per mailbox at a time.
+ *
+ * This worker's own leases are renewed whatever holds their rows: an ingest's transaction
+ * moves the mailbox's cursor first (advanceCursor) and keeps the row locked until it commits,
+ * so the round waits for it (a few milliseconds). Taken with SKIP LOCKED like the others (until
+ * 2026-11-29), a row being ingested was left out of the round, which the watcher reads as a
+ * mailbox no longer its own: it stopped the session and started a new one a round later, so a
+ * mailbox working through a backlog logged out and in again about every 5 s. The own rows are
+ * locked in id order, then the free and expired ones, skipping rows another worker holds.
  */
 export async function leaseWatches(em: EntityManager, owner: string, now: Date, leaseUntil: Date, max: number): Promise<WatchRow[]> {
   return sql<WatchRow>(
     em,
-    `with picked as (
+    `with mine as (
        select w.id from mailbox_watches w
-        where w.lease_owner = ? or w.lease_owner is null or w.lease_until < ?
-        order by (w.lease_owner = ?) desc nulls last, w.id
+        where w.lease_owner = ?
+        order by w.id
         limit ?
+        for update
+     ), free as (
+       select w.id from mailbox_watches w
+        where (w.lease_owner is null or w.lease_until < ?) and w.lease_owner is distinct from ?
+        order by w.id
+        limit greatest(0, ? - (select count(*) from mine))
         for update skip locked
+     ), picked as (
+       select id from mine union all select id from free
      )
      update mailbox_watches w set lease_owner = ?, lease_until = ?
        from picked where w.id = picked.id
      returning w.id, w.workspace_id, w.sender_account_id, w.sdr_id, w.mailbox, w.uid_validity, w.last_uid, w.since,
                coalesce((select a.imap_url_enc from sender_accounts a where a.id = w.sender_account_id),
                         (select b.imap_url_enc from sdr_mailboxes b where b.sdr_id = w.sdr_id)) as imap_url_enc`,
-    [owner, now, owner, max, owner, leaseUntil],
+    [owner, max, now, owner, max, owner, leaseUntil],
   );
 }
 
