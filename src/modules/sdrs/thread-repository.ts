@@ -127,7 +127,11 @@ export async function threadOfAnswer(em: EntityManager, sdrId: string, chain: st
   return thread?.id;
 }
 
-/** A prospect's answer joins the thread; a person's answer (not an out-of-office) makes an open thread `replied`. */
+/**
+ * A prospect's answer joins the thread; a person's answer (not an out-of-office) makes an open
+ * thread `replied` and ends its snooze: the desk hides snoozed threads, so an answer to one
+ * stayed out of sight until the snooze ran out (docs/decisions.md, 2026-11-29).
+ */
 export async function addAnswer(
   em: EntityManager,
   threadId: string,
@@ -144,8 +148,10 @@ export async function addAnswer(
     em,
     // An answer read late (a backlog) may have arrived before the SDR's last send: the thread's
     // last message never moves back (the inbox's order, recency, the follow-up's schedule).
-    `update prospect_threads set status = case when ? and status = any(?::text[]) then 'replied' else status end, last_message_at = greatest(last_message_at, ?), updated_at = ? where id = ?`,
-    [!m.outOfOffice, OPEN, m.receivedAt, now, threadId],
+    `update prospect_threads set status = case when ? and status = any(?::text[]) then 'replied' else status end,
+            snoozed_until = case when ? then null else snoozed_until end,
+            last_message_at = greatest(last_message_at, ?), updated_at = ? where id = ?`,
+    [!m.outOfOffice, OPEN, !m.outOfOffice, m.receivedAt, now, threadId],
   );
 }
 
