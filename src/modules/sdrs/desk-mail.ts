@@ -8,7 +8,7 @@ import type { Deps } from '../../deps.ts';
 import type { InboundAnalysis } from '../inbound/analyze.ts';
 import { escapeHtml, replySubject } from '../sending/render.ts';
 import { followupsOnAnswer, followupsOnSend } from './followups.ts';
-import { mailboxOf, setMailboxHealth, type DeskMailbox } from './repository.ts';
+import { endMailboxRateLimit, mailboxOf, setMailboxHealth, type DeskMailbox } from './repository.ts';
 import { addAnswer, addSentMessage, recordedSend, recordedSendOfKey, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
 import { recordSdrReply } from '../messages/desk.ts';
 import { transaction } from '../../db/transaction.ts';
@@ -97,12 +97,17 @@ export class DeskMailService {
     return { id: idFromDigest('msg', digest), stableKey: `sm_${digest.toString('hex', 16, 32)}` };
   }
 
-  /** The thread (404 thread_not_found outside the SDR's scope), the usable mailbox (else 409 mail_not_connected), the References chain. */
+  /**
+   * The thread (404 thread_not_found outside the SDR's scope), the usable mailbox (else 409
+   * mail_not_connected), the References chain. A `rate_limited` mailbox is usable: a limit
+   * passes, and nothing else would end it while the watcher's IMAP session stays logged in
+   * (its login is what sets the health), so the send is tried and the server says.
+   */
   async prepare(sdrId: string, workspaceId: string, threadId: string): Promise<DeskSend> {
     const thread = await threadOfSdr(this.em, sdrId, workspaceId, threadId);
     if (!thread) throw ApiError.notFound('thread', `thread ${threadId} not found`);
     const box = await mailboxOf(this.em, sdrId);
-    if (!box || box.health_state !== 'active') throw new ApiError(409, 'mail_not_connected', `the SDR's mailbox is not usable (${box?.health_state ?? 'not connected'})`);
+    if (!box || (box.health_state !== 'active' && box.health_state !== 'rate_limited')) throw new ApiError(409, 'mail_not_connected', `the SDR's mailbox is not usable (${box?.health_state ?? 'not connected'})`);
     return { thread, box, references: await threadReferences(this.em, threadId) };
   }
 
@@ -136,6 +141,8 @@ export class DeskMailService {
       if (outcome.kind === 'auth_failed') throw new ApiError(409, 'mail_not_connected', `the SDR's mailbox refused the login: ${outcome.response}`);
       throw new ApiError(502, 'send_failed', `the SDR's SMTP server did not accept the message: ${outcome.response}`);
     }
+    // Accepted: a limit the mailbox was under is over (on its own connection, as above).
+    if (p.box.health_state === 'rate_limited') await endMailboxRateLimit(this.deps.orm.em.fork(), p.box.sdr_id, this.deps.clock.now());
     return { id, messageIdHeader, response: outcome.response };
   }
 

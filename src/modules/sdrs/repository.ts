@@ -81,6 +81,11 @@ export async function setMailboxHealth(em: EntityManager, sdrId: string, health:
   await sql(em, `update sdr_mailboxes set health_state = ?, last_sync_error = ?, updated_at = ? where sdr_id = ?`, [health, error, now, sdrId]);
 }
 
+/** A send went through a `rate_limited` mailbox: the server's limit is over, the mailbox is active again. */
+export async function endMailboxRateLimit(em: EntityManager, sdrId: string, now: Date): Promise<void> {
+  await sql(em, `update sdr_mailboxes set health_state = 'active', last_sync_error = null, updated_at = ? where sdr_id = ? and health_state = 'rate_limited'`, [now, sdrId]);
+}
+
 export async function icpCriteria(em: EntityManager, workspaceId: string) {
   const [criteria] = await sql<Pick<IcpCriteriaRow, 'seniority' | 'employee_counts'>>(
     em,

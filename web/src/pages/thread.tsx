@@ -100,15 +100,11 @@ function Message({ m, open }: { m: ThreadMessage; open: boolean }) {
 export function SendError({ error }: { error: unknown }) {
   if (error instanceof ApiError && error.code === 'mail_not_connected') {
     const state = /\(([a-z_ ]+)\)\s*$/.exec(error.message)?.[1] ?? '';
-    const what =
-      state === 'needs_reauth'
-        ? 'your mailbox refused mailgate\'s login (a changed password?)'
-        : state === 'rate_limited'
-          ? 'your mail server is limiting mailgate\'s logins for now'
-          : 'your mailbox is not connected';
+    // A rate_limited mailbox is tried (a 421 then is a 502 send_failed, shown as the server said it).
+    const what = state === 'needs_reauth' ? 'your mailbox refused mailgate\'s login (a changed password?)' : 'your mailbox is not connected';
     return (
       <p class="error" role="alert" data-testid="send-error">
-        Not sent: {what}. Replies go out through your own mailbox: <Link href="/mail">{state === 'needs_reauth' || state === 'rate_limited' ? 'reconnect it on Mail connection' : 'connect it on Mail connection'}</Link>, then send again. Your text is kept.
+        Not sent: {what}. Replies go out through your own mailbox: <Link href="/mail">{state === 'needs_reauth' ? 'reconnect it on Mail connection' : 'connect it on Mail connection'}</Link>, then send again. Your text is kept.
       </p>
     );
   }
