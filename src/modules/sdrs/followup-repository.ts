@@ -31,6 +31,21 @@ export async function claimThreadsWithoutTask(em: EntityManager, after: string, 
     );
 }
 
+/** The thread, locked, when it is awaiting_reply without a pending task (claimThreadsWithoutTask for one thread). */
+export async function threadWithoutTask(em: EntityManager, threadId: string) {
+  return sql<Pick<ProspectThreadRow, 'id' | 'workspace_id' | 'sdr_id' | 'category'> & { base: string | Date }>(
+    em,
+    `select t.id, t.workspace_id, t.sdr_id, t.category,
+            greatest(t.last_message_at, (select max(f.completed_at) from followup_tasks f where f.thread_id = t.id)) as base
+       from prospect_threads t
+      where t.id = ? and t.status = 'awaiting_reply'
+        and exists (select 1 from followup_rules r where r.workspace_id = t.workspace_id)
+        and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')
+      for update of t`,
+    [threadId],
+  );
+}
+
 export async function rulesOf(em: EntityManager, workspaceIds: string[]): Promise<FollowupRuleRow[]> {
   return sql<FollowupRuleRow>(em, 'select * from followup_rules where workspace_id = any(?::text[]) order by created_at asc, id asc', [workspaceIds]);
 }

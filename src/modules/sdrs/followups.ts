@@ -18,6 +18,7 @@ import {
   pendingTasks,
   rulesOf,
   taskStatus,
+  threadWithoutTask,
   type FollowupStatus,
   type FollowupRuleRow,
   type TaskRow,
@@ -113,7 +114,10 @@ export async function followupsOnAnswer(em: EntityManager, clock: Clock, threadI
     rows = await cancelTasksOfThread(em, threadId, now);
   } else if (outOfOffice.returnDate) {
     // Away until a date: the follow-up waits for the return, and a thread it had made
-    // needs_followup awaits the reply again meanwhile.
+    // needs_followup awaits the reply again meanwhile. An auto-reply comes seconds after the
+    // send, mostly before the scheduler's round (every minute) made the task: it is made now,
+    // or the return date would move nothing and the follow-up fell due while the prospect was away.
+    await createNextTasks(em, await threadWithoutTask(em, threadId), now);
     rows = await moveTasksOfThread(em, threadId, startOfNextUtcDay(outOfOffice.returnDate));
     await backToAwaitingIfNothingDue(em, threadId, now);
   } else {
@@ -123,6 +127,37 @@ export async function followupsOnAnswer(em: EntityManager, clock: Clock, threadI
   }
   await recomputeThreadPriority(em, clock, threadId);
   return rows.length;
+}
+
+/**
+ * The next task of each thread (awaiting_reply, no pending task, locked by the caller): among the
+ * rules of its workspace for its category with attempts left, the one due first (the oldest on a
+ * tie), due `after` from the thread's base. Returns how many were made.
+ */
+async function createNextTasks(em: EntityManager, threads: Array<{ id: string; workspace_id: string; sdr_id: string; category: string; base: string | Date }>, now: Date): Promise<number> {
+  if (threads.length === 0) return 0;
+  const workspaceIds = [...new Set(threads.map((t) => t.workspace_id))];
+  const rules = await rulesOf(em, workspaceIds);
+  const counts = await attemptsByRule(em, threads.map((t) => t.id));
+  const attempts = new Map(counts.map((c) => [`${c.thread_id} ${c.rule_id}`, c.n]));
+  const rows: { id: string; ws: string; thread: string; sdr: string; rule: string; attempt: number; due: Date }[] = [];
+  for (const t of threads) {
+    let best: { rule: FollowupRuleRow; attempt: number; due: Date } | null = null;
+    for (const rule of rules) {
+      if (rule.workspace_id !== t.workspace_id) continue;
+      if (rule.categories && !rule.categories.includes(t.category)) continue;
+      const done = attempts.get(`${t.id} ${rule.id}`) ?? 0;
+      if (done >= rule.max_attempts) continue;
+      const base = toDate(t.base);
+      const afterMs = Number(rule.after_ms);
+      const due = rule.business_days ? addBusinessDuration(base, afterMs) : new Date(base.getTime() + afterMs);
+      // Rules are in creation order, so on equal due times the oldest rule wins.
+      if (!best || due.getTime() < best.due.getTime()) best = { rule, attempt: done + 1, due };
+    }
+    if (best) rows.push({ id: newId('fup'), ws: t.workspace_id, thread: t.id, sdr: t.sdr_id, rule: best.rule.id, attempt: best.attempt, due: best.due });
+  }
+  // A fresh statement snapshot: re-checks "no pending task" against anything committed meanwhile.
+  return rows.length > 0 ? insertTasks(em, rows, now) : 0;
 }
 
 export class FollowupService {
@@ -152,32 +187,7 @@ export class FollowupService {
   private async createBatch(em: EntityManager, after: string): Promise<{ created: number; lastId: string | null }> {
     const threads = await claimThreadsWithoutTask(em, after, BATCH);
     if (threads.length === 0) return { created: 0, lastId: null };
-    const workspaceIds = [...new Set(threads.map((t) => t.workspace_id))];
-    const rules = await rulesOf(em, workspaceIds);
-    const counts = await attemptsByRule(em, threads.map((t) => t.id));
-    const attempts = new Map(counts.map((c) => [`${c.thread_id} ${c.rule_id}`, c.n]));
-    const now = this.deps.clock.now();
-    const rows: { id: string; ws: string; thread: string; sdr: string; rule: string; attempt: number; due: Date }[] = [];
-    for (const t of threads) {
-      let best: { rule: FollowupRuleRow; attempt: number; due: Date } | null = null;
-      for (const rule of rules) {
-        if (rule.workspace_id !== t.workspace_id) continue;
-        if (rule.categories && !rule.categories.includes(t.category)) continue;
-        const done = attempts.get(`${t.id} ${rule.id}`) ?? 0;
-        if (done >= rule.max_attempts) continue;
-        const base = toDate(t.base);
-        const afterMs = Number(rule.after_ms);
-        const due = rule.business_days ? addBusinessDuration(base, afterMs) : new Date(base.getTime() + afterMs);
-        // Rules are in creation order, so on equal due times the oldest rule wins.
-        if (!best || due.getTime() < best.due.getTime()) best = { rule, attempt: done + 1, due };
-      }
-      if (best) rows.push({ id: newId('fup'), ws: t.workspace_id, thread: t.id, sdr: t.sdr_id, rule: best.rule.id, attempt: best.attempt, due: best.due });
-    }
-    let created = 0;
-    if (rows.length > 0) {
-      // A fresh statement snapshot: re-checks "no pending task" against anything committed meanwhile.
-      created = await insertTasks(em, rows, now);
-    }
+    const created = await createNextTasks(em, threads, this.deps.clock.now());
     return { created, lastId: threads.length < BATCH ? null : threads[threads.length - 1].id };
   }
 
