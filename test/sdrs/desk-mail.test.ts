@@ -109,8 +109,13 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
     assert.equal(t.messages.length, 2, 'no message added');
   });
 
-  it("a prospect's answer in the SDR's mailbox joins the thread and makes it replied; an out-of-office does not", async () => {
+  it("a prospect's answer in the SDR's mailbox joins the thread, makes it replied and ends its snooze; an out-of-office does neither", async () => {
     const ours = sink.received[0].parsed.messageId!;
+    // The SDR snoozed the thread for a week: the desk's list hides it (snoozed=false).
+    const until = new Date(Date.now() + 7 * 86_400_000).toISOString();
+    assert.equal((await app.request('POST', `/v1/sdr/threads/${threadId}/snooze`, { key: sdrKey, body: { until } })).status, 200);
+    const listed = async () => ((await app.request('GET', '/v1/sdr/inbox?snoozed=false', { key: sdrKey })).body.data.threads as { id: string }[]).some((x) => x.id === threadId);
+    assert.equal(await listed(), false);
     await imap.append(
       SDR,
       'pw',
@@ -130,6 +135,7 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
     );
     await waitFor('the out-of-office in the thread', async () => (await thread()).messages.length === 3);
     assert.equal((await thread()).status, 'awaiting_reply');
+    assert.ok((await thread()).snoozedUntil, 'an out-of-office is no answer: the snooze stays');
     await imap.append(
       SDR,
       'pw',
@@ -152,6 +158,9 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
       return x.messages.length === 4 && x;
     });
     assert.equal(t.status, 'replied');
+    // The prospect answered: the thread is back in the desk's list, not hidden until the snooze ends.
+    assert.equal(t.snoozedUntil, null);
+    assert.equal(await listed(), true);
     // (INTERNALDATE has whole seconds, so the answer may sort next to our message of the same second.)
     const answer = t.messages.find((m: Record<string, unknown>) => m.direction === 'inbound' && /Thursday at 10/.test(JSON.stringify(m)));
     assert.ok(answer, JSON.stringify(t.messages));
@@ -177,6 +186,26 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
     assert.equal(rows[0].last_message_at.toISOString(), '2026-06-01T10:10:00.000Z');
     await db.query(`delete from thread_messages where thread_id = 'thr_late'`);
     await db.query(`delete from prospect_threads where id = 'thr_late'`);
+  });
+
+  it("a 421 from the SDR's SMTP server makes the mailbox rate_limited; the next send is tried, and once the server accepts it the mailbox is active again", async () => {
+    const health = async () => (await app.request('GET', '/v1/sdr/mail/status', { key: sdrKey })).body.data;
+    const before = sink.received.length;
+    sink.mailFromAnswers.set(SDR, [421, '4.7.0 Too many messages, try again later']);
+    let res = await send({ bodyText: 'Checking in, Sam' });
+    assert.equal(res.status, 502, JSON.stringify(res.body));
+    assert.equal(res.body.error.code, 'send_failed');
+    assert.equal((await health()).healthState, 'rate_limited');
+    // The IMAP session carries on (its login is not repeated, so it does not set the health):
+    // the server's limit is over, and the SDR sends again.
+    sink.mailFromAnswers.delete(SDR);
+    res = await send({ bodyText: 'Checking in, Sam' });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(sink.received.length, before + 1);
+    const h = await health();
+    assert.equal(h.healthState, 'active');
+    assert.equal(h.connected, true);
+    assert.equal(h.lastSyncError, null);
   });
 
   // With an Idempotency-Key (plain tests, before the errors test moves the thread away).

@@ -224,6 +224,27 @@ describe('Follow-ups', () => {
       assert.equal((await tasks(t)).length, 1);
     });
 
+    it('an out-of-office with a return date that comes before the scheduler made the task (seconds after the send) still holds the follow-up until the return', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY });
+      const t = await thread(d.wsId, d.sdrA);
+      // No round yet: the auto-reply arrived right after the SDR's send.
+      assert.equal((await tasks(t)).length, 0);
+      await app.services().followups.onProspectAnswer(t, { returnDate: new Date('2026-04-10T15:30:00.000Z') });
+      clock.set('2026-04-05T00:00:00.000Z');
+      await schedule();
+      assert.equal((await threadRow(t)).status, 'awaiting_reply', 'not due while the prospect is away');
+      const all = await tasks(t);
+      assert.equal(all.length, 1);
+      assert.equal(all[0].status, 'pending');
+      assert.equal(all[0].attempt, 1);
+      assert.equal(all[0].due_at.toISOString(), '2026-04-11T00:00:00.000Z');
+      clock.set('2026-04-11T00:01:00.000Z');
+      await schedule();
+      assert.equal((await threadRow(t)).status, 'needs_followup', 'due after the return');
+      assert.equal((await tasks(t)).length, 1);
+    });
+
     it('an out-of-office without a return date is no answer: the pending task stays as it was', async () => {
       const d = await desk();
       await rule(d.wsId, { afterMs: DAY });
