@@ -253,6 +253,28 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
     assert.ok(after.messages.some((x: { direction: string; bodyText: string }) => x.direction === 'inbound' && /Tuesday at 10/.test(x.bodyText)));
   });
 
+  it('sending one variant supersedes its siblings: two variants sent at once (two tabs) make one mail', async () => {
+    const before = desk.sink.received.length;
+    const { drafts } = (await generate({ variantCount: 2 })).body.data;
+    const [a, b] = await Promise.all(drafts.map((d: { id: string }) => req('POST', `/v1/sdr/drafts/${d.id}/send`, {})));
+    const ok = [a, b].filter((r) => r.status === 200);
+    assert.equal(ok.length, 1, JSON.stringify([a.body, b.body]));
+    const conflict = [a, b].find((r) => r.status !== 200)!;
+    assert.equal(conflict.status, 409, JSON.stringify(conflict.body));
+    assert.equal(conflict.body.error.code, 'draft_not_sendable');
+    assert.equal(conflict.body.state, 'superseded', JSON.stringify(conflict.body));
+    assert.equal(desk.sink.received.length, before + 1, 'one mail');
+    const sentId = drafts[[a, b].indexOf(ok[0])].id;
+    const other = drafts.find((d: { id: string }) => d.id !== sentId);
+    const sibling = (await req('GET', `/v1/sdr/drafts/${other.id}`)).body.data.draft;
+    assert.equal(sibling.state, 'superseded');
+    assert.equal(sibling.supersededBy, sentId);
+    // Later, too: the sibling of a sent draft cannot go out as a second answer.
+    const again = await req('POST', `/v1/sdr/drafts/${other.id}/send`, {});
+    assert.equal(again.status, 409);
+    assert.equal(desk.sink.received.length, before + 1);
+  });
+
   it('a subject edited to carry a link from nowhere in the thread blocks the send, naming the subject', async () => {
     const [d] = (await generate({})).body.data.drafts;
     desk.sink.received.length = 0;

@@ -120,6 +120,26 @@ export async function discard(em: EntityManager, draftId: string, now: Date): Pr
   return rows.length > 0;
 }
 
+/**
+ * Locks the thread's open drafts in id order (drafts_thread_idx): a send's first lock, so two
+ * sends of sibling drafts (two variants, two tabs) go one after the other and the second finds
+ * its draft superseded by the first (supersedeSiblings), instead of each holding its own draft
+ * and waiting for the other's.
+ */
+export async function lockOpenDrafts(em: EntityManager, threadId: string): Promise<void> {
+  await sql(em, `select id from drafts where thread_id = ? and state = any(?::text[]) order by id for update`, [threadId, OPEN_STATES]);
+}
+
+/** The thread's other open drafts become superseded by the one just sent (locked by lockOpenDrafts). */
+export async function supersedeSiblings(em: EntityManager, threadId: string, sentDraftId: string, now: Date): Promise<number> {
+  const rows = await sql<{ id: string }>(
+    em,
+    `update drafts set state = 'superseded', superseded_by = ?, updated_at = ? where thread_id = ? and id <> ? and state = any(?::text[]) returning id`,
+    [sentDraftId, now, threadId, sentDraftId, OPEN_STATES],
+  );
+  return rows.length;
+}
+
 export async function markDraftSent(em: EntityManager, draftId: string, sentMessageId: string | null, mail: { bodyText: string; bodyHtml: string }, now: Date): Promise<void> {
   await sql(em, `update drafts set state = 'sent', sent_message_id = ?, body_text = ?, body_html = ?, updated_at = ? where id = ?`, [
     sentMessageId,

@@ -3,7 +3,7 @@
 // the SDR's own mailbox. LLM calls run outside any transaction; what a request writes, it
 // writes in one transaction at the end, so a failed request writes nothing.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { OPEN_STATES, discard, draftOf, edit, insertDraft, insightOf, lockDraft, markDraftSent, supersede, type Approach, type DraftRow, type DraftState, type InsightRow } from './repository.ts';
+import { OPEN_STATES, discard, draftOf, edit, insertDraft, insightOf, lockDraft, lockOpenDrafts, markDraftSent, supersede, supersedeSiblings, type Approach, type DraftRow, type DraftState, type InsightRow } from './repository.ts';
 import { newId } from '../../adapters/ids.ts';
 import { LlmError, type LlmProvider } from '../../adapters/llm.ts';
 import { ApiError } from '../../shared/errors.ts';
@@ -172,6 +172,10 @@ export class DraftService {
     if (guardrails.blocked) throw new ApiError(422, 'guardrails_blocked', `the send is blocked: ${summary(guardrails)}`, { guardrails });
 
     return this.em.transactional(async (tx) => {
+      // The thread's open drafts first: the variants of one generation are answers to the same
+      // message, so once one is sent the others are superseded by it (below); a concurrent send
+      // of a sibling waits here and then finds its draft no longer open.
+      await lockOpenDrafts(tx, d.thread_id);
       const locked = await lockDraft(tx, draftId);
       if (!OPEN_STATES.includes(locked.state)) throw notSendable(locked);
       // Edited since this send read it (a PATCH while the guardrails ran): the mail would carry
@@ -182,6 +186,7 @@ export class DraftService {
       const sent = await this.desk.transmit(prepared, mail, { stableKey: draftId });
       await this.desk.record(tx, prepared, mail, sent);
       await markDraftSent(tx, draftId, prepared.thread.campaign_id && prepared.thread.lead_id ? sent.id : null, mail, this.deps.clock.now());
+      await supersedeSiblings(tx, d.thread_id, draftId, this.deps.clock.now());
       return { data: { messageId: sent.id, guardrails } };
     });
   }
