@@ -68,12 +68,29 @@ export async function migrate(orm: MikroORM, clientUrl: string): Promise<string[
   await lock.connect();
   try {
     await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await refuseNewerSchema(orm);
     const applied = await orm.getMigrator().up();
     return applied.map((m) => m.name);
   } finally {
     await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
     await lock.end();
   }
+}
+
+/**
+ * A database migrated by a newer mailgate (an applied migration this version does not have: a
+ * downgrade, or an old process restarted during an upgrade) is refused before anything runs:
+ * this version's statements would write rows the newer schema does not expect, and nothing
+ * else stopped it (a process of migration 0018 started and answered ready on a database at
+ * 0028; 2026-11-29).
+ */
+async function refuseNewerSchema(orm: MikroORM): Promise<void> {
+  const known = new Set(migrations.map((m) => m.name));
+  const unknown = (await orm.getMigrator().getExecutedMigrations()).map((m) => m.name).filter((name) => !known.has(name));
+  if (unknown.length)
+    throw new Error(
+      `the database was migrated by a newer mailgate (${unknown.join(', ')}, unknown to this version, whose last migration is ${migrations.at(-1)!.name}): run that version or a later one`,
+    );
 }
 
 /** Names of migrations not yet applied (readiness check). */

@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { createTestDatabase } from '../support/harness.ts';
+import { runCliCaptured } from '../support/cli.ts';
 import { withDatabase } from '../support/global.ts';
 import { createLogger } from '../../src/adapters/logger.ts';
 import { loadConfig } from '../../src/config/index.ts';
@@ -233,6 +234,30 @@ describe('start-up fails cleanly (real processes)', function () {
     } finally {
       await admin.query(`drop database if exists ${name} with (force)`);
       await admin.end();
+      await cleanUp(dir);
+    }
+  });
+
+  it('a database migrated by a newer version: refused in one line naming the unknown migration, nothing written, nothing left running', async () => {
+    const db = await createTestDatabase();
+    const dir = tempDir(0o755);
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      // What a later release's migrate would have left: one more applied migration.
+      await client.query(`insert into mikro_orm_migrations (name, executed_at) values ('0099_from_the_future', now())`);
+      const env = { DATABASE_URL: db.url, MAILGATE_DATA_DIR: dir, MAILGATE_SECRET_KEY: randomBytes(32).toString('hex') };
+      const out = await serveUntilExit(env);
+      assertOneLineFailure(out, /^error: applying the database migrations failed: the database was migrated by a newer mailgate \(0099_from_the_future, unknown to this version, whose last migration is 0\d{3}_[a-z_]+\): run that version or a later one$/);
+      assert.deepEqual(await processesUnder(dir), []);
+      assert.equal(Number((await client.query('select count(*) from workspaces')).rows[0].count), 0, 'no first workspace, no key');
+      // The CLI's migrate says the same, and exits 1.
+      const migrate = await runCliCaptured(env, ['migrate']);
+      assert.equal(migrate.code, 1, migrate.err);
+      assert.match(migrate.err, /the database was migrated by a newer mailgate \(0099_from_the_future/);
+    } finally {
+      await client.end();
+      await db.drop();
       await cleanUp(dir);
     }
   });
