@@ -1,5 +1,4 @@
 import { Migration } from '@mikro-orm/migrations';
-import { backfillTalliesSql } from '../../modules/messages/tallies.ts';
 
 /**
  * The pools' and accounts' sent tallies (modules/messages/tallies.ts): a claim's rolling 24-hour
@@ -12,7 +11,10 @@ import { backfillTalliesSql } from '../../modules/messages/tallies.ts';
  * The messages sent in the last two days are tallied here, in the migration's transaction:
  * migrations run at start under their advisory lock, before this version's workers send, and a
  * worker of an older version still running would write sent_at without a tally (the README's
- * upgrade notes say to stop them first).
+ * upgrade notes say to stop them first). The statement is written out here, as
+ * modules/messages/tallies.ts's backfillTalliesSql and tallyInsert made it when this migration
+ * shipped (five-minute buckets), so that a later change of that module cannot change what this
+ * migration does (until 2026-11-29 it imported them).
  */
 export class Migration0020SentTallies extends Migration {
   override async up(): Promise<void> {
@@ -26,6 +28,13 @@ export class Migration0020SentTallies extends Migration {
     )`);
     this.addSql(`create index sent_tallies_bucket_idx on sent_tallies (bucket)`);
     this.addSql(`create index sent_tallies_workspace_idx on sent_tallies (workspace_id)`);
-    this.addSql(backfillTalliesSql(`now() - interval '48 hours'`));
+    this.addSql(`insert into sent_tallies (owner_id, bucket, writer, workspace_id, n)
+      select o.owner_id, to_timestamp(floor(extract(epoch from s.sent_at) / 300) * 300), s.writer, min(s.workspace_id), count(*)::int
+        from (select sent_at, 'backfill' as writer, workspace_id, pool_id, sender_account_id from outbound_messages
+               where sent_at is not null and sent_at > now() - interval '48 hours' and (pool_id is not null or sender_account_id is not null)) s
+        cross join lateral (values (s.pool_id), (s.sender_account_id)) as o(owner_id)
+       where o.owner_id is not null
+       group by 1, 2, 3
+      on conflict (owner_id, bucket, writer) do update set n = sent_tallies.n + excluded.n`);
   }
 }
