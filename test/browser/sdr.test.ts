@@ -373,6 +373,24 @@ describe('dashboard in Chromium: the SDR desk', function () {
     assert.match(sent.parsed.text ?? '', /plans start at 49 per seat/);
     await p.locator(`[data-thread-view="${graceId}"] p .pill`, { hasText: 'awaiting reply' }).waitFor();
     await s.check('thread, manual reply sent');
+
+    // e archives the open thread, and the inbox (every status but archived) lets it go, as a
+    // mail client's does; "archived" and "all" list it.
+    await view.getByRole('heading', { name: /Compilers Inc/ }).click();
+    await p.keyboard.press('e');
+    await p.locator(`[data-thread-view="${graceId}"] p .pill`, { hasText: 'archived' }).waitFor();
+    await waitFor('Grace out of the inbox', async () => (await items.filter({ hasText: 'Grace' }).count()) === 0);
+    assert.match(await p.locator('[data-status-count="inbox"]').innerText(), /^inbox \d+$/);
+    await p.locator('[data-status-count="archived"]').click();
+    await waitFor('Grace under archived', async () => (await items.filter({ hasText: 'Grace' }).count()) === 1);
+    await s.check('inbox, archived');
+    await p.getByRole('group', { name: 'Threads by status' }).getByRole('button', { name: 'all', exact: true }).click();
+    await waitFor('the whole list', async () => (await items.filter({ hasText: 'Grace' }).count()) === 1 && (await items.count()) === 2);
+    // Taken out of the archive (new again), it is back in the inbox.
+    await view.locator('[data-transition="new"]').click();
+    await p.locator(`[data-thread-view="${graceId}"] p .pill`, { hasText: 'new' }).waitFor();
+    await p.locator('[data-status-count="inbox"]').click();
+    await waitFor('Grace back in the inbox', async () => (await items.filter({ hasText: 'Grace' }).count()) === 1);
   });
 
   // A busy desk: another SDR with 55 threads (a page of 50), a follow-up overdue and one due

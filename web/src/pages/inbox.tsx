@@ -9,6 +9,11 @@ import { ThreadView } from './thread.tsx';
 
 export const INBOX_POLL_MS = 10_000;
 const PAGE = 50;
+/**
+ * What the inbox lists by default: every thread but the archived ones, as a mail client's inbox
+ * leaves out what was archived (`e`). "all" (status=all in the address) lists those too.
+ */
+const INBOX_STATUSES = THREAD_STATUSES.filter((s) => s !== 'archived');
 
 interface InboxPage {
   data: { threads: ProspectThread[]; total: number; hasMore: boolean };
@@ -32,7 +37,7 @@ export function InboxPage({ threadId }: { threadId: string | null }) {
   useEffect(() => setDraftSearch(search), [search]);
   const searchBox = useRef<HTMLInputElement>(null);
   const help = useRef<HTMLDialogElement>(null);
-  const filters = { status, category, search, snoozed: snoozed === 'all' ? undefined : snoozed, orderBy };
+  const filters = { status: status === '' ? INBOX_STATUSES : status === 'all' ? undefined : status, category, search, snoozed: snoozed === 'all' ? undefined : snoozed, orderBy };
   const inbox = useLoad(() => get<InboxPage>(`/v1/sdr/inbox${qs({ ...filters, limit: PAGE, offset })}`), [status, category, search, snoozed, orderBy, offset], INBOX_POLL_MS);
   // Counts per status come from the inbox's exact totals (kept by counters in the database).
   const counts = useLoad(
@@ -131,14 +136,17 @@ export function InboxPage({ threadId }: { threadId: string | null }) {
         </button>
       </dialog>
       <div class="counts" role="group" aria-label="Threads by status">
-        <button type="button" aria-pressed={status === ''} onClick={() => setQuery({ status: null, offset: null })}>
-          all
+        <button type="button" aria-pressed={status === ''} data-status-count="inbox" onClick={() => setQuery({ status: null, offset: null })}>
+          inbox {counts.data ? INBOX_STATUSES.reduce((n, s) => n + counts.data![s], 0) : ''}
         </button>
         {THREAD_STATUSES.map((s) => (
           <button type="button" key={s} aria-pressed={status === s} data-status-count={s} onClick={() => setQuery({ status: s, offset: null })}>
             {s.replace(/_/g, ' ')} {counts.data ? counts.data[s] : ''}
           </button>
         ))}
+        <button type="button" aria-pressed={status === 'all'} onClick={() => setQuery({ status: 'all', offset: null })}>
+          all
+        </button>
       </div>
       {mailState && mailState !== 'active' && (threads.length > 0 || mailState !== 'disconnected') && (
         <p class="notice" role="status" data-testid="mail-warning">
