@@ -1,4 +1,4 @@
-// Follow-ups due today (and, on request, upcoming ones): open the thread, mark done or skip.
+// Follow-ups due now (and, on request, upcoming ones): open the thread, mark done or skip.
 import { get, post, qs } from '../api.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Action, Ago, ErrorNote, PageHead, Pill, useLoad, useResultNote } from '../ui.tsx';
@@ -51,7 +51,7 @@ export function FollowupsPage() {
       </PageHead>
       <ErrorNote error={list.error} />
       {result.note}
-      {list.data && rows.length === 0 && <p>Nothing due{upcoming ? ' or upcoming' : ' today'}. Follow-ups appear when a thread waits for the prospect longer than a rule allows.</p>}
+      {list.data && rows.length === 0 && <p>Nothing due{upcoming ? ' or upcoming' : ' now'}. Follow-ups appear when a thread waits for the prospect longer than a rule allows.</p>}
       {rows.length > 0 && (
         <section class="card" aria-label="Follow-ups">
           <div class="table-wrap">
