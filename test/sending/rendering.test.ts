@@ -61,6 +61,24 @@ describe('sending engine: rendering and threading', function () {
     assert.ok(leads.every((l: { status: string }) => l.status === 'completed'));
   });
 
+  it('a table-laid-out body: the text part has each row and cell on a line of its own, not run together', async () => {
+    await setup({
+      leads: [{ email: 'tbl@lead.example', firstName: 'Tia', company: 'T&T' }],
+      steps: [
+        {
+          subject: 'Hello',
+          bodyHtml:
+            '<table width="100%"><tr><td>Hi {{firstName|there}},</td></tr><tr><td>We help {{company}} book meetings.</td></tr>' +
+            '<tr><td><a href="https://cal.example/tia">Book a call</a></td><td>Cheers, Alice</td></tr></table><p>PS</p>',
+        },
+      ],
+    });
+    await dispatcher.runRound();
+    const [mail] = to('tbl@lead.example');
+    assert.equal(mail.parsed.text?.trim(), 'Hi Tia,\nWe help T&T book meetings.\nBook a call [https://cal.example/tia]\nCheers, Alice\n\nPS');
+    assert.match(mail.parsed.html as string, /We help T&amp;T book meetings\./);
+  });
+
   it('no pixel when trackOpens is false', async () => {
     await setup({ leads: [{ email: 'np@lead.example' }], campaign: { trackOpens: false } });
     await dispatcher.runRound();

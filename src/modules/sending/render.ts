@@ -81,6 +81,10 @@ export function htmlToText(html: string): string {
       ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({ selector: h, options: { uppercase: false } })),
       { selector: 'img', format: 'skip' },
       { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
+      // Table rows and cells are inline by default: a table-laid-out email (what most email
+      // builders write) had its rows and cells run together on one line ("Hi Ann,Second
+      // paragraph."). Each row and cell is a line of its own.
+      ...['tr', 'td', 'th'].map((selector) => ({ selector, format: 'block', options: { leadingLineBreaks: 1, trailingLineBreaks: 1 } })),
     ],
   }).trim();
 }
