@@ -173,6 +173,10 @@ describe('campaigns: create, list, get, patch', () => {
     const cleared = await app.request('PATCH', `/v1/campaigns/${id}`, { key, body: { schedule: null } });
     assert.equal(cleared.body.schedule, null);
     assert.equal(cleared.body.sequenceStepCount, 2);
+    // A draft that never started may be left without steps (as it may be created without).
+    const emptied = await app.request('PATCH', `/v1/campaigns/${id}`, { key, body: { sequenceSteps: [] } });
+    assert.deepEqual([emptied.status, emptied.body.sequenceStepCount], [200, 0]);
+    await app.request('PATCH', `/v1/campaigns/${id}`, { key, body: { sequenceSteps: [{ subject: 'x', bodyHtml: 'y' }, { subject: '', bodyHtml: 'z', delayHours: 1.5 }] } });
     const bad = await app.request('PATCH', `/v1/campaigns/${id}`, { key, body: { status: 'running' } });
     assert.equal(bad.status, 400);
     assert.match(bad.body.error.message, /status/);

@@ -187,6 +187,28 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     assert.equal(sink.received.length, 2, 'nothing more is sent');
   });
 
+  it('every step removed from a started campaign is 400 and changes nothing: its leads go on with their sequence at resume', async () => {
+    const t = await setup({
+      leads: [{ email: 'none1@lead.example' }],
+      steps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 1 }],
+    });
+    await dispatcher.runRound();
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
+    const none = await app.request('PATCH', `/v1/campaigns/${t.campaignId}`, { key: t.key, body: { name: 'Emptied', sequenceSteps: [] } });
+    assert.equal(none.status, 400, none.text);
+    assert.equal(none.body.error.code, 'invalid_request');
+    assert.deepEqual(none.body.errors.map((e: { field: string }) => e.field), ['sequenceSteps']);
+    const campaign = (await app.request('GET', `/v1/campaigns/${t.campaignId}`, { key: t.key })).body;
+    assert.deepEqual([campaign.name, campaign.sequenceStepCount], ['Seq', 2], 'nothing written');
+    const [lead] = (await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data;
+    assert.equal(lead.status, 'active');
+    assert.equal((await stats(t)).scheduled, 1);
+    assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/start`, { key: t.key })).status, 200);
+    clock.advance(3600_000);
+    await dispatcher.runRound();
+    assert.deepEqual(to('none1@lead.example').map((r) => r.parsed.text), ['one', 'two']);
+  });
+
   it("delays changed while paused: each waiting follow-up is due its new delay after the previous step was sent (queued ones go back to waiting); an out-of-office postponement stays the floor, however often the delay changes", async () => {
     const H = 3600_000;
     const t = await setup({

@@ -74,6 +74,8 @@ export const campaignRoutes = [
     tag: 'Campaigns',
     operationId: 'updateCampaign',
     summary: 'Update name, steps (only while not running), schedule, pool or open tracking',
+    description:
+      '`sequenceSteps` replaces every step. A lead waiting for a step that no longer exists has finished its sequence (`completed`); a waiting follow-up whose step changed its `delayHours` is due its new delay after the previous step was sent. A campaign that has started keeps at least one step: an empty `sequenceSteps` is 400 `invalid_request` for it (a draft that never started may be left without steps).',
     params: campaignParams,
     body: patchCampaignBody,
     response: campaignView,

@@ -126,6 +126,12 @@ export class CampaignService {
       const campaign = await this.require(em, workspaceId, id, true);
       if (input.sequenceSteps !== undefined && campaign.status === 'running')
         throw new ApiError(409, 'campaign_running', 'sequence steps can only change while the campaign is not running: pause it first');
+      // No steps would complete every lead waiting for a step (completeBeyondLastStep), for
+      // good: a campaign that has started keeps at least one (a paused one sends nothing).
+      if (input.sequenceSteps?.length === 0 && campaign.startedAt != null) {
+        const message = 'a campaign that has started keeps at least one step: with none, every lead waiting for a step would end its sequence (pausing it is what stops the sending)';
+        throw ApiError.invalid(`body sequenceSteps: ${message}`, { errors: [{ field: 'sequenceSteps', message }] });
+      }
       const changes: CampaignChanges = { name: input.name, schedule: input.schedule, trackOpens: input.trackOpens };
       if (input.senderPoolId !== undefined) changes.senderPoolId = input.senderPoolId === null ? null : (await this.requirePool(em, workspaceId, input.senderPoolId)).id;
       await updateCampaign(em, campaign, changes, this.deps.clock.now());
