@@ -45,7 +45,7 @@ describe('POST /v1/replies/:replyId/assign', function () {
       key,
       body: { name: 'Assign', senderPoolId: pool.id, sequenceSteps: [{ subject: 'Idea for {{company}}', bodyHtml: '<p>Hi {{firstName}}, a quick idea for {{company}}.</p>' }] },
     });
-    const leads = ['one', 'two', 'three', 'four', 'five'].map((n) => ({ email: `${n}@lead.example`, firstName: n[0].toUpperCase() + n.slice(1), lastName: 'Lead', company: `${n} Corp` }));
+    const leads = ['one', 'two', 'three', 'four', 'five', 'six'].map((n) => ({ email: `${n}@lead.example`, firstName: n[0].toUpperCase() + n.slice(1), lastName: 'Lead', company: `${n} Corp` }));
     await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key, body: { leads } });
     await app.request('POST', `/v1/campaigns/${c.body.id}/start`, { key });
     await dispatcher.runRound();
@@ -63,18 +63,35 @@ describe('POST /v1/replies/:replyId/assign', function () {
           `Date: ${new Date().toUTCString()}`,
           `Message-ID: <reply.${lead}>`,
           `In-Reply-To: ${r.parsed.messageId}`,
-          'Content-Type: text/plain; charset=utf-8',
-          '',
-          'Yes, interested! Can you send pricing and a time for a call?',
+          // six@ writes as some mail clients do: an HTML part and an attachment, no text/plain part.
+          ...(lead === 'six@lead.example'
+            ? [
+                'Cc: "Six Boss" <boss@six.example>',
+                'MIME-Version: 1.0',
+                'Content-Type: multipart/mixed; boundary="six-part"',
+                '',
+                '--six-part',
+                'Content-Type: text/html; charset=utf-8',
+                '',
+                '<html><body><p>Yes, <b>interested</b>! Send pricing &amp; a time for a call.</p><p>Best, Six</p></body></html>',
+                '--six-part',
+                'Content-Type: application/pdf; name="brief.pdf"',
+                'Content-Disposition: attachment; filename="brief.pdf"',
+                'Content-Transfer-Encoding: base64',
+                '',
+                Buffer.from('%PDF-1.4 our brief').toString('base64'),
+                '--six-part--',
+              ]
+            : ['Content-Type: text/plain; charset=utf-8', '', 'Yes, interested! Can you send pricing and a time for a call?']),
           '',
         ].join('\r\n'),
       );
     }
-    for (let i = 0; i < 150 && replyIds.size < 5; i++) {
+    for (let i = 0; i < 150 && replyIds.size < 6; i++) {
       await new Promise((r) => setTimeout(r, 100));
       for (const r of (await app.request('GET', '/v1/replies', { key })).body) replyIds.set(r.email, r.id);
     }
-    assert.equal(replyIds.size, 5);
+    assert.equal(replyIds.size, 6);
     sink.received.length = 0;
   });
   after(async () => {
@@ -111,6 +128,7 @@ describe('POST /v1/replies/:replyId/assign', function () {
     assert.match(fwd.parsed.text!, /^Hot lead, call today\n/);
     assert.match(fwd.parsed.text!, /> Yes, interested! Can you send pricing/);
     assert.match(fwd.parsed.text!, /From: one@lead\.example/);
+    assert.doesNotMatch(/---------- Forwarded message ---------\n((?:.+\n)+)\n> /.exec(fwd.parsed.text!)![1], /^Cc:/m, 'the prospect copied no one');
     // The original travels as a message/rfc822 part (mailparser would inline it, so read the raw).
     const raw = fwd.raw.toString();
     const part = /Content-Type: message\/rfc822[^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n([\s\S]*?)\r\n--/.exec(raw);
@@ -322,6 +340,32 @@ describe('POST /v1/replies/:replyId/assign', function () {
     const again = await assign(replyId, { sdrId: sdrA, skipIcpCheck: true });
     assert.equal(again.status, 409);
     assert.equal(sink.received.length, 1);
+  });
+
+  it('a reply of an HTML part and an attachment, copying a colleague: the forward quotes its words, names the Cc and carries the attachment; the thread and the snapshot hold the words', async () => {
+    // Until 2026-11-29 only a text/plain part was read: the forward quoted an empty line, and
+    // the thread's first message and the handoff's snapshot had an empty body (a review).
+    const { sdr } = await seedSdr(app, workspaceId, 'Html Rep', 'html@acme.example');
+    const res = await assign(replyIds.get('six@lead.example')!, { sdrId: sdr.id, skipIcpCheck: true });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(sink.received.length, 1);
+    const fwd = sink.received[0];
+    assert.match(fwd.parsed.text!, /^> Yes, interested! Send pricing & a time for a call\.$/m);
+    assert.match(fwd.parsed.text!, /^> Best, Six$/m);
+    // Whom the prospect copied is said in the forward and kept on the thread's first message (until 2026-11-29: neither).
+    // (In the forward's own header block: mailparser also inlines the attached original's headers into text.)
+    const block = /---------- Forwarded message ---------\n((?:.+\n)+)\n> /.exec(fwd.parsed.text!);
+    assert.ok(block, fwd.parsed.text);
+    assert.match(block![1], /^Cc: "Six Boss" <boss@six\.example>$/m);
+    assert.match(fwd.parsed.html as string, /<blockquote[^>]*>Yes, interested! Send pricing &amp; a time for a call\./);
+    // The prospect's attachment travels inside the attached original (mailparser reads it from there).
+    assert.deepEqual(fwd.parsed.attachments.map((a) => [a.filename, a.content.toString()]), [['brief.pdf', '%PDF-1.4 our brief']]);
+    const { rows } = await db.query(`select body_text, body_html, cc_emails from thread_messages where thread_id = $1`, [res.body.data.threadId]);
+    assert.deepEqual(rows[0].cc_emails, ['boss@six.example']);
+    assert.match(rows[0].body_text, /^Yes, interested! Send pricing & a time for a call\.\n+Best, Six$/);
+    assert.match(rows[0].body_html, /<b>interested<\/b>/);
+    const snap = (await db.query(`select snapshot from handoffs where id = $1`, [res.body.data.handoffId])).rows[0].snapshot;
+    assert.match(snap.messages.at(-1).bodyText, /Send pricing & a time for a call/);
   });
 
   it('assigns of one reply sent at once: one forwards it and opens the thread, the others answer 409 already_forwarded', async () => {

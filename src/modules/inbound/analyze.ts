@@ -190,8 +190,8 @@ function automaticMail(c: BounceCandidate, contentType: string): { rule: string;
   return null;
 }
 
-/** The text a person reads: the text/plain part, else the HTML part converted. */
-function bodyText(mail: ParsedMail): string {
+/** The text a person reads: the text/plain part, else the HTML part converted (assignment's forward quotes it too). */
+export function bodyText(mail: ParsedMail): string {
   if (typeof mail.text === 'string' && mail.text.trim() !== '') return mail.text;
   if (typeof mail.html === 'string' && mail.html.trim() !== '') return htmlToText(mail.html);
   return '';

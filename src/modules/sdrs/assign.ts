@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../adapters/ids.ts';
 import type { OutgoingMail } from '../../adapters/smtp.ts';
 import type { ParsedMail } from '../../adapters/mailparse.ts';
+import type { AddressObject } from 'mailparser';
 import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull } from '../../shared/time.ts';
 import { storableText } from '../../shared/text.ts';
@@ -12,6 +13,7 @@ import { checkIcp, EMPLOYEE_COUNT_VALUES, normalizeEmployeeCount, normalizeSenio
 import { icpCriteria, sdrOfWorkspace } from './repository.ts';
 import { lockThreadOfReply, openThread, recategorize, recordHandoff } from './thread-repository.ts';
 import { markForwarded, replyForHandoff, type ReplyForHandoff } from '../inbound/repository.ts';
+import { bodyText } from '../inbound/analyze.ts';
 import { accountForSending } from '../senders/repository.ts';
 import { campaignName, leadById } from '../campaigns/repository.ts';
 import type { LeadColumns } from '../messages/send.ts';
@@ -65,7 +67,9 @@ export class AssignmentService {
     // in the body made the thread's insert fail after the forward had gone out: a 500, and a
     // new forward on every retry). The forward itself carries the original as it came.
     const originalSubject = storableText(original.subject ?? reply.inbound_subject ?? '');
-    const originalText = storableText(original.text ?? '');
+    // An HTML-only reply has no text part: its words are the HTML's, as the classifier read them
+    // (the forward quoted nothing, and the thread and the snapshot held an empty message).
+    const originalText = storableText(bodyText(original));
     const originalHtml = typeof original.html === 'string' ? storableText(original.html) : null;
     const now = this.deps.clock.now();
     const forwardId = newId('msg');
@@ -120,7 +124,7 @@ export class AssignmentService {
             receivedAt,
             mailThreadId: reply.message_id_header,
           },
-          { from: reply.email, to: [account.email], bodyText: originalText, bodyHtml: originalHtml },
+          { from: reply.email, to: [account.email], cc: addressesOf(original.cc), bodyText: originalText, bodyHtml: originalHtml },
           now,
         );
       }
@@ -184,9 +188,12 @@ export class AssignmentService {
   ): OutgoingMail {
     const from = f.original.from?.text ?? '';
     const date = f.original.date ? f.original.date.toUTCString() : '';
-    const to = f.original.to ? (Array.isArray(f.original.to) ? f.original.to.map((a) => a.text).join(', ') : f.original.to.text) : '';
+    const list = (a: ParsedMail['to']) => (a ? (Array.isArray(a) ? a.map((x) => x.text).join(', ') : a.text) : '');
+    const to = list(f.original.to);
+    // Whom the prospect copied is part of what they wrote (the SDR's answer may need to copy them too).
+    const cc = list(f.original.cc);
     const body = f.originalText.trim();
-    const header = ['---------- Forwarded message ---------', `From: ${from}`, `Date: ${date}`, `Subject: ${f.originalSubject}`, `To: ${to}`];
+    const header = ['---------- Forwarded message ---------', `From: ${from}`, `Date: ${date}`, `Subject: ${f.originalSubject}`, `To: ${to}`, ...(cc ? [`Cc: ${cc}`] : [])];
     const quoted = body
       .split(/\r?\n/)
       .map((l) => `> ${l}`)
@@ -229,4 +236,17 @@ export class AssignmentService {
       ],
     };
   }
+}
+
+/** The addresses of a parsed header (To, Cc), each once, as written. */
+function addressesOf(a: ParsedMail['cc']): string[] {
+  const out: string[] = [];
+  const walk = (v: AddressObject['value']) => {
+    for (const x of v) {
+      if (x.group) walk(x.group);
+      else if (x.address && !out.includes(x.address)) out.push(storableText(x.address));
+    }
+  };
+  for (const o of a ? (Array.isArray(a) ? a : [a]) : []) walk(o.value);
+  return out;
 }

@@ -198,7 +198,7 @@ export async function openThread(
     receivedAt: Date;
     mailThreadId: string | null;
   },
-  first: { from: string; to: string[]; bodyText: string; bodyHtml: string | null },
+  first: { from: string; to: string[]; cc: string[]; bodyText: string; bodyHtml: string | null },
   now: Date,
 ): Promise<void> {
   await sql(
@@ -210,9 +210,9 @@ export async function openThread(
   );
   await sql(
     em,
-    `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, to_emails, subject, body_text, body_html, at, created_at)
-     values (?, ?, 'inbound', ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [newId('tmsg'), t.id, t.mailThreadId, first.from, first.to, t.subject, first.bodyText, first.bodyHtml, t.receivedAt, now],
+    `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, to_emails, cc_emails, subject, body_text, body_html, at, created_at)
+     values (?, ?, 'inbound', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [newId('tmsg'), t.id, t.mailThreadId, first.from, first.to, first.cc, t.subject, first.bodyText, first.bodyHtml, t.receivedAt, now],
   );
 }
 
