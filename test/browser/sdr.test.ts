@@ -137,6 +137,25 @@ describe('dashboard in Chromium: the SDR desk', function () {
     // The second reply through the API, so the inbox has two threads.
     const r2 = await world.app.request('POST', `/v1/replies/${replyIds.get('grace@lead.example')}/assign`, { key: adminKey, body: { sdrId, category: 'B', skipIcpCheck: true } });
     assert.equal(r2.status, 200, JSON.stringify(r2.body));
+    // Forwarded again from the page, the category left alone: the SDR's thread keeps its B
+    // (until 2026-11-29 the form always sent its preselected A, and the thread became A).
+    await p.reload();
+    const graceRow = p.locator(`tr[data-reply="${replyIds.get('grace@lead.example')}"]`);
+    await graceRow.getByText('With Sam Rep').waitFor();
+    await graceRow.getByRole('button', { name: 'Assign…' }).click();
+    const again2 = p.getByRole('form', { name: 'Assign the reply from grace@lead.example' });
+    await again2.getByLabel('Skip the ICP check').check();
+    await again2.getByLabel('Forward again if already forwarded').check();
+    await again2.getByRole('button', { name: 'Assign and forward' }).click();
+    await again2.getByRole('status').filter({ hasText: /Forwarded to Sam Rep/ }).waitFor();
+    const db = new pg.Client({ connectionString: world.app.databaseUrl });
+    await db.connect();
+    try {
+      const { rows } = await db.query(`select category from prospect_threads where reply_id = $1`, [replyIds.get('grace@lead.example')]);
+      assert.deepEqual(rows, [{ category: 'B' }]);
+    } finally {
+      await db.end();
+    }
   });
 
   it('the admin edits the SDR\'s profile and creates an SDR key, shown once', async () => {

@@ -157,7 +157,8 @@ function Assign({ reply, sdrs, sdrsError, onDone, onAssigned }: { reply: Reply; 
         try {
           const r = await post<{ data: { threadId: string } }>(`/v1/replies/${reply.id}/assign`, {
             sdrId: s('sdrId'),
-            category: s('category'),
+            // Not chosen: the server's default (B for a new thread; a thread the SDR has keeps its own).
+            ...(s('category') ? { category: s('category') } : {}),
             ...(s('note') ? { note: s('note') } : {}),
             ...(skip ? { skipIcpCheck: true } : { seniority: s('seniority'), employeeCount: s('employeeCount') }),
             ...(f.get('forceForward') === 'on' ? { forceForward: true } : {}),
@@ -189,8 +190,9 @@ function Assign({ reply, sdrs, sdrsError, onDone, onAssigned }: { reply: Reply; 
             ))}
           </select>
         </Field>
-        <Field label="Category">
+        <Field label="Category" hint="default: B, or the thread's own">
           <select name="category">
+            <option value="">default</option>
             <option value="A">A</option>
             <option value="B">B</option>
             <option value="C">C</option>
