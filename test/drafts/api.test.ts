@@ -275,6 +275,23 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
     assert.equal(desk.sink.received.length, before + 1);
   });
 
+  it('a draft to an address on the suppression list is not sent: 409 recipient_suppressed, the draft still open', async () => {
+    const before = desk.sink.received.length;
+    const [d] = (await generate({})).body.data.drafts;
+    assert.equal((await desk.app.request('POST', '/v1/suppression-list', { key: desk.adminKey, body: { emails: ['dana@northwind.example'] } })).status, 200);
+    try {
+      const res = await req('POST', `/v1/sdr/drafts/${d.id}/send`, {});
+      assert.equal(res.status, 409, JSON.stringify(res.body));
+      assert.equal(res.body.error.code, 'recipient_suppressed');
+      assert.deepEqual(res.body.suppressed, ['dana@northwind.example']);
+      assert.equal(await draftState(d.id), 'generated');
+      assert.equal(desk.sink.received.length, before, 'nothing sent');
+    } finally {
+      await desk.app.services().suppression.remove(desk.workspaceId, ['dana@northwind.example']);
+    }
+    await req('DELETE', `/v1/sdr/drafts/${d.id}`);
+  });
+
   it('a subject edited to carry a link from nowhere in the thread blocks the send, naming the subject', async () => {
     const [d] = (await generate({})).body.data.drafts;
     desk.sink.received.length = 0;

@@ -305,6 +305,31 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
     assert.deepEqual(sent.ccEmails, ['lee@acme.example', 'kim@acme.example']);
   });
 
+  it('an address on the suppression list gets no reply from the desk (the contact, or a Cc): 409 recipient_suppressed, nothing sent or written; off the list, it does', async () => {
+    const mails = sink.received.length;
+    const before = (await thread()).messages.length;
+    const suppress = (emails: string[]) => app.request('POST', '/v1/suppression-list', { key: adminKey, body: { emails } });
+    // The prospect unsubscribed (here: an admin put the address on the list, in another case).
+    assert.equal((await suppress(['PAT@lead.example'])).status, 200);
+    let res = await send({ bodyText: 'One more thing, Pat.' });
+    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.equal(res.body.error.code, 'recipient_suppressed');
+    assert.deepEqual(res.body.suppressed, ['pat@lead.example']);
+    assert.match(res.body.error.message, /pat@lead\.example is on the workspace's suppression list/);
+    await app.services().suppression.remove(workspaceId, ['pat@lead.example']);
+    // A copied address on the list stops the send too.
+    assert.equal((await suppress(['boss@lead.example'])).status, 200);
+    res = await send({ bodyText: 'Looping in your boss.', cc: ['Boss@Lead.example'] });
+    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.deepEqual(res.body.suppressed, ['Boss@Lead.example']);
+    assert.equal(sink.received.length, mails, 'nothing sent');
+    assert.equal((await thread()).messages.length, before, 'nothing written');
+    await app.services().suppression.remove(workspaceId, ['boss@lead.example']);
+    res = await send({ bodyText: 'Looping in your boss.', cc: ['boss@lead.example'] });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(sink.received.length, mails + 1);
+  });
+
   it('errors: body validation 400, another SDR’s thread 404, no usable mailbox 409, admin key 403', async () => {
     for (const body of [{}, { bodyText: '   ' }, { bodyText: 'x', cc: ['nope'] }, { bodyText: 'x', to: 'a@b.example' }]) {
       const res = await send(body);

@@ -141,9 +141,12 @@ export const draftRoutes = [
       .optional()
       .default({}),
     response: z.object({ data: z.object({ messageId: z.string(), guardrails: guardrailsSchema }) }),
-    errors: { ...notFound, 409: 'draft_not_sendable | draft_changed | mail_not_connected', 422: 'guardrails_blocked', 502: 'send_failed' },
+    errors: { ...notFound, 409: 'draft_not_sendable | draft_changed | mail_not_connected | recipient_suppressed', 422: 'guardrails_blocked', 502: 'send_failed' },
     errorFields: {
-      409: { state: z.enum(['generated', 'edited', 'superseded', 'sent', 'discarded']).describe('the draft\'s state: one that cannot be sent, or (draft_changed) the state of the draft as changed meanwhile') },
+      409: {
+        state: z.enum(['generated', 'edited', 'superseded', 'sent', 'discarded']).optional().describe('the draft\'s state: one that cannot be sent, or (draft_changed) the state of the draft as changed meanwhile'),
+        suppressed: z.array(z.string()).optional().describe('recipient_suppressed: the recipients on the suppression list'),
+      },
       422: { guardrails: guardrailsSchema.describe('why the send was blocked') },
     },
     handler: ({ params, body, auth, services }) => services.drafts.send({ workspaceId: auth.workspaceId, sdrId: auth.sdrId! }, params.draftId, body),

@@ -11,6 +11,7 @@ import { followupsOnAnswer, followupsOnSend } from './followups.ts';
 import { endMailboxRateLimit, mailboxOf, setMailboxHealth, type DeskMailbox } from './repository.ts';
 import { addAnswer, addSentMessage, recordedSend, recordedSendOfKey, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
 import { recordSdrReply } from '../messages/desk.ts';
+import { suppressedAmong } from '../suppression/repository.ts';
 import { transaction } from '../../db/transaction.ts';
 
 /** A send checked and ready to go out through the SDR's mailbox (prepare). */
@@ -117,6 +118,17 @@ export class DeskMailService {
    * caller) and throws: 409 mail_not_connected for a refused login, else 502 send_failed.
    */
   async transmit(p: DeskSend, mail: ThreadMail, opts: { stableKey?: string; id?: string } = {}): Promise<SentMail> {
+    // The workspace's suppression list holds for the desk too: an address that unsubscribed,
+    // complained, hard-bounced or was put on it by an admin gets no mail from anyone of the
+    // workspace (until 2026-11-29 an SDR's reply or draft went to it all the same).
+    const suppressed = await suppressedAmong(this.em, p.thread.workspace_id, [p.thread.contact_email, ...mail.cc]);
+    if (suppressed.length)
+      throw new ApiError(
+        409,
+        'recipient_suppressed',
+        `not sent: ${suppressed.join(', ')} ${suppressed.length === 1 ? 'is' : 'are'} on the workspace's suppression list (an unsubscribe, a complaint, a hard bounce or an admin's entry); an admin can take an address off the list`,
+        { suppressed },
+      );
     const id = opts.id ?? newId('msg');
     // With a stable key (a draft's id, a send-manual's idempotency key), a send repeated after a
     // crash between the server's acceptance and our commit carries the same Message-ID, which

@@ -36,7 +36,8 @@ export const deskMailRoutes = [
     response: z.object({
       data: z.object({ messageId: z.string(), threadId: z.string(), status: z.enum(THREAD_STATUSES).describe('the thread status after the send') }).meta({ id: 'ManualSend' }),
     }),
-    errors: { 404: 'thread_not_found', 409: 'mail_not_connected', 502: 'send_failed' },
+    errors: { 404: 'thread_not_found', 409: 'mail_not_connected | recipient_suppressed', 502: 'send_failed' },
+    errorFields: { 409: { suppressed: z.array(z.string()).optional().describe('recipient_suppressed: the recipients on the suppression list') } },
     requestHeaders: {
       'Idempotency-Key': {
         description:

@@ -52,6 +52,17 @@ export async function isSuppressed(em: EntityManager, workspaceId: string, email
   return rows.length > 0;
 }
 
+/** Those of `emails` on the workspace's list, as given (the suppressions primary key). */
+export async function suppressedAmong(em: EntityManager, workspaceId: string, emails: string[]): Promise<string[]> {
+  if (!emails.length) return [];
+  const rows = await sql<{ email_key: string }>(em, `select email_key from suppressions where workspace_id = ? and email_key = any(?::text[])`, [
+    workspaceId,
+    [...new Set(emails.map(normalizeEmail))],
+  ]);
+  const keys = new Set(rows.map((r) => r.email_key));
+  return emails.filter((e) => keys.has(normalizeEmail(e)));
+}
+
 /** The suppression list as the dashboard pages and searches it, newest first. Scope first. */
 export async function listSuppressions(em: EntityManager, workspaceId: string, opts: { q?: string; reason?: string; limit: number; offset: number }) {
   const where = ['workspace_id = ?'];
