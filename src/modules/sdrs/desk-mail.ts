@@ -126,7 +126,7 @@ export class DeskMailService {
       throw new ApiError(
         409,
         'recipient_suppressed',
-        `not sent: ${suppressed.join(', ')} ${suppressed.length === 1 ? 'is' : 'are'} on the workspace's suppression list (an unsubscribe, a complaint, a hard bounce or an admin's entry); an admin can take an address off the list`,
+        `${suppressed.join(', ')} ${suppressed.length === 1 ? 'is' : 'are'} on the workspace's suppression list (an unsubscribe, a complaint, a hard bounce or an admin's entry): nothing was sent; an admin can take an address off the list`,
         { suppressed },
       );
     const id = opts.id ?? newId('msg');
