@@ -53,7 +53,7 @@ export const webhookWithSecret = z
 export const attemptView = z.object({
   at: isoTime,
   statusCode: z.number().int().nullable().describe("the receiver's status code; null when it did not answer"),
-  error: z.string().nullable().describe('why the attempt failed without an answer (timeout, refused address, TLS, connection)'),
+  error: z.string().nullable().describe("why the attempt failed: the receiver's answer when it gave one (`receiver answered 500`), else the timeout, refused address, TLS or connection error; null on success"),
   durationMs: z.number().int(),
 }).meta({ id: 'WebhookAttempt' });
 
