@@ -233,7 +233,7 @@ describe('dashboard in Chromium: the admin', function () {
     assert.equal(await summary.innerText(), 'Import finished: 2 enrolled, 0 updated, 1 invalid.');
     const [download] = await Promise.all([p.waitForEvent('download'), p.getByRole('link', { name: 'Download the 1 invalid rows' }).click()]);
     const invalid = readFileSync((await download.path())!, 'utf8');
-    assert.match(invalid, /^Email,First Name,Company,Plan,line,error\r\nnot-an-address,Bob,Nowhere,silver,3,/);
+    assert.match(invalid, /^\ufeffEmail,First Name,Company,Plan,row,error\r\nnot-an-address,Bob,Nowhere,silver,3,/);
     await p.locator('#leads tbody tr').nth(1).waitFor();
     assert.equal(await p.locator('#leads tbody tr').count(), 2);
     // The leads are there now: the Start error's cause is gone, and so is the error.

@@ -9,6 +9,7 @@
 // Deactivate asks first; the chart follows a theme change; a CSV file can be chosen twice; the
 // chart's and follow-ups' choices are in the address; a page's heading is focused at once.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import type { BrowserContext, Page, Route } from 'playwright-core';
 import { seedWorkspace, seedSdr } from '../support/harness.ts';
@@ -536,6 +537,62 @@ describe('dashboard in Chromium: details', function () {
     await leadsFile.setInputFiles({ name: 'more.csv', mimeType: 'text/csv', buffer: Buffer.from('email\nlin@lead.example\n') });
     await p.getByRole('group', { name: /Columns of more.csv/ }).waitFor();
     assert.equal(await leadsFile.inputValue(), '');
+  });
+
+  it('a lead file as European Excel writes it (semicolons, Windows-1252, empty rows, a cell on two lines) is imported as typed, an invalid row named by its spreadsheet row', async () => {
+    // Read as UTF-8 with commas, the whole line was one column (no email to map) and Jürgen
+    // became J\uFFFDrgen; an empty row (";;;") was an invalid row, and the rows after an empty
+    // line or a two-line cell were named one row too early.
+    const p = admin.page;
+    const c = await world.app.request('POST', '/v1/campaigns', { key, body: { name: 'Excel import', sequenceSteps: [{ subject: 'Hi', bodyHtml: '<p>Hi</p>' }] } });
+    const text = ['E-Mail;First Name;Firma;Notiz', 'juergen@lead.example;Jürgen;Müller, Söhne GmbH;"zwei', 'Zeilen"', ';;;', '', 'kein-adresse;Zoë;X;y', 'chloe@lead.example;Chloé;Café Crème;z', ''].join('\r\n');
+    await p.goto(`/campaigns/${c.body.id}`);
+    await p.getByLabel('CSV file').setInputFiles({ name: 'excel.csv', mimeType: 'text/csv', buffer: Buffer.from(text, 'latin1') });
+    await p.getByRole('group', { name: 'Columns of excel.csv (3 rows)' }).waitFor();
+    assert.equal(await p.getByLabel('Column E-Mail becomes').inputValue(), 'email');
+    assert.equal(await p.getByLabel('Column First Name becomes').inputValue(), 'firstName');
+    assert.equal(await p.getByLabel('Column Notiz becomes').inputValue(), 'custom:Notiz');
+    await p.getByLabel('Column Firma becomes').selectOption('company');
+    await p.getByRole('button', { name: 'Import 3 rows' }).click();
+    const summary = p.getByTestId('import-summary');
+    await summary.waitFor();
+    assert.equal(await summary.innerText(), 'Import finished: 2 enrolled, 0 updated, 1 invalid.');
+    await p.getByText('row 5: email: not a valid email address').waitFor();
+    // The invalid rows come back as the file was written (semicolons), UTF-8 with a BOM, which
+    // Excel needs to read Zoë as Zoë.
+    const [download] = await Promise.all([p.waitForEvent('download'), p.getByRole('link', { name: 'Download the 1 invalid rows' }).click()]);
+    assert.equal(readFileSync((await download.path())!, 'utf8'), '\ufeffE-Mail;First Name;Firma;Notiz;row;error\r\nkein-adresse;Zoë;X;y;5;email: not a valid email address\r\n');
+    const db = new pg.Client({ connectionString: world.app.databaseUrl });
+    await db.connect();
+    try {
+      const { rows } = await db.query(
+        `select l.email, l.first_name, l.company, l.custom from leads l join enrollments e on e.lead_id = l.id where e.campaign_id = $1 order by l.email`,
+        [c.body.id],
+      );
+      assert.deepEqual(rows, [
+        { email: 'chloe@lead.example', first_name: 'Chloé', company: 'Café Crème', custom: { Notiz: 'z' } },
+        { email: 'juergen@lead.example', first_name: 'Jürgen', company: 'Müller, Söhne GmbH', custom: { Notiz: 'zwei\r\nZeilen' } },
+      ]);
+    } finally {
+      await db.end();
+    }
+  });
+
+  it("a file whose 1,000-row chunk would pass the API's 10 MB body limit is sent in smaller requests: every row imported", async () => {
+    // Chunks were 1,000 rows whatever their size: 300 rows of four 9,000-character notes were one
+    // 10.8 MB request, refused 413, and the import stopped with nothing imported.
+    const p = admin.page;
+    const c = await world.app.request('POST', '/v1/campaigns', { key, body: { name: 'Wide import', sequenceSteps: [{ subject: 'Hi', bodyHtml: '<p>Hi</p>' }] } });
+    const note = 'n'.repeat(9_000);
+    const lines = ['email,a,b,c,d', ...Array.from({ length: 300 }, (_, i) => `wide${i}@lead.example,${note},${note},${note},${note}`)];
+    await p.goto(`/campaigns/${c.body.id}`);
+    await p.getByLabel('CSV file').setInputFiles({ name: 'wide.csv', mimeType: 'text/csv', buffer: Buffer.from(lines.join('\n')) });
+    await p.getByRole('button', { name: 'Import 300 rows' }).click();
+    const summary = p.getByTestId('import-summary');
+    await summary.waitFor({ timeout: 60_000 });
+    assert.equal(await summary.innerText(), 'Import finished: 300 enrolled, 0 updated, 0 invalid.');
+    const stats = await world.app.request('GET', `/v1/campaigns/${c.body.id}/stats`, { key });
+    assert.equal(stats.body.totalEnrolled, 300);
   });
 
   it("the chart's hour/day choice and Follow-ups' Include upcoming are in the address: a reload keeps them", async () => {

@@ -2,10 +2,15 @@
 // progress bar, then a summary of enrolled / updated / invalid rows, the invalid ones downloadable.
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, post } from '../api.ts';
-import { parseCsv, toCsv } from '../csv.ts';
+import { decodeText, parseTable, toCsv } from '../csv.ts';
 import { ErrorNote, Field } from '../ui.tsx';
 
 export const CHUNK = 1000;
+/**
+ * A chunk's leads as JSON, at most this many bytes: well under the API's 10 MB body limit (a
+ * chunk of wide rows, long notes, was one request past it, refused 413: the import stopped).
+ */
+const CHUNK_BYTES = 4 * 1024 * 1024;
 const STANDARD = ['email', 'firstName', 'lastName', 'company', 'jobTitle'];
 const RESERVED = new Set([...STANDARD, 'unsubscribeUrl']);
 
@@ -24,6 +29,7 @@ function customName(header: string): string {
 }
 
 interface Invalid {
+  /** The row of the file (as a spreadsheet numbers it: the header is row 1). */
   line: number;
   row: string[];
   reason: string;
@@ -40,7 +46,7 @@ interface Progress {
 }
 
 export function CsvImport({ campaignId, onImported }: { campaignId: string; onImported: () => void }) {
-  const [rows, setRows] = useState<string[][] | null>(null);
+  const [table, setTable] = useState<ReturnType<typeof parseTable>>(null);
   const [fileName, setFileName] = useState('');
   const [mapping, setMapping] = useState<string[]>([]);
   const [progress, setProgress] = useState<Progress | null>(null);
@@ -48,23 +54,23 @@ export function CsvImport({ campaignId, onImported }: { campaignId: string; onIm
   const [downloadUrl, setDownloadUrl] = useState('');
   useEffect(() => () => void (downloadUrl && URL.revokeObjectURL(downloadUrl)), [downloadUrl]);
 
-  const header = rows?.[0] ?? [];
-  const body = rows?.slice(1) ?? [];
+  const header = table?.header ?? [];
+  const body = table?.rows ?? [];
   const running = progress !== null && !progress.finished;
 
   const readFile = async (file: File | undefined) => {
     setProgress(null);
     setError(undefined);
-    if (!file) return setRows(null);
-    const parsed = parseCsv(await file.text());
-    if (parsed.length < 2) {
-      setRows(null);
-      setError(new Error(`${file.name} has ${parsed.length === 0 ? 'no rows' : 'a header but no rows'}: the first line names the columns, each further line is a lead.`));
+    if (!file) return setTable(null);
+    const parsed = parseTable(decodeText(new Uint8Array(await file.arrayBuffer())));
+    if (!parsed?.rows.length) {
+      setTable(null);
+      setError(new Error(`${file.name} has ${!parsed ? 'no rows' : 'a header but no rows'}: the first line names the columns, each further line is a lead.`));
       return;
     }
     setFileName(file.name);
-    setRows(parsed);
-    setMapping(parsed[0].map(guess));
+    setTable(parsed);
+    setMapping(parsed.header.map(guess));
   };
 
   const toLead = (row: string[]) => {
@@ -80,10 +86,21 @@ export function CsvImport({ campaignId, onImported }: { campaignId: string; onIm
   const start = async () => {
     const p: Progress = { done: 0, total: body.length, enrolled: 0, updated: 0, invalid: [], finished: false };
     setProgress({ ...p });
-    for (let from = 0; from < body.length; from += CHUNK) {
+    const chunks: Array<typeof body> = [];
+    const encoder = new TextEncoder();
+    for (let k = 0, bytes = 0; k < body.length; k++) {
+      const n = encoder.encode(JSON.stringify(toLead(body[k].cells))).length + 1;
+      if (k === 0 || chunks[chunks.length - 1].length === CHUNK || bytes + n > CHUNK_BYTES) {
+        chunks.push([]);
+        bytes = 0;
+      }
+      chunks[chunks.length - 1].push(body[k]);
+      bytes += n;
+    }
+    for (const part of chunks) {
       // Rows are checked by the server; a rejected chunk writes nothing, so its invalid rows are
       // set aside (with the server's words) and the rest sent again.
-      let chunk = body.slice(from, from + CHUNK).map((row, k) => ({ row, line: from + k + 2 }));
+      let chunk = part.map((r) => ({ row: r.cells, line: r.row }));
       const noEmail = chunk.filter((c) => !toLead(c.row).email);
       noEmail.forEach((c) => p.invalid.push({ ...c, reason: 'no email address' }));
       chunk = chunk.filter((c) => toLead(c.row).email);
@@ -113,14 +130,14 @@ export function CsvImport({ campaignId, onImported }: { campaignId: string; onIm
           chunk = chunk.filter((_, k) => !bad.has(k));
         }
       }
-      p.done = Math.min(body.length, from + CHUNK);
+      p.done += part.length;
       setProgress({ ...p });
     }
     p.finished = true;
     p.invalid.sort((a, b) => a.line - b.line);
     setProgress({ ...p });
     if (p.invalid.length) {
-      const csv = toCsv([[...header, 'line', 'error'], ...p.invalid.map((x) => [...x.row, String(x.line), x.reason])]);
+      const csv = toCsv([[...header, 'row', 'error'], ...p.invalid.map((x) => [...x.row, String(x.line), x.reason])], table?.separator);
       setDownloadUrl(URL.createObjectURL(new Blob([csv], { type: 'text/csv' })));
     }
     onImported();
@@ -145,7 +162,7 @@ export function CsvImport({ campaignId, onImported }: { campaignId: string; onIm
         />
       </Field>
       <ErrorNote error={error} />
-      {rows && (
+      {table && (
         <>
           <fieldset disabled={running}>
             <legend>
@@ -164,7 +181,7 @@ export function CsvImport({ campaignId, onImported }: { campaignId: string; onIm
                   {header.map((h, i) => (
                     <tr key={i}>
                       <td>{h}</td>
-                      <td class="muted">{body[0]?.[i]}</td>
+                      <td class="muted">{body[0]?.cells[i]}</td>
                       <td>
                           <select aria-label={`Column ${h} becomes`} value={mapping[i]} onChange={(e) => setMapping(mapping.map((m, j) => (j === i ? e.currentTarget.value : m)))}>
                             {STANDARD.map((f) => (
@@ -206,7 +223,7 @@ export function CsvImport({ campaignId, onImported }: { campaignId: string; onIm
               <ul>
                 {progress.invalid.slice(0, 10).map((x) => (
                   <li key={x.line}>
-                    line {x.line}: {x.reason}
+                    row {x.line}: {x.reason}
                   </li>
                 ))}
               </ul>
