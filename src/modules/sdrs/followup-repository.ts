@@ -14,36 +14,27 @@ export type TaskRow = Pick<FollowupTaskRow, 'id' | 'thread_id' | 'sdr_id' | 'rul
 
 export const TASK_COLUMNS = 'f.id, f.thread_id, f.sdr_id, f.rule_id, f.attempt, f.status, f.due_at, f.created_at, t.contact_email, t.contact_name, t.subject';
 
-/** Claims up to `limit` awaiting_reply threads (id > after) without a pending task, with the time their next task counts from. */
-export async function claimThreadsWithoutTask(em: EntityManager, after: string, limit: number) {
-  return sql<Pick<ProspectThreadRow, 'id' | 'workspace_id' | 'sdr_id' | 'category'> & { base: string | Date }>(
-    em,
-    `select t.id, t.workspace_id, t.sdr_id, t.category,
+/**
+ * awaiting_reply threads without a pending task, in a workspace with rules, with the time their
+ * next task counts from (the later of the last message and the last task closed). One text for
+ * the scheduler's claim and for one thread's (an early out-of-office, followups.ts).
+ */
+const WITHOUT_TASK = `select t.id, t.workspace_id, t.sdr_id, t.category,
             greatest(t.last_message_at, (select max(f.completed_at) from followup_tasks f where f.thread_id = t.id)) as base
        from prospect_threads t
-      where t.status = 'awaiting_reply' and t.id > ?
+      where t.status = 'awaiting_reply'
         and exists (select 1 from followup_rules r where r.workspace_id = t.workspace_id)
-        and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')
-      order by t.id
-      limit ?
-      for update of t skip locked`,
-    [after, limit],
-    );
+        and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')`;
+type ThreadWithoutTask = Pick<ProspectThreadRow, 'id' | 'workspace_id' | 'sdr_id' | 'category'> & { base: string | Date };
+
+/** Claims up to `limit` such threads (id > after), skipping those another round holds. */
+export async function claimThreadsWithoutTask(em: EntityManager, after: string, limit: number) {
+  return sql<ThreadWithoutTask>(em, `${WITHOUT_TASK} and t.id > ? order by t.id limit ? for update of t skip locked`, [after, limit]);
 }
 
-/** The thread, locked, when it is awaiting_reply without a pending task (claimThreadsWithoutTask for one thread). */
+/** The thread, locked, when it is such a thread (the caller holds it already: no skipping). */
 export async function threadWithoutTask(em: EntityManager, threadId: string) {
-  return sql<Pick<ProspectThreadRow, 'id' | 'workspace_id' | 'sdr_id' | 'category'> & { base: string | Date }>(
-    em,
-    `select t.id, t.workspace_id, t.sdr_id, t.category,
-            greatest(t.last_message_at, (select max(f.completed_at) from followup_tasks f where f.thread_id = t.id)) as base
-       from prospect_threads t
-      where t.id = ? and t.status = 'awaiting_reply'
-        and exists (select 1 from followup_rules r where r.workspace_id = t.workspace_id)
-        and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')
-      for update of t`,
-    [threadId],
-  );
+  return sql<ThreadWithoutTask>(em, `${WITHOUT_TASK} and t.id = ? for update of t`, [threadId]);
 }
 
 export async function rulesOf(em: EntityManager, workspaceIds: string[]): Promise<FollowupRuleRow[]> {
