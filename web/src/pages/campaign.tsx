@@ -150,7 +150,12 @@ function Steps({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Promi
     <section class="card" aria-labelledby="steps-h" ref={section}>
       <h2 id="steps-h">Steps</h2>
       {locked && <p class="muted">Steps cannot change while the campaign runs: pause it to edit them.</p>}
-      {steps.length === 0 && <p>No steps yet: a campaign needs at least one step to start.</p>}
+      {steps.length === 0 &&
+        (campaign.startedAt ? (
+          <p>No steps left: a campaign that has started keeps at least one. Add a step (or reload to get the saved ones back).</p>
+        ) : (
+          <p>No steps yet: a campaign needs at least one step to start.</p>
+        ))}
       {steps.map((s, i) => (
         <details key={i} open={open === i} onToggle={(e) => e.currentTarget.open && setOpen(i)} class="card">
           <summary>
