@@ -236,6 +236,28 @@ export type Config = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
 
 export class ConfigError extends Error {}
 
+/**
+ * Settings whose value is (or may hold) a secret: a refusal never repeats one, as the message
+ * goes to stderr and from there into logs (`docker logs`, a journal). A URL is shown without its
+ * password and query (which may hold one); a key only by its length.
+ */
+const SECRET_URLS = new Set<string>(['databaseUrl', 'llmBaseUrl']);
+const SECRET_VALUES = new Set<string>(['secretKey', 'llmApiKey']);
+
+/** A refused value as the message may show it. */
+function shownValue(key: string, raw: unknown): string {
+  if (!SECRET_URLS.has(key) && !SECRET_VALUES.has(key)) return JSON.stringify(raw);
+  const hidden = 'the value is not shown: it is a secret';
+  if (typeof raw !== 'string') return `a ${raw === null ? 'null' : Array.isArray(raw) ? 'list' : typeof raw}; ${hidden}`;
+  const url = raw.trim();
+  if (SECRET_URLS.has(key) && /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(url) && URL.canParse(url)) {
+    const u = new URL(url);
+    const user = u.username ? `${u.username}${u.password ? ':***' : ''}@` : '';
+    return JSON.stringify(`${u.protocol}//${user}${u.host}${u.pathname}${u.search ? '?...' : ''}`);
+  }
+  return `${raw.length} character${raw.length === 1 ? '' : 's'}; ${hidden}`;
+}
+
 export function decodeKey(s: string): Buffer | null {
   const t = s.trim();
   if (/^[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t, 'hex');
@@ -293,7 +315,7 @@ export function loadConfig(
     if (!parsed.success) {
       const msg = parsed.error.issues.map((i) => i.message).join('; ');
       // The shared wording of a list of values already says what it got.
-      const got = msg.includes('(got ') ? '' : ` (got ${JSON.stringify(raw)})`;
+      const got = msg.includes('(got ') ? '' : ` (got ${shownValue(key, raw)})`;
       throw new ConfigError(`invalid setting ${source === key ? key : `${source} (${key})`}: ${msg}${got}`);
     }
     out[key] = parsed.data;

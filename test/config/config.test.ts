@@ -122,6 +122,29 @@ describe('configuration', () => {
     assert.match(publicUrlWarning(at({ HOST: '10.0.0.7' }))!, /MAILGATE_PUBLIC_URL is unset/);
   });
 
+  it('a refused secret is never repeated: a URL shows no password or query, a key only its length', () => {
+    const refusal = (env: Record<string, string>) => {
+      try {
+        loadConfig(env, {});
+      } catch (err) {
+        return (err as Error).message;
+      }
+      assert.fail(`${JSON.stringify(env)} was taken`);
+    };
+    const key = 'a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b'; // 63 hex digits: one short
+    let message = refusal({ MAILGATE_SECRET_KEY: key });
+    assert.match(message, /invalid setting MAILGATE_SECRET_KEY \(secretKey\): .*\(got 63 characters; the value is not shown: it is a secret\)/);
+    assert.ok(!message.includes(key.slice(0, 16)), message);
+    message = refusal({ DATABASE_URL: 'postgress://mailgate:S3cretPw@db.internal:5432/mailgate?sslpassword=TlsPw' });
+    assert.match(message, /invalid setting DATABASE_URL \(databaseUrl\): .*\(got "postgress:\/\/mailgate:\*\*\*@db\.internal:5432\/mailgate\?\.\.\."\)/);
+    assert.ok(!/S3cretPw|TlsPw/.test(message), message);
+    message = refusal({ MAILGATE_LLM_BASE_URL: 'ftp://user:LlmPw@llm.example/v1' });
+    assert.ok(!message.includes('LlmPw'), message);
+    message = refusal({ DATABASE_URL: 'mailgate:S3cretPw@db.internal/mailgate' });
+    assert.match(message, /\(got 38 characters; the value is not shown: it is a secret\)/);
+    assert.ok(!message.includes('S3cretPw'), message);
+  });
+
   it('a refused setting says once what it got', () => {
     for (const env of [{ LOG_LEVEL: 'verbose' }, { MAILGATE_WEBHOOK_ALLOW_PRIVATE: 'yes' }, { MAILGATE_EVENT_RETENTION: '5m' }]) {
       let message = '';
