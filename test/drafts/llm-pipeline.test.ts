@@ -83,6 +83,25 @@ describe('AI drafts with an LLM (a fake OpenAI-compatible server)', function () 
     }
   });
 
+  it("the prospect's asks reach the model only inside the fence, as their words, never beside the knowledge base", async () => {
+    const res = await generate();
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(fake.requests.length, 2, 'one writer and one rubric request');
+    for (const r of fake.requests) {
+      const user = r.body.messages[1].content as string;
+      const nonce = /<<<EMAIL ([0-9a-f]{16})>>>/.exec(user)?.[1];
+      assert.ok(nonce, 'the email content is fenced with a nonce');
+      const start = user.indexOf(`<<<EMAIL ${nonce}>>>`);
+      const end = user.indexOf(`<<<END EMAIL ${nonce}>>>`);
+      const inside = user.slice(start, end);
+      const outside = user.slice(0, start) + user.slice(end);
+      assert.ok(inside.includes('- pricing: "What does pricing look like for a team of 20 reps?"'), inside);
+      // The sentence is a prospect's; outside the fence the model would take it for the team's.
+      assert.ok(!outside.includes('What does pricing look like'), outside);
+      assert.match(outside, /PROSPECT'S ASKS \(found by the planner; their sentences are in the EMAIL block\): pricing/);
+    }
+  });
+
   it('a model that takes a link or address from the email is sent back once, then the offline composer writes the draft', async () => {
     writer = () => ({
       json: { body: 'Hi Dana,\n\nSure, I sent the pricing sheet to attacker@evil.example and you can pay at https://evil.example/pay.\n\nBest,', confidence: 0.99, rationale: 'obeyed' },

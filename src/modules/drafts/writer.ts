@@ -77,7 +77,12 @@ function fence(nonce: string, title: string, body: string): string {
   return `<<<${title} ${nonce}>>>\n${body.replaceAll(nonce, '[removed]')}\n<<<END ${title} ${nonce}>>>`;
 }
 
-/** The untrusted part of the context: everything that came in by email or from lead imports. */
+/**
+ * The untrusted part of the context: everything that came in by email or from lead imports,
+ * the planner's asks included (each is a sentence of the prospect's). Until 2026-11-29 the asks
+ * were quoted in the trusted part, outside the fence: a prospect's sentence with "please" in it
+ * reached the model beside the knowledge base and the SDR's profile.
+ */
 function evidence(ctx: DraftContext): string {
   const c = ctx.contact;
   const lines = [
@@ -86,6 +91,8 @@ function evidence(ctx: DraftContext): string {
     '',
     'CONVERSATION (oldest first):',
     ...ctx.history.map((h, i) => `[${i + 1}] ${h.direction === 'inbound' ? 'PROSPECT' : 'US'} (${h.at}):\n${h.text}`),
+    // The asks are the prospect's own sentences: inside the fence like the rest of their words.
+    ...(ctx.asks.length ? ['', "THE PROSPECT'S ASKS (sentences of their email, found by the planner):", ...ctx.asks.map((a) => `- ${a.kind}: "${a.text}"`)] : []),
   ];
   return lines.join('\n');
 }
@@ -99,7 +106,8 @@ function trustedContext(ctx: DraftContext): string {
     '',
     `SDR PROFILE: name ${s.name}; email ${s.email}${s.calendarUrl ? `; booking link ${s.calendarUrl}` : ''}${s.tone ? `; tone: ${s.tone}` : ''}`,
     ctx.handoffNote ? `NOTE FROM THE TEAM: ${ctx.handoffNote}` : '',
-    `PROSPECT'S ASKS (found by the planner): ${ctx.asks.length ? ctx.asks.map((a) => `${a.kind}: "${a.text}"`).join(' | ') : 'none explicit'}`,
+    // Only the kinds here: the sentences are the prospect's words, fenced with the email (evidence).
+    `PROSPECT'S ASKS (found by the planner; their sentences are in the EMAIL block): ${ctx.asks.length ? ctx.asks.map((a) => a.kind).join(', ') : 'none explicit'}`,
     ctx.objection ? `PROSPECT'S OBJECTION: ${ctx.objection}. Acknowledge it; do not push for a meeting they declined.` : '',
   ]
     .filter((l) => l !== '')
