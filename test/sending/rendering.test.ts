@@ -3,6 +3,7 @@ import type { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 import { sendingWorld, HOUR, rawHeader } from './world.ts';
 import type { TestApp } from '../support/harness.ts';
 import pg from 'pg';
+import { isPlainTextBody } from '../../src/modules/sending/render.ts';
 
 describe('sending engine: rendering and threading', function () {
   this.timeout(60_000);
@@ -77,6 +78,28 @@ describe('sending engine: rendering and threading', function () {
     const [mail] = to('tbl@lead.example');
     assert.equal(mail.parsed.text?.trim(), 'Hi Tia,\nWe help T&T book meetings.\nBook a call [https://cal.example/tia]\nCheers, Alice\n\nPS');
     assert.match(mail.parsed.html as string, /We help T&amp;T book meetings\./);
+  });
+
+  it('a plain-text step (no HTML markup): its line breaks stay in both parts, its text escaped in the HTML one', async () => {
+    await setup({
+      leads: [{ email: 'plain@lead.example', firstName: 'Jö & <Co>' }],
+      steps: [{ subject: 'Kurze Frage', bodyHtml: 'Hi {{firstName|there}},\r\n\r\nshort question: <https://acme.example/a?b=1&c=2>\nreply "yes"?\n\n\nAlice' }],
+      campaign: { trackOpens: false },
+    });
+    await dispatcher.runRound();
+    const [mail] = to('plain@lead.example');
+    // Read as HTML, both parts were one run-on line: "Hi Jö & <Co>, short question: ... Alice".
+    assert.equal(mail.parsed.text?.replace(/\r\n/g, '\n').trim(), 'Hi Jö & <Co>,\n\nshort question: <https://acme.example/a?b=1&c=2>\nreply "yes"?\n\n\nAlice');
+    assert.equal(
+      (mail.parsed.html as string).replace(/\r\n/g, '\n').trim(),
+      '<p>Hi Jö &amp; &lt;Co&gt;,</p>\n<p>short question: &lt;https://acme.example/a?b=1&amp;c=2&gt;<br>\nreply &quot;yes&quot;?</p>\n<p>Alice</p>',
+    );
+  });
+
+  it('a body is plain text only without any markup: a tag, end tag, comment, doctype or character reference makes it HTML', () => {
+    for (const text of ['Hi,\n\nsee <https://x.example>', 'a < b and b > c', 'Q&A at 5', 'AT&T, ok?', '<3 Alice', '{{firstName}} & co']) assert.ok(isPlainTextBody(text), text);
+    for (const html of ['<p>Hi</p>', 'Hi<br>there', 'Hi<br/>', 'Hi</b>', '<!-- c -->Hi', '<!DOCTYPE html>Hi', 'Caf&eacute;', 'Caf&#233;', 'Caf&#xE9;', '<img src="x">'])
+      assert.ok(!isPlainTextBody(html), html);
   });
 
   it('no pixel when trackOpens is false', async () => {

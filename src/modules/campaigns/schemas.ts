@@ -44,7 +44,8 @@ export const stepInput = z.strictObject({
   bodyHtml: z
     .string()
     .min(1, 'must not be empty')
-    .refine((s) => Buffer.byteLength(s) <= LIMITS.bodyHtmlBytes, `at most ${LIMITS.bodyHtmlBytes / 1024} KB`),
+    .refine((s) => Buffer.byteLength(s) <= LIMITS.bodyHtmlBytes, `at most ${LIMITS.bodyHtmlBytes / 1024} KB`)
+    .describe('tokens allowed; a body without any HTML markup (tag or character reference) is plain text: its line breaks are kept'),
   delayHours: z.number().min(0).max(24 * 365).optional().describe('hours after the previous step was sent (default 48; ignored on step 0)'),
 });
 

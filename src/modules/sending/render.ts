@@ -68,8 +68,60 @@ export function renderSubject(template: string, lead: LeadValues, extra: Record<
     .trim();
 }
 
+/**
+ * An HTML tag, end tag, comment, doctype or character reference (`&eacute;`, `&#233;`: written
+ * by someone writing HTML). A step body without any is plain text (a body written in a
+ * plain-text editor or typed into the dashboard's field): "<https://x>", "a < b" or "Q&A" are
+ * no markup.
+ */
+const MARKUP = /<(?:[A-Za-z][A-Za-z0-9-]*(?=[\s/>])|\/[A-Za-z][A-Za-z0-9-]*\s*>|!--|!doctype\b)|&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#x[0-9A-Fa-f]+);/i;
+
+/** Whether a step body is plain text: no HTML markup at all. */
+export function isPlainTextBody(template: string): boolean {
+  return !MARKUP.test(template);
+}
+
+/**
+ * A plain-text step body as the HTML template it stands for: its text escaped (tokens left as
+ * they are: their values are escaped when inserted), a paragraph per blank-line-separated
+ * block, a <br> per line break. Read as HTML, its line breaks collapsed into one run-on line,
+ * in the HTML part and in the text part converted from it.
+ */
+export function plainTextBodyHtml(template: string): string {
+  return template
+    .replace(/\r\n?/g, '\n')
+    .split(/\n[ \t]*\n/)
+    .map((p) => p.replace(/^\n+|\n+$/g, ''))
+    .filter((p) => p.trim() !== '')
+    .map((p) => `<p>${p.split('\n').map(escapeOutsideTokens).join('<br>\n')}</p>`)
+    .join('\n');
+}
+
+function escapeOutsideTokens(text: string): string {
+  let out = '';
+  let at = 0;
+  for (const m of text.matchAll(TOKEN)) {
+    out += escapeHtml(text.slice(at, m.index)) + m[0];
+    at = m.index + m[0].length;
+  }
+  return out + escapeHtml(text.slice(at));
+}
+
+const htmlTemplates = new Map<string, string>();
+
+/** The step body as an HTML template (a plain-text body converted once, as renderText's cache does). */
+function htmlTemplateOf(template: string): string {
+  let html = htmlTemplates.get(template);
+  if (html === undefined) {
+    html = isPlainTextBody(template) ? plainTextBodyHtml(template) : template;
+    if (htmlTemplates.size >= 500) htmlTemplates.delete(htmlTemplates.keys().next().value!);
+    htmlTemplates.set(template, html);
+  }
+  return html;
+}
+
 export function renderHtml(template: string, lead: LeadValues, extra: Record<string, string> = {}): string {
-  return renderTokens(template, lead, extra, escapeHtml);
+  return renderTokens(htmlTemplateOf(template), lead, extra, escapeHtml);
 }
 
 /** The text/plain alternative derived from the rendered HTML. */
@@ -94,12 +146,13 @@ const textTemplates = new Map<string, string>();
 /**
  * The text/plain part of a rendered step: the step's HTML is converted to text once (tokens
  * survive the conversion as text) and the lead's values are inserted into that, unescaped.
- * Converting each personalized HTML body instead costs a parse per message.
+ * Converting each personalized HTML body instead costs a parse per message. A plain-text body
+ * is its own text part, line breaks as written.
  */
 export function renderText(htmlTemplate: string, lead: LeadValues, extra: Record<string, string> = {}): string {
   let template = textTemplates.get(htmlTemplate);
   if (template === undefined) {
-    template = htmlToText(htmlTemplate);
+    template = isPlainTextBody(htmlTemplate) ? htmlTemplate.replace(/\r\n?/g, '\n').trim() : htmlToText(htmlTemplate);
     if (textTemplates.size >= 500) textTemplates.delete(textTemplates.keys().next().value!);
     textTemplates.set(htmlTemplate, template);
   }
