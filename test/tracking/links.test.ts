@@ -82,6 +82,12 @@ describe('tracking and unsubscribe links of sent messages', function () {
     clock.advance(2 * HOUR);
     await dispatcher.runRound();
     assert.equal(to('unsub@lead.example').length, 1);
+    // The page again (the link in the body after the mail client's one-click): it says so, and asks nothing.
+    const after = await app.request('GET', path);
+    assert.equal(after.status, 200);
+    assert.match(after.text, /You are unsubscribed/);
+    assert.match(after.text, /unsub@lead\.example/);
+    assert.doesNotMatch(after.text, /<form|Stop all emails/);
     // Again: idempotent.
     assert.equal((await app.request('POST', path)).status, 200);
     const asJson = await app.request('POST', path, { headers: { accept: 'application/json' } });

@@ -68,6 +68,12 @@ export function mountTrackingRoutes(router: Router) {
     if (!target) return unknownUnsubscribeLink(ctx);
     ctx.set('Cache-Control', 'no-store');
     ctx.type = 'text/html';
+    // Unsubscribed already (the mail client's one-click, an earlier visit, a reply asking to be
+    // removed): asked "Stop all emails?" again, the prospect took the first unsubscribe to have failed.
+    if (target.suppressed) {
+      ctx.body = page('Unsubscribed', `<h1>You are unsubscribed</h1><p><strong>${escapeHtml(target.email)}</strong> will not receive further emails from us.</p>`);
+      return;
+    }
     ctx.body = page(
       'Unsubscribe',
       `<h1>Unsubscribe</h1><p>Stop all emails to <strong>${escapeHtml(target.email)}</strong>?</p>
@@ -127,8 +133,8 @@ export const trackingOperations: StaticOperation[] = [
       ...common,
       operationId: 'getUnsubscribePage',
       summary: 'The unsubscribe page: asks to confirm (changes nothing)',
-      description: `${role} Its form POSTs to the same URL.`,
-      responses: { '200': html('A page with a confirm button'), '404': linkNotFound, '500': internal, '503': unavailable },
+      description: `${role} Its form POSTs to the same URL. An address on the workspace's suppression list already gets a page saying it is unsubscribed, without the form.`,
+      responses: { '200': html('A page with a confirm button, or saying the address is unsubscribed already'), '404': linkNotFound, '500': internal, '503': unavailable },
     },
   },
   {

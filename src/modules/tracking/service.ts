@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Deps } from '../../deps.ts';
-import { suppress } from '../suppression/repository.ts';
+import { suppress, suppressedAmong } from '../suppression/repository.ts';
 import { endEnrollments, enrollmentsOfLead } from '../messages/enrollments.ts';
 import { linkTarget, markOpened } from '../messages/transitions.ts';
 import { transaction } from '../../db/transaction.ts';
@@ -40,12 +40,17 @@ export class TrackingService {
     return !!id && !!(await linkTarget(this.em, id));
   }
 
-  /** The address a valid unsubscribe token is for, or null. */
-  async unsubscribeTarget(token: string): Promise<{ email: string; messageId: string } | null> {
+  /**
+   * The address a valid unsubscribe token is for, and whether the workspace's suppression list
+   * holds it already (it gets no more mail: the page says so instead of asking again), or null.
+   */
+  async unsubscribeTarget(token: string): Promise<{ email: string; messageId: string; suppressed: boolean } | null> {
     const id = this.messageOf(token, 'u');
     if (!id) return null;
     const m = await linkTarget(this.em, id);
-    return m ? { email: m.to_email, messageId: id } : null;
+    if (!m) return null;
+    const suppressed = (await suppressedAmong(this.em, m.workspace_id, [m.to_email])).length > 0;
+    return { email: m.to_email, messageId: id, suppressed };
   }
 
   /**
