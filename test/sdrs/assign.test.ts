@@ -190,6 +190,11 @@ describe('POST /v1/replies/:replyId/assign', function () {
     assert.equal(mail.user, SDR_BOX);
     assert.deepEqual(mail.to, ['one@lead.example']);
     assert.equal(mail.parsed.inReplyTo, assigned.body.data.mailThreadId, 'threaded on the prospect’s message');
+    // RFC 5322 3.6.4: the parent's chain, then the parent. The prospect answered our campaign
+    // message (In-Reply-To, no References): that message first (it was left out).
+    const ours = (await db.query(`select message_id_header from outbound_messages where kind = 'campaign' and to_email = 'one@lead.example'`)).rows[0].message_id_header;
+    assert.deepEqual([mail.parsed.references].flat(), [ours, assigned.body.data.mailThreadId]);
+    assert.equal((await db.query(`select references_header from outbound_messages where id = $1`, [sent.body.data.messageId])).rows[0].references_header, `${ours} ${assigned.body.data.mailThreadId}`);
     await imap.append(
       SDR_BOX,
       'rita-pw',

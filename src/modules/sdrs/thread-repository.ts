@@ -44,14 +44,32 @@ export async function threadOfSdr(em: EntityManager, sdrId: string, workspaceId:
   return thread;
 }
 
-/** The thread's Message-IDs, oldest first (a reply's References). */
+/**
+ * A reply's References in the thread, oldest first (RFC 5322 3.6.4): the chain the handed-off
+ * answer of the prospect carried (their References, else their In-Reply-To: the campaign's
+ * messages they answered), then the thread's own Message-IDs. The thread's alone left the
+ * campaign's messages out of every send from the desk.
+ */
 export async function threadReferences(em: EntityManager, threadId: string): Promise<string[]> {
+  // prospect_threads, replies and inbound_messages by primary key.
+  const [start] = await sql<{ references_header: string | null; in_reply_to: string | null }>(
+    em,
+    `select i.references_header, i.in_reply_to from prospect_threads t
+       join replies r on r.id = t.reply_id
+       join inbound_messages i on i.id = r.inbound_message_id
+      where t.id = ?`,
+    [threadId],
+  );
   const history = await sql<Pick<ThreadMessageRow, 'message_id_header'>>(
     em,
     `select message_id_header from thread_messages where thread_id = ? and message_id_header is not null order by at, created_at`,
     [threadId],
   );
-  return history.map((h) => h.message_id_header!);
+  const own = history.map((h) => h.message_id_header!);
+  const before = start?.references_header ? start.references_header.split(/\s+/).filter(Boolean) : [];
+  if (start?.in_reply_to) before.push(start.in_reply_to);
+  // The thread's own IDs keep their places at the end: the last is the reply's In-Reply-To.
+  return [...new Set(before.filter((id) => !own.includes(id))), ...own];
 }
 
 /** A send of the desk recorded in the thread under this Message-ID (mail that is a copy of it), with the thread's status. */
