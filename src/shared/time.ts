@@ -34,6 +34,16 @@ export function isoOrNull(value: Date | string | null | undefined): string | nul
   return value == null ? null : toIso(value);
 }
 
+/**
+ * A date-time whose offset's `+` became a space: in a query string `+` means a space, so
+ * `?since=2026-05-04T10:00:00+02:00` sent unencoded arrives as `...10:00:00 02:00`. Refused
+ * like any malformed value, but saying why (until 2026-11-29 the answer asked for a time zone
+ * the client had written).
+ */
+const SPACED_OFFSET = /^\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)? \d\d(?::?\d\d)?$/;
+const SPACED_OFFSET_MESSAGE =
+  'must be an ISO 8601 date-time with a time zone; the + of its offset arrived as a space (in a URL query, + means a space): write it as %2B (2025-01-31T09:00:00%2B02:00) or give the time in UTC (2025-01-31T07:00:00Z)';
+
 /** The first and last instants an API date-time may name (UTC): years 0001 to 9999. */
 export const EARLIEST_INSTANT_MS = Date.parse('0001-01-01T00:00:00.000Z');
 export const LATEST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
@@ -47,7 +57,7 @@ export const LATEST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
  */
 export function isoDateTimeInput() {
   // abort: a value that is no date-time is that one problem, without the range check's too.
-  return z.iso.datetime({ offset: true, abort: true }).refine(
+  return z.iso.datetime({ offset: true, abort: true, error: (iss) => (typeof iss.input === 'string' && SPACED_OFFSET.test(iss.input) ? SPACED_OFFSET_MESSAGE : undefined) }).refine(
     (s) => {
       const t = Date.parse(s);
       return t >= EARLIEST_INSTANT_MS && t <= LATEST_INSTANT_MS;

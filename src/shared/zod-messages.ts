@@ -91,9 +91,13 @@ export function issueMessage(iss: Issue): string | undefined {
       return 'has an invalid item';
     case 'invalid_union': {
       // A union of a value and a list of it (a repeatable query parameter): the branch that
-      // says which values are allowed says it best.
-      const branches = (iss.errors ?? []) as Array<Array<{ code: string; message: string }>>;
-      const best = branches.flat().find((i) => i.code !== 'invalid_type') ?? branches.flat()[0];
+      // says which values are allowed says it best. For a list, that is the list branch's
+      // issue about the failing item (`?classification=interested&classification=foo` names
+      // "foo"): the single-value branch only says it got an array, which the parameter takes
+      // (until 2026-11-29 that was the message).
+      const branches = (iss.errors ?? []) as Array<Array<{ code: string; message: string; path?: PropertyKey[] }>>;
+      const flat = branches.flat();
+      const best = flat.find((i) => (i.path?.length ?? 0) > 0) ?? flat.find((i) => i.code !== 'invalid_type') ?? flat[0];
       return best?.message ?? 'does not match any accepted form';
     }
     case 'custom':

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../../http/route.ts';
-import { emailText } from '../../http/doc-schemas.ts';
+import { emailText, isoTime } from '../../http/doc-schemas.ts';
 
 const senderAccount = z.object({
   id: z.string(),
@@ -9,7 +9,7 @@ const senderAccount = z.object({
   status: z.enum(['active', 'paused']),
   health: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable', 'rate_limited']).describe('SMTP: from real sending outcomes'),
   healthError: z.string().nullable().describe("the server's answer behind a health other than ok"),
-  healthRetryAt: z.string().nullable().describe('an unreachable or rate_limited account is skipped until then, then tried again'),
+  healthRetryAt: isoTime.nullable().describe('an unreachable or rate_limited account is skipped until then, then tried again'),
   imapHealth: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable', 'rate_limited']).nullable().describe('IMAP connection of the watched mailbox; null without one'),
   dailyLimit: z.number().int().nullable(),
   sentLast24h: z.number().int().describe('messages sent in the rolling 24 hours (compare with dailyLimit)'),
