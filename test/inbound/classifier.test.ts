@@ -59,6 +59,22 @@ describe('rule classifier: automatic replies', () => {
     assert.equal((await classify('Sounds good, send times.', 'Re: Out of office software for Acme')).classification, 'interested');
   });
 
+  it('a reply tagged by a mail gateway ("[EXTERNAL] RE: <our subject>") is still a reply: its subject is our wording', async () => {
+    // Exchange transport rules, Google Workspace and Mimecast tag mail from outside: with such a
+    // gateway in front of the sender account, every reply arrives with the tag before its "RE:".
+    for (const subject of ['[EXTERNAL] RE: Out of office coverage for Acme', 'EXT: Re: Out of office coverage for Acme', '*EXTERNAL* AW: Out of office coverage for Acme', 'Re：Out of office coverage for Acme']) {
+      assert.equal((await classify('Sounds good, send times.', subject)).classification, 'interested', subject);
+    }
+    for (const subject of ['[External] RE: Take us off manual onboarding', '[EXT] Re: Unsubscribe from busywork']) {
+      assert.equal((await classify("Sounds good, let's talk.", subject)).classification, 'interested', subject);
+    }
+    // What an auto-responder puts before the prefix still names it; a tagged auto-responder subject too.
+    assert.equal((await classify('Thank you for your message.', '[Auto-Reply] Re: Quick question')).decidedBy, 'pattern:ooo-subject:en');
+    assert.equal((await classify('Thank you for your message.', '[EXTERNAL] Automatic reply: Quick question')).decidedBy, 'pattern:ooo-subject:en');
+    // A tagged subject of the lead's own that is a stop word, with nothing in the body.
+    assert.equal((await classify('', '[EXTERNAL] Unsubscribe')).decidedBy, 'lexicon:unsubscribe:stop-word');
+  });
+
   it('out-of-office bodies in six languages need an auto-responder phrase, not just a holiday mention', async () => {
     const bodies: Array<[string, string]> = [
       ['I am currently out of the office with limited access to email.', 'en'],

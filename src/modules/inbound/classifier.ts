@@ -1,4 +1,5 @@
 import { featuresOf, predict, type ReplyModel } from './model.ts';
+import { readSubject } from './subject.ts';
 import type { Classification, ClassifierInput, MailHeaders, ReplyClassification } from './classification.ts';
 
 export type { Classification, ClassifierInput, MailHeaders, ReplyClassification };
@@ -47,8 +48,6 @@ const AUTO_REPLY_HEADERS: Array<{ name: string; decidedBy: string; matches: (v: 
   { name: 'precedence', decidedBy: 'header:precedence', matches: (v) => /^\s*auto[_-]reply\s*$/i.test(v) },
 ];
 
-const REPLY_PREFIX = /^\s*((re|aw|antw|antwort|sv|vs|r|rif|res|resp|fw|fwd|wg|tr|enc|doorst)\s*(\[\d+\])?\s*:\s*)+/i;
-
 const DEFAULT_DECISION = 'default:human-reply';
 
 interface Match {
@@ -69,14 +68,16 @@ export class RuleClassifier implements ReplyClassifier {
       if (v !== null && h.matches(v)) return { classification: 'out_of_office', decidedBy: h.decidedBy, confidence: 0.98 };
     }
 
-    const subject = prepare(input.subject);
-    const ownSubject = prepare(input.subject.replace(REPLY_PREFIX, ''));
-    const isReplySubject = REPLY_PREFIX.test(input.subject);
+    // "Re: <our subject>" (also "[EXTERNAL] RE: ...", subject.ts) is our own wording; an
+    // auto-responder's subject names itself ("Automatic reply: ...", "Abwesenheitsnotiz: ...",
+    // Sieve's "Auto: ...", "[Auto-Reply] Re: ...").
+    const parts = readSubject(input.subject);
+    const subject = prepare(parts.lead);
+    const ownSubject = prepare(parts.own);
+    const isReplySubject = parts.isReply;
     const text = prepare(input.text);
 
-    // "Re: <our subject>" is our own wording; an auto-responder's subject names itself
-    // ("Automatic reply: ...", "Abwesenheitsnotiz: ...", Sieve's "Auto: ...").
-    const subjectOoo = isReplySubject ? null : firstMatch(OOO_SUBJECT, subject);
+    const subjectOoo = firstMatch(OOO_SUBJECT, subject);
     if (subjectOoo) return { classification: 'out_of_office', decidedBy: `pattern:ooo-subject:${subjectOoo.cue.lang}`, confidence: 0.95 };
 
     const ooo = score(OOO_BODY, text);

@@ -3,6 +3,7 @@
 // as JSON (reply-model.json). It runs in-process, needs no service and decides in microseconds.
 // docs/classification.md says where it is used and how it measured against the phrase lists.
 import type { ClassifierInput, ReplyClassification } from './classification.ts';
+import { readSubject } from './subject.ts';
 
 export interface ReplyModel {
   version: 1;
@@ -12,8 +13,6 @@ export interface ReplyModel {
   /** feature -> log P(feature | class), one per class */
   features: Record<string, number[]>;
 }
-
-const REPLY_PREFIX = /^\s*((re|aw|antw|sv|vs|r|res|resp|rif|fw|fwd|wg|tr|enc)\s*(\[\d+\])?\s*:\s*)+/i;
 
 /**
  * A whitespace-free token that the pattern `\S+@\S+\.\S+` would match whole: something, `@`,
@@ -32,8 +31,9 @@ export const FEATURE_TEXT_CHARS = 20_000;
 
 /** The features of one reply: each counted once (binary), which suits short texts best. */
 export function featuresOf(input: Pick<ClassifierInput, 'subject' | 'text'>): string[] {
-  // The subject only when it is the lead's own: "Re: <our subject>" says nothing about the lead.
-  const subject = REPLY_PREFIX.test(input.subject) ? '' : input.subject;
+  // The subject only when it is the lead's own: "Re: <our subject>" (also "[EXTERNAL] RE: ...")
+  // says nothing about the lead.
+  const subject = readSubject(input.subject).isReply ? '' : input.subject;
   // The model reads the start of a reply: past FEATURE_TEXT_CHARS a reply adds nothing a
   // classifier of short texts can use, and its features (3- to 5-character pieces of every word)
   // would grow with it (a 16 MB reply: tens of millions of strings).
