@@ -281,6 +281,8 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     // A copy of our own message in the inbox (a Bcc to self): not the lead's answer.
     const own = sent.get('poll@lead.example')!;
     await imap.append(SENDER, PW, mail({ from: SENDER, to: 'poll@lead.example', subject: 'Quick question', messageId: own }, 'Hi, just checking in.'));
+    // The account's user writing in the lead's thread (a manual follow-up, Bcc to self): no answer of the lead's.
+    await imap.append(SENDER, PW, mail({ from: `Alice <${SENDER.toUpperCase()}>`, to: 'poll@lead.example', subject: 'Re: Quick question', messageId: '<manual-1@acme.example>', inReplyTo: sent.get('poll@lead.example') }, 'Hi, just bumping this: are you interested in a quick call next week?'));
     // Two senders' mail reusing one Message-ID: both are answers.
     await imap.append(SENDER, PW, mail({ from: 'restart@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<same-id@mail.example>', inReplyTo: sent.get('restart@lead.example') }, 'Yes, send the deck.'));
     await imap.append(SENDER, PW, mail({ from: 'away@lead.example', to: SENDER, subject: 'Re: Quick question', messageId: '<same-id@mail.example>', inReplyTo: sent.get('away@lead.example') }, 'Back now. Not interested, thanks.'));
@@ -293,6 +295,7 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     assert.equal(await repliesOf('later@lead.example'), before.later + 2, 'the long-id reply and the id-less one are both recorded');
     assert.equal(await repliesOf('poll@lead.example'), before.poll, 'our own message is no reply');
     assert.equal((await stored(own)).length, 0);
+    assert.equal((await stored('<manual-1@acme.example>')).length, 0, "the account user's own message in the thread is no reply");
     assert.deepEqual((await stored('<same-id@mail.example>')).map((r: { from_email: string }) => r.from_email), ['restart@lead.example', 'away@lead.example']);
     const inbound = Number((await db.query(`select count(*) from inbound_messages`)).rows[0].count);
 

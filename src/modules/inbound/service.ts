@@ -5,7 +5,7 @@ import type { Deps } from '../../deps.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { messageBounced, replyReceived, type MessageFacts } from '../events/catalogue.ts';
 import { suppress } from '../suppression/repository.ts';
-import { senderOfDomain } from '../senders/repository.ts';
+import { isSenderAddress, senderOfDomain } from '../senders/repository.ts';
 import { bumpCounters } from '../messages/counters.ts';
 import { endEnrollments, enrollmentsOfLead, lockEnrollment, noteEnrollmentEvent, postponeNextStep } from '../messages/enrollments.ts';
 import { bounceDelivered, lockMessage, recordAnsweredCopy } from '../messages/transitions.ts';
@@ -92,6 +92,16 @@ export class InboundService {
       if (analysis.messageId && (await matchByMessageIds(tx, this.deps.crypto, mail.workspaceId, [analysis.messageId]))) return 'ignored';
       const match = await this.match(tx, mail, analysis);
       if (!match) return 'unmatched';
+      // Mail the account's own user wrote in the lead's thread (a manual follow-up copied into
+      // the inbox by a Cc or Bcc to self, an Outlook rule, a CRM's logging Bcc) carries the
+      // thread's references but is no answer of the lead's; unless the lead is that address.
+      if (
+        (analysis.kind === 'reply' || analysis.kind === 'unclassified') &&
+        analysis.from &&
+        analysis.from !== match.to_email.toLowerCase() &&
+        (await isSenderAddress(tx, mail.workspaceId, analysis.from))
+      )
+        return 'ignored';
       if (analysis.messageId && (await ingestedElsewhere(tx, mail.watchId, match.id, { messageId: analysis.messageId, from: analysis.from }))) return 'duplicate';
       if (analysis.kind === 'unclassified') this.deps.log.info({ watchId: mail.watchId, uid: mail.uid, from: analysis.from, decidedBy: analysis.decidedBy }, 'automatic inbound mail left unclassified');
       if (match.named && (match.state === 'queued' || match.state === 'scheduled' || match.state === 'sending')) {

@@ -40,6 +40,13 @@ export async function senderOfDomain(em: EntityManager, id: string, domain: stri
   return a?.id ?? null;
 }
 
+/** Whether the address is one of the workspace's sender accounts' own (case-insensitive). */
+export async function isSenderAddress(em: EntityManager, workspaceId: string, address: string): Promise<boolean> {
+  // sender_accounts_workspace_email_key (workspace_id, lower(email))
+  const rows = await sql(em, `select 1 from sender_accounts where workspace_id = ? and lower(email) = lower(?) limit 1`, [workspaceId, address]);
+  return rows.length > 0;
+}
+
 /** Pauses or resumes an account read by findSender. */
 export async function setSenderStatus(em: EntityManager, sender: SenderAccount, status: SenderStatus, now: Date): Promise<void> {
   sender.status = status;
