@@ -45,7 +45,7 @@ describe('POST /v1/replies/:replyId/assign', function () {
       key,
       body: { name: 'Assign', senderPoolId: pool.id, sequenceSteps: [{ subject: 'Idea for {{company}}', bodyHtml: '<p>Hi {{firstName}}, a quick idea for {{company}}.</p>' }] },
     });
-    const leads = ['one', 'two', 'three', 'four', 'five', 'six'].map((n) => ({ email: `${n}@lead.example`, firstName: n[0].toUpperCase() + n.slice(1), lastName: 'Lead', company: `${n} Corp` }));
+    const leads = ['one', 'two', 'three', 'four', 'five', 'six', 'seven'].map((n) => ({ email: `${n}@lead.example`, firstName: n[0].toUpperCase() + n.slice(1), lastName: 'Lead', company: `${n} Corp` }));
     await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key, body: { leads } });
     await app.request('POST', `/v1/campaigns/${c.body.id}/start`, { key });
     await dispatcher.runRound();
@@ -57,7 +57,8 @@ describe('POST /v1/replies/:replyId/assign', function () {
         SENDER,
         'pw',
         [
-          `From: ${lead}`,
+          // seven@ has left: a colleague answers for them from her own address.
+          `From: ${lead === 'seven@lead.example' ? '"Jane Doe" <Jane@Seven.example>' : lead}`,
           `To: ${SENDER}`,
           `Subject: Re: ${r.parsed.subject}`,
           `Date: ${new Date().toUTCString()}`,
@@ -87,11 +88,11 @@ describe('POST /v1/replies/:replyId/assign', function () {
         ].join('\r\n'),
       );
     }
-    for (let i = 0; i < 150 && replyIds.size < 6; i++) {
+    for (let i = 0; i < 150 && replyIds.size < 7; i++) {
       await new Promise((r) => setTimeout(r, 100));
       for (const r of (await app.request('GET', '/v1/replies', { key })).body) replyIds.set(r.email, r.id);
     }
-    assert.equal(replyIds.size, 6);
+    assert.equal(replyIds.size, 7);
     sink.received.length = 0;
   });
   after(async () => {
@@ -371,6 +372,27 @@ describe('POST /v1/replies/:replyId/assign', function () {
     assert.match(rows[0].body_html, /<b>interested<\/b>/);
     const snap = (await db.query(`select snapshot from handoffs where id = $1`, [res.body.data.handoffId])).rows[0].snapshot;
     assert.match(snap.messages.at(-1).bodyText, /Send pricing & a time for a call/);
+  });
+
+  it('a reply written from another address than the lead\'s (a colleague answering for them): the thread\'s contact is who wrote it', async () => {
+    // Until 2026-11-29 the thread's contact and its first message's sender were the lead's
+    // address whoever had written: the SDR's answers went to the lead who had left.
+    const { sdr } = await seedSdr(app, workspaceId, 'Colleague Rep', 'colleague@acme.example');
+    const replyId = replyIds.get('seven@lead.example')!;
+    const res = await assign(replyId, { sdrId: sdr.id, skipIcpCheck: true });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const thread = (await db.query(`select contact_email, contact_name, lead_id from prospect_threads where id = $1`, [res.body.data.threadId])).rows[0];
+    assert.equal(thread.contact_email, 'jane@seven.example');
+    assert.equal(thread.contact_name, 'Jane Doe');
+    const lead = (await db.query(`select email from leads where id = $1`, [thread.lead_id])).rows[0];
+    assert.equal(lead.email, 'seven@lead.example', 'the thread stays the lead\'s, in the lead\'s campaign');
+    const first = (await db.query(`select from_email from thread_messages where thread_id = $1`, [res.body.data.threadId])).rows[0];
+    assert.equal(first.from_email, 'jane@seven.example');
+    // The replies list still names the lead whose message was answered (the spec's Reply.email).
+    const listed = (await app.request('GET', '/v1/replies', { key })).body as Array<{ id: string; email: string }>;
+    assert.equal(listed.find((r) => r.id === replyId)!.email, 'seven@lead.example');
+    const handoff = (await db.query(`select snapshot from handoffs where id = $1`, [res.body.data.handoffId])).rows[0];
+    assert.equal(handoff.snapshot.lead.email, 'seven@lead.example');
   });
 
   it('assigns of one reply sent at once: one forwards it and opens the thread, the others answer 409 already_forwarded', async () => {

@@ -95,7 +95,14 @@ export class AssignmentService {
         { id: forwardId, workspaceId, campaignId: reply.campaign_id, leadId: reply.lead_id, senderAccountId: reply.sender_account_id!, to: mail.to, subject: mail.subject, messageIdHeader: mail.messageId!, response: outcome.response },
         now,
       );
-      const contactName = [lead.first_name, lead.last_name].filter(Boolean).join(' ');
+      // The contact is who wrote the reply, whom a mail client's Reply would answer: a colleague
+      // answering for the lead ("Bob has left, I look after this now") or the lead writing from
+      // another address. Until 2026-11-29 it was always the lead's address: the thread said the
+      // lead had written, and the SDR's answers went to a mailbox nobody reads (docs/decisions.md).
+      const writer = writerOf(original);
+      const byLead = !writer || writer.address === reply.email.toLowerCase();
+      const contactEmail = byLead ? reply.email : writer.address;
+      const contactName = byLead ? [lead.first_name, lead.last_name].filter(Boolean).join(' ') : writer.name;
       const receivedAt = new Date(isoOrNull(reply.received_at)!);
       const existing = await lockThreadOfReply(tx, reply.id, sdr.id);
       // A forward again (forceForward) to the SDR who has the thread keeps its category unless
@@ -116,7 +123,7 @@ export class AssignmentService {
             replyId: reply.id,
             leadId: reply.lead_id,
             campaignId: reply.campaign_id,
-            contactEmail: reply.email,
+            contactEmail,
             contactName,
             subject: originalSubject,
             category,
@@ -124,7 +131,7 @@ export class AssignmentService {
             receivedAt,
             mailThreadId: reply.message_id_header,
           },
-          { from: reply.email, to: [account.email], cc: addressesOf(original.cc), bodyText: originalText, bodyHtml: originalHtml },
+          { from: contactEmail, to: [account.email], cc: addressesOf(original.cc), bodyText: originalText, bodyHtml: originalHtml },
           now,
         );
       }
@@ -236,6 +243,12 @@ export class AssignmentService {
       ],
     };
   }
+}
+
+/** The reply's From: its address (lower-cased, as inbound addresses are kept) and display name. */
+function writerOf(mail: ParsedMail): { address: string; name: string } | null {
+  const first = mail.from?.value.find((x) => x.address);
+  return first?.address ? { address: storableText(first.address.toLowerCase()), name: storableText(first.name ?? '') } : null;
 }
 
 /** The addresses of a parsed header (To, Cc), each once, as written. */
