@@ -213,6 +213,31 @@ describe('out-of-office return dates', () => {
     assert.equal(extractReturnDate('Back on 5 January.', null), null);
     assert.equal(day(extractReturnDate('Back on 5 January 2027.', null)), '2027-01-05');
   });
+
+  it('a date without a year a few days before the reply is this past one, not a year on', () => {
+    // An auto-reply left on after the holidays, read on 3 January: it was 2027-12-31 (a year's postponement).
+    assert.equal(day(extractReturnDate('I am out of the office until 31 December.', new Date('2027-01-03T10:00:00Z'))), '2026-12-31');
+    assert.equal(day(extractReturnDate('Ich bin bis einschließlich 31.12. nicht im Büro.', new Date('2027-01-02T10:00:00Z'))), '2027-01-01');
+    // Written on New Year's Eve in New York (23:30 -05:00), already 1 January 2027 in UTC.
+    assert.equal(day(extractReturnDate('Back on 31 December.', new Date('2027-01-01T04:30:00Z'))), '2026-12-31');
+    // Still next year when well before, this year when ahead.
+    assert.equal(day(extractReturnDate('Back on 20 December.', new Date('2027-01-05T10:00:00Z'))), '2027-12-20');
+    assert.equal(day(extractReturnDate('Back on 7 January.', new Date('2027-01-05T10:00:00Z'))), '2027-01-07');
+  });
+
+  it('a return word between two dates is the later one\'s: the start of the absence is never the return', () => {
+    const dec = new Date('2026-12-18T10:00:00Z');
+    // Each gave the first date: 21 December (nothing postponed) or 11 May (a day early).
+    assert.equal(day(extractReturnDate('I will be out of the office from Dec 21 through Jan 1 and back on Jan 4.', dec, true)), '2027-01-04');
+    assert.equal(day(extractReturnDate('Je suis absent du 21 décembre au 3 janvier, de retour le 4 janvier.', dec)), '2027-01-04');
+    assert.equal(day(extractReturnDate('Estoy fuera del 21/12 al 3/1, de vuelta el 4/1.', dec)), '2027-01-04');
+    assert.equal(day(extractReturnDate('Out until May 11, back May 12.', dec, true)), '2027-05-12');
+    // A return word after the date it belongs to still ties it.
+    assert.equal(day(extractReturnDate('Ich bin bis 6.1. im Urlaub und ab 7.1. wieder erreichbar.', dec)), '2027-01-07');
+    assert.equal(day(extractReturnDate('Ik ben van 21-12 tot 3-1 afwezig en vanaf 4 januari weer aanwezig.', dec)), '2027-01-04');
+    assert.equal(day(extractReturnDate('Ich bin ab dem 7. Januar wieder im Büro, vom 23.12. bis 6.1. bin ich nicht erreichbar.', dec)), '2027-01-07');
+    assert.equal(day(extractReturnDate('Ik ben vanaf 4 januari weer aanwezig, tot 3 januari afwezig.', dec)), '2027-01-04');
+  });
 });
 
 describe('reply classifier: rules, then the shipped model (issue 19)', () => {

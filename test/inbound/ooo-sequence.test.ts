@@ -69,12 +69,12 @@ describe('inbound: an out-of-office answer postpones the next step', function ()
     return { key, id: res.body.id, watchId: rows[0].id, workspaceId: workspace.id, accountId: account.id, sent };
   }
 
-  async function receive(c: Campaign, from: string, h: { subject: string; auto?: boolean }, body: string): Promise<string> {
+  async function receive(c: Campaign, from: string, h: { subject: string; auto?: boolean; noDate?: boolean; date?: string }, body: string): Promise<string> {
     const raw = [
       `From: ${from}`,
       'To: alice@acme.example',
       `Subject: ${h.subject}`,
-      `Date: ${clock.now().toUTCString()}`,
+      ...(h.noDate ? [] : [`Date: ${h.date ?? clock.now().toUTCString()}`]),
       `Message-ID: <r${++uid}.${Date.now()}@lead.example>`,
       `In-Reply-To: ${c.sent.get(from)}`,
       `References: ${c.sent.get(from)}`,
@@ -155,6 +155,33 @@ describe('inbound: an out-of-office answer postpones the next step', function ()
     sink.received.length = 0;
     await dispatcher.runRound();
     assert.deepEqual(sent('due@lead.example'), [], 'not sent when the window opens the next day');
+  });
+
+  it('an absence stated from one date to another with the return after it waits for the return, not the first date', async () => {
+    const c = await campaign(['span@lead.example']);
+    // The "back" after 13 November is 16 November's; it made 9 November the return (a Monday
+    // 09:00 Berlin send in the middle of the absence).
+    await receive(c, 'span@lead.example', { subject: 'Automatic reply: Quick question', auto: true }, "I'm out of the office from 9 November through 13 November and back on 16 November.");
+    assert.equal((await lead(c, 'span@lead.example')).nextSendAt, '2026-11-16T08:00:00.000Z');
+    clock.set('2026-11-09T08:00:00.000Z');
+    sink.received.length = 0;
+    await dispatcher.runRound();
+    assert.deepEqual(sent('span@lead.example'), []);
+  });
+
+  it('an auto-reply without a Date header dates its return day by its arrival', async () => {
+    const c = await campaign(['nodateheader@lead.example']);
+    // It had no reference for the year: no return date, so 7 days (Monday 9 November 10:00 Berlin).
+    await receive(c, 'nodateheader@lead.example', { subject: 'Automatic reply: Quick question', auto: true, noDate: true }, "I'm out of the office and back on Tuesday, 10 November.");
+    assert.equal((await lead(c, 'nodateheader@lead.example')).nextSendAt, '2026-11-10T08:00:00.000Z');
+  });
+
+  it('an auto-reply whose Date header does not parse dates its return day by its arrival, not the machine\'s clock', async () => {
+    const c = await campaign(['cet@lead.example']);
+    // "CET" is no zone JavaScript reads: mailparser gave the machine's time (after 24 November
+    // 2026, 10 November was more than 14 days before it: 10 November 2027).
+    await receive(c, 'cet@lead.example', { subject: 'Automatic reply: Quick question', auto: true, date: 'Mon, 02 Nov 2026 10:00:00 CET' }, "I'm out of the office and back on Tuesday, 10 November.");
+    assert.equal((await lead(c, 'cet@lead.example')).nextSendAt, '2026-11-10T08:00:00.000Z');
   });
 
   it('a real reply after the out-of-office ends the sequence as before', async () => {

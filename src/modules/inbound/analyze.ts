@@ -48,7 +48,7 @@ export interface InboundAnalysis {
 export interface AnalyzeOptions {
   /** Defaults to the rules with the shipped model (HybridClassifier). */
   classifier?: ReplyClassifier;
-  /** Reference for return dates without a year when the mail has no Date header. */
+  /** Reference for return dates without a year when the mail has no Date header (or one that does not parse). */
   now?: Date;
 }
 
@@ -128,7 +128,7 @@ async function analyze(raw: Buffer | string, options: AnalyzeOptions): Promise<I
     from: mail.from?.value[0]?.address?.toLowerCase() || null,
     fromName: mail.from?.value[0]?.name || null,
     subject: mail.subject ?? '',
-    date: header('date') !== null && mail.date && !Number.isNaN(mail.date.getTime()) ? mail.date : null,
+    date: headerDate(header('date')),
   };
 
   const contentType = mail.headers.get('content-type') as { value?: string; params?: Record<string, string> } | undefined;
@@ -217,6 +217,17 @@ export function htmlToText(html: string): string {
       { selector: 'table', format: 'dataTable' },
     ],
   });
+}
+
+/**
+ * The Date header's instant, or null without one or when it does not parse ("... CET", German
+ * day names): mailparser gives the time of parsing then, which dated a return day by the
+ * machine's clock instead of the mail's arrival (the reference the inbound path gives).
+ */
+function headerDate(value: string | null): Date | null {
+  if (value === null) return null;
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? null : d;
 }
 
 /** Raw header access: lower-cased name to the first unfolded value. */

@@ -8,6 +8,10 @@ import { MONTHS } from './lexicon.ts';
 
 const RETURN_BEFORE =
   /(back|return|returning|in the office|zurück|wieder|retour|reprendrai|regreso|regresaré|regresare|vuelta|volveré|retorno|retornarei|volta|voltarei|terug|weer)(?![\p{L}])[^.!?\n]{0,40}$/iu;
+// A return word leading to the next date in the same clause ("and back on", ", de retour le"):
+// RETURN_BEFORE without a comma or semicolon between the word and the date.
+const RETURN_LEADS =
+  /(back|return|returning|in the office|zurück|wieder|retour|reprendrai|regreso|regresaré|regresare|vuelta|volveré|retorno|retornarei|volta|voltarei|terug|weer)(?![\p{L}])[^.!?\n,;]{0,40}$/iu;
 const RETURN_AFTER = /^[^.!?\n]{0,25}(?<![\p{L}])(wieder|weer|back|de retour|de volta|de vuelta)(?![\p{L}])/iu;
 const UNTIL_BEFORE = /(?<![\p{L}])(until|till|through|to|bis|jusqu'au|jusqu’au|jusqu'à|jusqu'en|hasta|até|tot|t\/m|tot en met)(?![\p{L}])[^.!?\n]{0,25}$/iu;
 const INCLUSIVE = /(through|einschließlich|einschl\.|inclus|inclusive|incluído|incluido|tot en met|t\/m)/iu;
@@ -43,12 +47,19 @@ const NUMERIC = /(?<![\d./-])(\d{1,2})([./-])(\d{1,2})(?:\2(\d{4}|\d{2}))?\.?(?!
 export function extractReturnDate(text: string, reference: Date | null, monthFirst = false): Date | null {
   const found = findDates(text, monthFirst);
   let best: { found: Found; rank: number; plusOne: boolean } | null = null;
-  for (const f of found) {
+  for (const [i, f] of found.entries()) {
     const before = text.slice(Math.max(0, f.index - 60), f.index);
     const after = text.slice(f.end, f.end + 40);
+    // A return word after a date ties it to coming back ("ab dem 13.05. wieder") unless it is
+    // the next date's ("until 11 May, back on 12 May"; "from 21 Dec through 1 Jan and back on
+    // 4 Jan"): it leads to that date in the same clause. "ab dem 7. Januar wieder im Büro, vom
+    // 23.12. bis ..." keeps its "wieder" for 7 January.
+    const next = found[i + 1];
+    const gap = next ? text.slice(f.end, next.index) : after;
+    const backAfter = RETURN_AFTER.test(gap.slice(0, 40)) && !(next && RETURN_LEADS.test(gap));
     let rank = 0;
     let plusOne = false;
-    if (RETURN_BEFORE.test(before) || RETURN_AFTER.test(after)) rank = 2;
+    if (RETURN_BEFORE.test(before) || backAfter) rank = 2;
     else if (UNTIL_BEFORE.test(before)) {
       rank = 1;
       plusOne = INCLUSIVE.test(before.slice(-30)) || INCLUSIVE.test(after.slice(0, 15));
@@ -103,9 +114,12 @@ function toDate(f: Found, reference: Date | null): Date | null {
   let year = f.year;
   if (year === null) {
     if (!reference) return null;
-    year = reference.getUTCFullYear();
-    // A date well before the reply was written means next year ("back on 5 January" in December).
-    if (Date.UTC(year, f.month - 1, f.day) < reference.getTime() - 14 * 86_400_000) year += 1;
+    // The first such day not well before the reply was written: "back on 5 January" in
+    // December is next year, "until 31 December" read on 2 January (an auto-reply left on, or
+    // written on New Year's Eve in New York, already 1 January in UTC) is last year, not a year on.
+    const earliest = reference.getTime() - 14 * 86_400_000;
+    year = reference.getUTCFullYear() - 1;
+    while (Date.UTC(year, f.month - 1, f.day) < earliest) year += 1;
   }
   const date = new Date(Date.UTC(year, f.month - 1, f.day));
   return date.getUTCMonth() === f.month - 1 ? date : null;

@@ -67,7 +67,9 @@ export class InboundService {
   async ingest(mail: IncomingMail): Promise<IngestResult> {
     let analysis: InboundAnalysis;
     try {
-      analysis = await analyzeMessage(mail.raw);
+      // The mail's arrival dates a return day without a year when it has no Date header (it was
+      // no return date at all: 7 days' postponement, the desk's follow-up left due).
+      analysis = await analyzeMessage(mail.raw, { now: mail.receivedAt });
       // A large message whose words lie past what was read (an attachment first): no text to
       // classify, so no answer of anyone's; kept unclassified rather than called interested.
       if (mail.truncated && analysis.kind === 'reply' && analysis.strippedText.trim() === '') {
