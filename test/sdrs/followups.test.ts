@@ -224,6 +224,21 @@ describe('Follow-ups', () => {
       assert.equal((await tasks(t)).length, 1);
     });
 
+    it('an out-of-office return on a Friday moves a business-days rule\'s task to Monday, not the Saturday after', async () => {
+      const d = await desk();
+      await rule(d.wsId, { afterMs: DAY, businessDays: true });
+      const t = await thread(d.wsId, d.sdrA);
+      await schedule();
+      // Back on Friday 10 April: it was due Saturday 00:00 UTC, on the weekend the rule skips.
+      await app.services().followups.onProspectAnswer(t, { returnDate: new Date('2026-04-10T00:00:00.000Z') });
+      const [row] = await tasks(t);
+      assert.equal(row.status, 'pending');
+      assert.equal(row.due_at.toISOString(), '2026-04-13T00:00:00.000Z');
+      clock.set('2026-04-12T12:00:00.000Z');
+      await schedule();
+      assert.equal((await threadRow(t)).status, 'awaiting_reply', 'not due on the weekend');
+    });
+
     it('an out-of-office with a return date that comes before the scheduler made the task (seconds after the send) still holds the follow-up until the return', async () => {
       const d = await desk();
       await rule(d.wsId, { afterMs: DAY });

@@ -83,11 +83,17 @@ export async function completeTasksOfThread(em: EntityManager, threadId: string,
 }
 
 /** An out-of-office's return: the pending task(s) are due no earlier than `dueAt` (never brought forward). */
-export async function moveTasksOfThread(em: EntityManager, threadId: string, dueAt: Date) {
-  return sql<{ id: string }>(em, `update followup_tasks set due_at = greatest(due_at, ?) where thread_id = ? and status = 'pending' returning id`, [
-    dueAt,
-    threadId,
-  ]);
+export async function moveTasksOfThread(em: EntityManager, threadId: string, dueAt: Date, businessDueAt: Date) {
+  // A task of a business-days rule takes `businessDueAt` (never on a weekend); a task whose rule
+  // was removed, `dueAt`.
+  return sql<{ id: string }>(
+    em,
+    `update followup_tasks t
+        set due_at = greatest(t.due_at, case when exists (select 1 from followup_rules r where r.id = t.rule_id and r.business_days) then ?::timestamptz else ?::timestamptz end)
+      where t.thread_id = ? and t.status = 'pending'
+      returning t.id`,
+    [businessDueAt, dueAt, threadId],
+  );
 }
 
 export async function cancelTasksOfThread(em: EntityManager, threadId: string, now: Date) {

@@ -104,7 +104,8 @@ export async function followupsOnSend(em: EntityManager, clock: Clock, threadId:
 /**
  * The prospect answered. With an out-of-office return date the pending task(s) stay pending,
  * due at the later of their due time and the start of the UTC day after the return date (never
- * brought forward); without a date nothing changes; otherwise they are cancelled.
+ * brought forward; the Monday after for a business-days rule's task when that day is a Saturday
+ * or Sunday); without a date nothing changes; otherwise they are cancelled.
  */
 export async function followupsOnAnswer(em: EntityManager, clock: Clock, threadId: string, outOfOffice: { returnDate: Date | null } | null): Promise<number> {
   const now = clock.now();
@@ -118,7 +119,9 @@ export async function followupsOnAnswer(em: EntityManager, clock: Clock, threadI
     // send, mostly before the scheduler's round (every minute) made the task: it is made now,
     // or the return date would move nothing and the follow-up fell due while the prospect was away.
     await createNextTasks(em, await threadWithoutTask(em, threadId), now);
-    rows = await moveTasksOfThread(em, threadId, startOfNextUtcDay(outOfOffice.returnDate));
+    // A business-days rule's task moves to a business day (a return on Friday: Monday, not Saturday).
+    const back = startOfNextUtcDay(outOfOffice.returnDate);
+    rows = await moveTasksOfThread(em, threadId, back, addBusinessDuration(back, 0));
     await backToAwaitingIfNothingDue(em, threadId, now);
   } else {
     // An auto-reply without a date is no answer: the follow-up stays as it is (the SDR still has
