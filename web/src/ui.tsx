@@ -3,6 +3,7 @@
 import { cloneElement, createContext, type ComponentChildren, type TargetedEvent, type VNode } from 'preact';
 import { useCallback, useContext, useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
+import { relative } from './time.ts';
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -63,14 +64,6 @@ export function Pill({ state, label }: { state: string; label?: string }) {
 /** A mailbox's health in one word and colour everywhere: active green, needs reauth amber, not connected grey. */
 export function MailPill({ state }: { state: string }) {
   return <Pill state={state} label={state === 'disconnected' ? 'not connected' : undefined} />;
-}
-
-export function relative(iso: string, now = Date.now()): string {
-  const s = Math.round((new Date(iso).getTime() - now) / 1000);
-  const a = Math.abs(s);
-  const [n, unit] = a < 45 ? [s, 'second'] : a < 2700 ? [Math.round(s / 60), 'minute'] : a < 64800 ? [Math.round(s / 3600), 'hour'] : [Math.round(s / 86400), 'day'];
-  if (unit === 'second') return s > 0 ? 'in a few seconds' : 'just now';
-  return new Intl.RelativeTimeFormat('en', { numeric: 'auto' }).format(n as number, unit as Intl.RelativeTimeFormatUnit);
 }
 
 /** "3 minutes ago" with the exact time on hover. */

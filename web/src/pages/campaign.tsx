@@ -321,7 +321,7 @@ function Settings({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Pr
             <option value="">(none: the campaign cannot send)</option>
             {pools.data?.map((p) => (
               <option key={p.id} value={p.id}>
-                {p.name} ({p.remainingVolume} of {p.dailyCapacity} left today)
+                {p.name} ({p.remainingVolume} of {p.dailyCapacity} left, rolling 24 h)
               </option>
             ))}
           </select>
