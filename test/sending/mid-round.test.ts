@@ -217,4 +217,42 @@ describe('sending engine: failures and changes mid-round', function () {
     assert.deepEqual([lead.status, lead.nextSendAt], ['replied', null]);
     assert.equal((await w.stats(t)).scheduled, 0);
   });
+
+  it('an accepted message whose outcome cannot be written while PostgreSQL is down is recorded once it is back, never sent again', async () => {
+    // Found by a review (2026-11-29): the outcome's write failing (a PostgreSQL restart, a
+    // failover) left the message `sending` and no longer held, so its lease ran out and the next
+    // round sent the lead a second copy although this live worker knew the server had it.
+    const t = await w.setup({ leads: [{ email: 'blip@lead.example' }] });
+    const d = new SendDispatcher(w.app.deps, w.messenger, { maxConnections: 1, retryDelaysMs: [60_000], leaseMs: 300 });
+    // The outcome writer's connection: down from the accepted outcome's first write for 1.5 s,
+    // every statement on it refused as by a server that is not there.
+    const stmts = (d as unknown as { outcomeStatements: { run: (name: string, text: string, params: unknown[]) => Promise<unknown> } }).outcomeStatements;
+    const run = stmts.run.bind(stmts);
+    let downUntil = 0;
+    let refused = 0;
+    stmts.run = async (name, text, params) => {
+      if (!downUntil && (params[0] as string[]).length) downUntil = Date.now() + 1_500;
+      if (Date.now() < downUntil) {
+        refused++;
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      }
+      return run(name, text, params);
+    };
+    try {
+      await d.runRound();
+      assert.ok(refused > 0, 'the outage was met');
+      // Later rounds, past the lease the first claim had.
+      w.clock.advance(60_000);
+      await d.runRound();
+      w.clock.advance(60_000);
+      await d.runRound();
+    } finally {
+      await d.close();
+    }
+    assert.equal(w.to('blip@lead.example').length, 1, 'one copy');
+    const { rows } = await w.db.query(`select state from outbound_messages where campaign_id = $1`, [t.campaignId]);
+    assert.deepEqual(rows.map((r) => r.state), ['sent']);
+    assert.equal((await w.stats(t)).sent, 1);
+    assert.match(w.app.logs.text, /database cannot be reached/);
+  });
 });

@@ -7,7 +7,10 @@ import net from 'node:net';
  */
 export async function freezingProxy(target: { hostname: string; port: string | number }) {
   const open = new Set<{ client: net.Socket; upstream: net.Socket; frozen: boolean }>();
+  let down = false;
   const server = net.createServer((client) => {
+    // Down: every new connection is cut at once (as by a server that is not there).
+    if (down) return void client.destroy();
     const upstream = net.connect(Number(target.port), target.hostname);
     const pair = { client, upstream, frozen: false };
     open.add(pair);
@@ -29,6 +32,14 @@ export async function freezingProxy(target: { hostname: string; port: string | n
       return open.size;
     },
     freeze: () => open.forEach((p) => (p.frozen = true)),
+    /** The server goes away: open connections are cut and new ones cut at once, until `up`. */
+    down: () => {
+      down = true;
+      open.forEach((p) => (p.client.destroy(), p.upstream.destroy()));
+    },
+    up: () => {
+      down = false;
+    },
     close: async () => {
       open.forEach((p) => (p.client.destroy(), p.upstream.destroy()));
       await new Promise((r) => server.close(r));

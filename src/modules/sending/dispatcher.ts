@@ -14,9 +14,13 @@ import { loadForSending, guardState } from '../messages/send.ts';
 import { requeue, requeueClaimed, requeueExpired, cancel } from '../messages/transitions.ts';
 import { endEnrollments, lockEnrollment } from '../messages/enrollments.ts';
 import { recordSenderSuccess, logSenderTransition } from '../senders/health.ts';
+import { databaseUnreachable } from '../../db/sql.ts';
 
 /** Outcomes that are the account's failure, not the message's (sending/outcomes.ts). */
 const ACCOUNT_FAILURES = new Set(['unreachable', 'rate_limited', 'auth_failed']);
+
+/** Delays between writes of an accepted message's outcome while the database cannot be reached (record). */
+const RECORD_RETRY_MS = [250, 500, 1_000, 2_000, 5_000];
 
 /** How many pools one round sends for at once. */
 const POOLS_AT_ONCE = 4;
@@ -424,7 +428,7 @@ export class SendDispatcher {
       return;
     }
     try {
-      const recorded = await this.outcomes.record(() => this.em(), p.message, outcome, this.workerId);
+      const recorded = await this.record(p, outcome);
       if (outcome.kind === 'accepted') healthy.add(p.message.senderAccountId);
       if (recorded === 'sent') {
         result.sent++;
@@ -436,6 +440,30 @@ export class SendDispatcher {
       else if (recorded === 'retry' || recorded === 'account_failed') result.retried++;
     } catch (err) {
       this.deps.log.error({ err, messageId: p.message.id }, 'recording an SMTP outcome failed; the message stays claimed until its lease expires');
+    }
+  }
+
+  /**
+   * Records a message's outcome. An accepted message's outcome is written again while
+   * PostgreSQL cannot be reached (a restart, a failover: the connection refused or cut), until
+   * it is written or the worker stops: left unwritten, the message stayed `sending`, no longer
+   * held, and once its lease ran out the next round sent the lead a second copy, although this
+   * live worker knew the server had the first. Meanwhile the message keeps its acceptance place
+   * and its lease (renewed as soon as the database answers), so its account's next message does
+   * not end its data either: sending waits for the database, as it does for a stalled one.
+   */
+  private async record(p: ReadyMessage, outcome: SendOutcome) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const recorded = await this.outcomes.record(() => this.em(), p.message, outcome, this.workerId);
+        if (attempt) this.deps.log.info({ messageId: p.message.id, attempts: attempt + 1 }, 'the outcome of an accepted message was written once the database was back');
+        return recorded;
+      } catch (err) {
+        if (outcome.kind !== 'accepted' || !databaseUnreachable(err) || this.stopping) throw err;
+        const delay = RECORD_RETRY_MS[Math.min(attempt, RECORD_RETRY_MS.length - 1)];
+        if (!attempt) this.deps.log.warn({ err, messageId: p.message.id, retryInMs: delay }, 'the server accepted a message but the database cannot be reached to record it; retrying until it can');
+        await new Promise((r) => setTimeout(r, delay));
+      }
     }
   }
 
