@@ -7,6 +7,15 @@ import { tallyWindow, usedSql } from '../modules/messages/tallies.ts';
 import type { Schedule } from '../modules/campaigns/entities.ts';
 
 /**
+ * A gauge without labels set to `value`, or left out of the scrape when the value is unknown
+ * (the database could not be read): a 0 would say "no lag" while nothing was known.
+ */
+function setOrOmit(gauge: Gauge, value: number | undefined): void {
+  if (value === undefined) (gauge as unknown as { hashMap: Record<string, unknown> }).hashMap = {};
+  else gauge.set(value);
+}
+
+/**
  * The process's Prometheus metrics (docs/operating.md lists them). One registry per process,
  * passed through Deps: no global registry, so tests building several apps in one process each
  * count their own.
@@ -21,6 +30,8 @@ import type { Schedule } from '../modules/campaigns/entities.ts';
  */
 export class Metrics {
   readonly registry = new Registry();
+  /** Told once when the scrapes' database read starts failing (the metrics listener logs it). */
+  onDatabaseReadFailure?: (err: unknown) => void;
   private orm?: MikroORM;
   private processMetrics = false;
 
@@ -76,7 +87,32 @@ export class Metrics {
 
   constructor(orm?: MikroORM) {
     this.orm = orm;
-    const db = this.cached(() => this.readDatabase());
+    const read = this.cached(() => this.readDatabase());
+    // The scrape's database read, or null when the database cannot be read now (down, restarting,
+    // unreachable): the database gauges are then left out of the scrape, and
+    // mailgate_database_up says 0. The process's own metrics are still served: a failed read
+    // failed the whole scrape (500), so Prometheus took the live process for down (the "No
+    // worker" alert) and lost its counters for the length of a database outage.
+    let readFailed = false;
+    const db = async () => {
+      try {
+        const v = await read();
+        readFailed = false;
+        return v;
+      } catch (err) {
+        if (!readFailed) this.onDatabaseReadFailure?.(err);
+        readFailed = true;
+        return null;
+      }
+    };
+    new Gauge({
+      name: 'mailgate_database_up',
+      help: 'Whether the database answered this scrape\'s reads (1) or not (0: the database gauges are left out of the scrape)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await db()) ? 1 : 0);
+      },
+    });
     new Gauge({
       name: 'mailgate_messages',
       help: 'Outbound messages waiting or in flight, by state (scheduled, queued, sending), read from the database',
@@ -84,7 +120,7 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const r of (await db()).byState) this.set({ state: r.state }, r.n);
+        for (const r of (await db())?.byState ?? []) this.set({ state: r.state }, r.n);
       },
     });
     new Gauge({
@@ -94,7 +130,7 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const r of (await db()).byAccount) this.set({ sender_account: r.account, state: r.state }, r.n);
+        for (const r of (await db())?.byAccount ?? []) this.set({ sender_account: r.account, state: r.state }, r.n);
       },
     });
     new Gauge({
@@ -104,7 +140,7 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const r of (await db()).sent24h) this.set({ sender_account: r.account }, r.n);
+        for (const r of (await db())?.sent24h ?? []) this.set({ sender_account: r.account }, r.n);
       },
     });
     new Gauge({
@@ -114,7 +150,7 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const r of (await db()).senders) this.set({ health: r.health }, r.n);
+        for (const r of (await db())?.senders ?? []) this.set({ health: r.health }, r.n);
       },
     });
     new Gauge({
@@ -122,7 +158,7 @@ export class Metrics {
       help: 'How long the oldest message that could be sent now has been due (running campaigns inside their schedule window; 0 when none waits): the sending lag',
       registers: [this.registry],
       async collect() {
-        this.set((await db()).queueLag);
+        setOrOmit(this, (await db())?.queueLag);
       },
     });
     new Gauge({
@@ -130,7 +166,7 @@ export class Metrics {
       help: 'Webhook deliveries not yet delivered nor given up (state pending: written at the end of a first attempt, so retries waiting or under way)',
       registers: [this.registry],
       async collect() {
-        this.set((await db()).webhooksPending);
+        setOrOmit(this, (await db())?.webhooksPending);
       },
     });
     new Gauge({
@@ -140,7 +176,7 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const r of (await db()).watches) this.set({ state: r.state }, r.n);
+        for (const r of (await db())?.watches ?? []) this.set({ state: r.state }, r.n);
       },
     });
     const metrics = this;
@@ -158,7 +194,7 @@ export class Metrics {
       help: 'Time since the least recently synced watched mailbox was last synced (0 when none is watched)',
       registers: [this.registry],
       async collect() {
-        this.set((await db()).syncAge);
+        setOrOmit(this, (await db())?.syncAge);
       },
     });
   }

@@ -13,6 +13,8 @@ export async function startMetricsServer(address: string, metrics: Metrics, log:
   const at = address.lastIndexOf(':');
   const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
   const port = Number(address.slice(at + 1));
+  metrics.onDatabaseReadFailure = (err) =>
+    log.warn({ err }, 'metrics: the database cannot be read; its gauges are left out of the scrapes until it can (mailgate_database_up 0)');
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     req.resume();

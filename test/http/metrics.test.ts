@@ -10,6 +10,8 @@ import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/adapters/logger.ts';
 import { readFileSync } from 'node:fs';
 import { Metrics } from '../../src/adapters/metrics.ts';
+import { openOrm } from '../../src/db/orm.ts';
+import { freezingProxy } from '../support/freezing-proxy.ts';
 
 /** A sample's value in Prometheus text: `name{labels} value`. */
 function sample(text: string, name: string, labels = ''): number | undefined {
@@ -209,5 +211,50 @@ describe('metrics and access logs', function () {
     assert.deepEqual(documented.filter((n) => !known.has(n)), []);
     // Every mailgate metric is documented.
     assert.deepEqual([...known].filter((n) => n.startsWith('mailgate_') && !documented.includes(n)), []);
+  });
+
+  it('with the database unreachable /metrics still answers: the process metrics, mailgate_database_up 0, no database gauges', async () => {
+    // Found by a review (2026-11-29): one failed database read failed the whole scrape (500), so
+    // during a database outage Prometheus took a live process for down and lost its counters.
+    const database = await createTestDatabase();
+    const proxy = await freezingProxy(new URL(database.url));
+    const url = new URL(database.url);
+    url.hostname = '127.0.0.1';
+    url.port = String(proxy.port);
+    const orm = await openOrm(url.toString(), 2);
+    const logs = new LogSink();
+    const metrics = new Metrics(orm);
+    metrics.collectProcessMetrics();
+    const m = await startMetricsServer('127.0.0.1:0', metrics, createLogger('info', logs));
+    try {
+      metrics.sent.inc();
+      let text = await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text();
+      assert.equal(sample(text, 'mailgate_database_up'), 1);
+      assert.equal(sample(text, 'mailgate_queue_oldest_due_seconds'), 0);
+      proxy.down();
+      // Past the 5 s the database read is cached for.
+      await new Promise((r) => setTimeout(r, 5_100));
+      for (let i = 0; i < 2; i++) {
+        const res = await fetch(`http://127.0.0.1:${m.port}/metrics`);
+        assert.equal(res.status, 200);
+        text = await res.text();
+        assert.equal(sample(text, 'mailgate_database_up'), 0);
+        assert.equal(sample(text, 'mailgate_messages_sent_total'), 1, 'the process counters are served');
+        assert.match(text, /^process_cpu_user_seconds_total /m);
+        for (const gauge of ['mailgate_queue_oldest_due_seconds', 'mailgate_imap_oldest_sync_age_seconds', 'mailgate_webhook_deliveries_pending']) assert.equal(sample(text, gauge), undefined, `${gauge} left out`);
+      }
+      // Logged once, not at every scrape.
+      assert.equal(logs.text.split('the database cannot be read').length - 1, 1);
+      proxy.up();
+      await new Promise((r) => setTimeout(r, 5_100));
+      text = await (await fetch(`http://127.0.0.1:${m.port}/metrics`)).text();
+      assert.equal(sample(text, 'mailgate_database_up'), 1);
+      assert.equal(sample(text, 'mailgate_queue_oldest_due_seconds'), 0);
+    } finally {
+      await new Promise<void>((resolve) => (m.server.closeAllConnections(), m.server.close(() => resolve())));
+      await orm.close(true);
+      await proxy.close();
+      await database.drop();
+    }
   });
 });
