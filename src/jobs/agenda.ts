@@ -3,6 +3,7 @@ import { PostgresBackend } from '@agendajs/postgres-backend';
 import pg from 'pg';
 import type { Logger } from '../adapters/logger.ts';
 import type { Metrics } from '../adapters/metrics.ts';
+import { databaseUnreachable } from '../db/sql.ts';
 
 /**
  * A recurring job: Agenda only decides *when* it runs; the work itself (claiming a batch of
@@ -26,6 +27,9 @@ export interface RecurringJob {
   lanes?: number;
 }
 
+/** How long Agenda's job notification channel waits before it reconnects. */
+const NOTIFY_RETRY_MS = 5_000;
+
 export class JobRunner {
   private readonly agenda: Agenda;
   private readonly pool: pg.Pool;
@@ -41,9 +45,32 @@ export class JobRunner {
     // backend's own pool has no listener for it, so the event ended the worker process. The
     // notification channel's LISTEN session re-emits its errors too, before it reconnects.
     this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
-    this.pool.on('error', (err) => log.warn({ err }, 'job runner: a database connection failed (it is replaced)'));
+    // pg-pool hangs the failed client on the error (`err.client`): logged whole, it made one line
+    // of several kilobytes (its parameters, type parsers and buffers).
+    this.pool.on('error', (err) => log.warn({ err: { type: err.name, message: err.message, code: (err as { code?: string }).code } }, 'job runner: a database connection failed (it is replaced)'));
     const backend = new PostgresBackend({ pool: this.pool, ensureSchema: false });
-    backend.notificationChannel?.on('error', (err: unknown) => log.warn({ err }, 'job runner: the job notification channel failed (it reconnects)'));
+    const channel = backend.notificationChannel;
+    if (channel) {
+      // Agenda's channel tries again 100 ms after each failed try (its back-off starts over at
+      // every try), and reports each failure twice: with the database down, 10 connections a
+      // second and 20 warn lines, 600 in a 30 s outage (2026-11-29). Its reconnect takes
+      // NOTIFY_RETRY_MS instead, as the other LISTEN sessions do (db/listener.ts); the first
+      // failure is logged at warn, the rest until it is back at debug, and its return at info.
+      // The channel only hastens rounds: Agenda looks for due jobs every second regardless.
+      const reconnect = (channel as unknown as { config?: { reconnect?: { initialDelayMs: number } } }).config?.reconnect;
+      if (reconnect) reconnect.initialDelayMs = NOTIFY_RETRY_MS;
+      let failing = false;
+      channel.on('error', (err: unknown) => {
+        if (failing) return void log.debug({ err }, 'job runner: the job notification channel failed again');
+        failing = true;
+        log.warn({ err }, `job runner: the job notification channel failed (it reconnects every ${NOTIFY_RETRY_MS / 1000} s)`);
+      });
+      channel.on('stateChange', (state) => {
+        if (state !== 'connected' || !failing) return;
+        failing = false;
+        log.info('job runner: the job notification channel is back');
+      });
+    }
     this.agenda = new Agenda({
       // The table is created by our migrations: several processes starting at once would race.
       backend,
@@ -58,12 +85,21 @@ export class JobRunner {
       // that window reports a round that has already ended (its work and its next run are
       // unaffected). Nothing else unsets it while a job runs (touch() sets it).
       if (err instanceof Error && /canceled, no lockedAt date found/.test(err.message)) log.debug({ err }, 'job runner: a round that had just finished was checked as it saved (harmless)');
-      else log.error({ err }, 'agenda error');
+      else if (!databaseUnreachable(err)) log.error({ err }, 'agenda error');
+      // The database down: Agenda fails to look for each job's next round every second (one
+      // error a second per job, 75 lines in a 15 s outage). Logged once, until a round has run.
+      else if (this.unreachable) log.debug({ err }, 'agenda error (the database still cannot be reached)');
+      else {
+        this.unreachable = true;
+        log.error({ err }, 'agenda error: the database cannot be reached (logged again once a job round has run)');
+      }
     });
     this.metrics = opts.metrics;
   }
 
   private readonly metrics?: Metrics;
+  /** Agenda has failed to reach the database since the last round that ran. */
+  private unreachable = false;
 
   async start(): Promise<void> {
     for (const job of this.jobs) {
@@ -73,6 +109,10 @@ export class JobRunner {
           this.metrics?.jobRuns.inc({ job: job.name });
           try {
             const handled = await job.run(j);
+            if (this.unreachable) {
+              this.unreachable = false;
+              this.log.info({ job: job.name }, 'job runner: a job round ran again after the database could not be reached');
+            }
             if (handled) this.log.debug({ job: job.name, handled }, 'job round done');
           } catch (err) {
             this.metrics?.jobErrors.inc({ job: job.name });

@@ -331,4 +331,31 @@ describe('webhook delivery: attempts, retries, timeouts, the delivery log', func
     assert.match(tlsAttempt.error, /certificate/i);
     assert.equal(w.receiver.received.length, 0, 'no request is sent over an unverified connection');
   });
+
+  it('with the database down, a polling round logs each failing poll once, not every 100 ms, and says when it works again', async () => {
+    // Found by a review (2026-11-29): each poll's failure was an error line, 18 a second for the
+    // fan-out and the claim together for as long as the database was down.
+    const p = w.dispatcher({ lingerMs: 1_500, pollMs: 100, maxRoundMs: 2_000 });
+    const stmts = (p as unknown as { db: { run: (name: string, text: string, params: unknown[]) => Promise<unknown> } }).db;
+    const run = stmts.run.bind(stmts);
+    let down = true;
+    let refused = 0;
+    stmts.run = async (name, text, params) => {
+      if (down) {
+        refused++;
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      }
+      return run(name, text, params);
+    };
+    const lines = (what: string) => w.app.logs.text.split('\n').filter((l) => l.includes(what)).length;
+    const before = { fanOut: lines('fanning out webhook events failed'), claim: lines('claiming webhook deliveries failed') };
+    await p.runRound();
+    assert.ok(refused >= 10, `${refused} polls refused`);
+    assert.equal(lines('fanning out webhook events failed') - before.fanOut, 1);
+    assert.equal(lines('claiming webhook deliveries failed') - before.claim, 1);
+    down = false;
+    await p.runRound();
+    assert.equal(lines('fanning out webhook events works again'), 1);
+    assert.equal(lines('claiming webhook deliveries works again'), 1);
+  });
 });

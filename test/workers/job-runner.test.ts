@@ -4,6 +4,7 @@ import { createTestDatabase, LogSink } from '../support/harness.ts';
 import { createLogger } from '../../src/adapters/logger.ts';
 import { JobRunner } from '../../src/jobs/agenda.ts';
 import { waitFor } from '../support/wait.ts';
+import { freezingProxy } from '../support/freezing-proxy.ts';
 
 // Agenda's liveness check of a running job (every half lock lifetime) reads the job's lockedAt,
 // which Agenda itself clears as the job finishes, before it saves the job. A check that falls
@@ -68,5 +69,33 @@ describe('the job runner', function () {
     const errors = lines.filter((l) => l.level >= 50);
     assert.deepEqual(errors.map((l) => l.msg), [], 'nothing at error level');
     assert.ok(lines.some((l) => l.level === 20 && /no lockedAt date found/.test(JSON.stringify(l))), 'the benign race is logged at debug level');
+  });
+
+  it('with the database down, its notification channel reconnects every few seconds, logged once, and is back after; Agenda\'s failures logged once', async () => {
+    // Found by a review (2026-11-29): Agenda's channel tried again 100 ms after every failed
+    // try, each failure logged twice at warn: 20 lines a second for as long as the database was
+    // down; and each job's look for its next round logged an error every second.
+    const proxy = await freezingProxy(new URL(database.url));
+    const url = new URL(database.url);
+    url.hostname = '127.0.0.1';
+    url.port = String(proxy.port);
+    const sink = new LogSink();
+    const runner = new JobRunner(url.toString(), [{ name: 'quiet', every: '1 hour', run: async () => {} }], createLogger('info', sink), { processEvery: '1 second' });
+    await runner.start();
+    try {
+      const channelLines = () => sink.text.split('\n').filter((l) => l.includes('notification channel')).length;
+      proxy.down();
+      await waitFor('the channel failing', async () => channelLines() > 0);
+      // Three seconds of outage: Agenda's own tries (one a 100 ms) would have logged ~60 lines.
+      await new Promise((r) => setTimeout(r, 3_000));
+      assert.equal(channelLines(), 1, sink.text);
+      // Agenda's look for the job's next round failing every second: one error line, not one a second.
+      assert.equal(sink.text.split('\n').filter((l) => l.includes('"agenda error')).length, 1, sink.text);
+      proxy.up();
+      await waitFor('the channel back', async () => /the job notification channel is back/.test(sink.text), 10_000);
+    } finally {
+      await runner.stop(1_000);
+      await proxy.close();
+    }
   });
 });

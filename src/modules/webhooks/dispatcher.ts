@@ -297,15 +297,19 @@ export class WebhookDispatcher {
   private async fanOut(limit: number, ahead: number, probe: boolean): Promise<{ events: number; claims: ClaimedDelivery[] }> {
     try {
       // An outbox found empty costs one cheap read per poll rather than a locking statement.
-      if (probe && !(await hasPendingEvents(this.db))) return { events: 0, claims: [] };
+      if (probe && !(await hasPendingEvents(this.db))) {
+        this.pollWorked('fanning out webhook events');
+        return { events: 0, claims: [] };
+      }
       const now = this.deps.clock.now();
       const t = now.getTime();
       const r = await fanOut(this.db, now, limit, (i) => new Date(t + this.leaseFor(Math.max(0, ahead + i))), this.perEvent, this.opts.owner ?? null);
       // Deliveries per event lately: how many ids the next batch brings along.
       if (r.events) this.perEvent = Math.max(1, Math.min(r.deliveries / r.events, 64));
+      this.pollWorked('fanning out webhook events');
       return r;
     } catch (err) {
-      this.deps.log.error({ err }, 'fanning out webhook events failed; retrying on the next poll');
+      this.pollFailed('fanning out webhook events', err);
       return { events: 0, claims: [] };
     }
   }
@@ -323,17 +327,39 @@ export class WebhookDispatcher {
     try {
       const t = now.getTime();
       retaken = await retakeFanOuts(this.db, now, (i) => new Date(t + this.leaseFor(Math.max(0, ahead + Math.max(i, this.capacity - 1)))), owner);
-      if (retaken.length >= limit) return retaken;
+      if (retaken.length >= limit) {
+        this.pollWorked('claiming webhook deliveries');
+        return retaken;
+      }
       // One lease for the batch: that of its last delivery.
       const rest = limit - retaken.length;
       const due = await claimDue(this.db, now, new Date(now.getTime() + this.leaseFor(Math.max(0, ahead + retaken.length + rest - 1))), rest, owner);
+      this.pollWorked('claiming webhook deliveries');
       return retaken.length ? [...retaken, ...due] : due;
     } catch (err) {
       // A batch taken again is this worker's (its lease committed): attempted now, not left
       // until that lease runs out because the due deliveries' claim after it failed.
-      this.deps.log.error({ err }, 'claiming webhook deliveries failed; retrying on the next poll');
+      this.pollFailed('claiming webhook deliveries', err);
       return retaken;
     }
+  }
+
+  /** The polls (fan-out, claim) failing now, by what they do. */
+  private readonly pollsFailing = new Set<string>();
+
+  /**
+   * A poll failed. Logged at error once, then at debug until it works again: a round polls every
+   * `pollMs` (100 ms), and with the database down each poll logged an error, 18 lines a second
+   * for the two polls (2026-11-29).
+   */
+  private pollFailed(what: string, err: unknown): void {
+    if (this.pollsFailing.has(what)) return void this.deps.log.debug({ err }, `${what} failed again`);
+    this.pollsFailing.add(what);
+    this.deps.log.error({ err }, `${what} failed; retrying on the next poll (logged again once it has worked)`);
+  }
+
+  private pollWorked(what: string): void {
+    if (this.pollsFailing.delete(what)) this.deps.log.info(`${what} works again`);
   }
 
   /**
