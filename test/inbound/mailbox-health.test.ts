@@ -24,7 +24,7 @@ describe('mailbox health from real IMAP outcomes', function () {
   before(async () => {
     await imap.start();
     await smtp.start();
-    for (const user of ['box@acme.example', 'rep@acme.example', 'far@acme.example', 'move@acme.example', 'moved@acme.example', 'swap-old@acme.example', 'swap-new@acme.example', 'early@acme.example']) imap.addUser(user, 'right');
+    for (const user of ['box@acme.example', 'rep@acme.example', 'far@acme.example', 'move@acme.example', 'moved@acme.example', 'swap-old@acme.example', 'swap-new@acme.example', 'early@acme.example', 'cut@acme.example']) imap.addUser(user, 'right');
     // At debug, each retry of a failing connection is logged too: the test sees them happen.
     app = await startTestApp({ config: { logLevel: 'debug' } });
     db = new pg.Client({ connectionString: app.databaseUrl });
@@ -152,6 +152,39 @@ describe('mailbox health from real IMAP outcomes', function () {
       watcher = undefined;
       slammer.close();
     }
+  });
+
+  it("a database connection cut under a message's ingest is the database's failure: the mailbox's health stays ok and the message is read on the retry", async () => {
+    // Found by a review (2026-11-29): only an error with a SQLSTATE was told apart; a connection
+    // cut under the statement (a failover, a restarted pooler) has none, so the mailbox went
+    // `unreachable` with "Connection terminated unexpectedly" as its IMAP server's answer.
+    await watcher?.stop();
+    watcher = undefined;
+    const { workspace } = await seedWorkspace(app);
+    const sender = await app.services().senders.add({ workspaceId: workspace.id, email: 'cut@acme.example', name: 'Cut', smtpUrl: 'smtp://u:p@127.0.0.1:1', imapUrl: imap.url('cut@acme.example', 'right') });
+    let ingests = 0;
+    const inbound = () => {
+      const service = app.services().inbound;
+      const ingest = service.ingest.bind(service);
+      service.ingest = async (mail) => {
+        // pg's words for a connection closed under a query: no SQLSTATE.
+        if (ingests++ === 0) throw new Error('Connection terminated unexpectedly');
+        return ingest(mail);
+      };
+      return service;
+    };
+    watcher = new MailboxWatcher(app.deps, inbound, { pollIntervalMs: 300, tickMs: 300, leaseMs: 3_000 });
+    await watcher.start();
+    const watch = async () => (await db.query(`select status, last_uid::int as last_uid, last_synced_at from mailbox_watches where sender_account_id = $1`, [sender.id])).rows[0];
+    await waitFor('the first sync', async () => (await watch())?.last_synced_at);
+    await imap.append('cut@acme.example', 'right', ['From: someone@else.example', 'To: cut@acme.example', 'Subject: hello', 'Message-ID: <cut-1@else.example>', '', 'Hello.', ''].join('\r\n'));
+    await waitFor('the message read on the retry', async () => (await watch()).last_uid > 0);
+    assert.equal(ingests, 2);
+    assert.equal((await watch()).status, 'ok');
+    assert.deepEqual(lines(sender.id).map((l) => l.msg), ['sender account IMAP health unknown -> ok']);
+    assert.match(app.logs.text, /mailbox sync failed in the database/);
+    await watcher.stop();
+    watcher = undefined;
   });
 
   it('stopping the watcher does not wait on a server that went silent mid-IDLE: its logout is bounded, then the connection is cut', async () => {

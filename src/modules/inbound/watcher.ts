@@ -247,7 +247,7 @@ class MailboxSession {
     client.on('exists', () => this.notify());
     await client.connect();
     try {
-      const cursor = await watchCursor(this.deps.orm.em.fork(), this.watch.id);
+      const cursor = await ours(watchCursor(this.deps.orm.em.fork(), this.watch.id));
       if (!cursor) {
         // The watch is gone (its account or mailbox removed): the next lease round agrees.
         this.stopped = true;
@@ -260,7 +260,7 @@ class MailboxSession {
       const idle = this.opts.useIdle && client.capabilities.has('IDLE');
       let uidValidity = mailbox.uidValidity;
       if (this.watch.uid_validity === null || BigInt(this.watch.uid_validity) !== uidValidity) {
-        await resetCursor(this.deps.orm.em.fork(), this.watch.id, uidValidity);
+        await ours(resetCursor(this.deps.orm.em.fork(), this.watch.id, uidValidity));
         this.watch.uid_validity = String(uidValidity);
         this.watch.last_uid = '0';
         this.suspects.clear();
@@ -273,7 +273,7 @@ class MailboxSession {
           this.suspects.clear();
           this.unreadable.clear();
           this.unconfirmed = null;
-          await resetCursor(this.deps.orm.em.fork(), this.watch.id, uidValidity);
+          await ours(resetCursor(this.deps.orm.em.fork(), this.watch.id, uidValidity));
           this.watch.uid_validity = String(uidValidity);
           this.watch.last_uid = '0';
         }
@@ -282,7 +282,7 @@ class MailboxSession {
         // login (a mailbox that cannot be opened or read) keeps backing off.
         this.failures = 0;
         if (this.stopped || closed) break;
-        await touchWatch(this.deps.orm.em.fork(), this.watch.id, this.deps.clock.now());
+        await ours(touchWatch(this.deps.orm.em.fork(), this.watch.id, this.deps.clock.now()));
         if (idle) {
           // IDLE until the server reports new mail (the 'exists' event) or a poll interval
           // passes (a safety net against silently dropped connections).
@@ -399,7 +399,7 @@ class MailboxSession {
           const uid = wanted[0];
           this.log().error({ uid, uidValidity: String(uidValidity), size: byUid.get(uid)!.size, attempts: given.attempts, response: given.error }, 'inbound message the IMAP server would not hand over: skipped');
           this.deps.metrics.inboundSkipped.inc({ reason: 'server_refused' });
-          const result = await inbound.skip(this.watch.id, this.owner, uidValidity, uid);
+          const result = await ours(inbound.skip(this.watch.id, this.owner, uidValidity, uid));
           if (result === 'lost_lease') {
             this.stopped = true;
             return;
@@ -424,14 +424,14 @@ class MailboxSession {
           let result: string;
           if (head.old) {
             // Older than the watch: skipped, but the cursor moves past it.
-            result = await inbound.skip(this.watch.id, this.owner, uidValidity, uid);
+            result = await ours(inbound.skip(this.watch.id, this.owner, uidValidity, uid));
           } else {
             const raw = sources.get(uid);
             this.forget(uid);
             // Expunged between the two fetches: gone, like mail deleted before any fetch.
             if (!raw) continue;
             if (head.size > raw.length) this.log().info({ uid, size: head.size, read: raw.length }, 'inbound message larger than MAILGATE_INBOUND_MAX_BYTES: its first bytes were read');
-            result = await this.ingestOrSkip(inbound, uid, uidValidity, {
+            result = await ours(this.ingestOrSkip(inbound, uid, uidValidity, {
               watchId: this.watch.id,
               workspaceId: this.watch.workspace_id,
               senderAccountId: this.watch.sender_account_id,
@@ -442,7 +442,7 @@ class MailboxSession {
               raw,
               receivedAt: head.receivedAt,
               truncated: head.size > raw.length,
-            });
+            }));
           }
           if (result === 'lost_lease') {
             this.stopped = true;
@@ -456,9 +456,29 @@ class MailboxSession {
   }
 }
 
-/** A failure of the database, not of the mail server: a PostgreSQL error. */
+/** Marks an error as thrown by our side of a session (ours). */
+const OURS = Symbol('mailgate.watcher.ours');
+
+/**
+ * A session's call to the database (or to the ingest, which only parses and writes): whatever it
+ * throws is our side's failure, never the mail server's. PostgreSQL's own errors carry a
+ * SQLSTATE, but a connection refused or cut under a statement does not ("connect ECONNREFUSED",
+ * "Connection terminated unexpectedly"), and was taken for the IMAP server's: the mailbox's
+ * health went to `unreachable` (an SDR's to `disconnected`) with the database's error as the
+ * server's answer, when the database answered again by the time it was recorded (a failover).
+ */
+async function ours<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (err !== null && typeof err === 'object') (err as { [OURS]?: true })[OURS] = true;
+    throw err;
+  }
+}
+
+/** A failure of the database (or of our own side), not of the mail server: a PostgreSQL error, or one from a database call of the session. */
 export function isDatabaseError(err: unknown): boolean {
-  return sqlState(err) !== null;
+  return sqlState(err) !== null || (err !== null && typeof err === 'object' && OURS in err);
 }
 
 /**
