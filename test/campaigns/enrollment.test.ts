@@ -112,6 +112,36 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     assert.equal((await stats(id)).totalEnrolled, 0);
   });
 
+  it('a standard field in another case (FirstName, Company, EMAIL) is 422 naming the spelling, not a silent custom field', async () => {
+    const id = await campaign();
+    const res = await enroll(id, [
+      { email: 'crm1@example.com', FirstName: 'Ann', Company: 'Acme' },
+      { email: 'crm2@example.com', jobtitle: 'CTO' },
+      { email: 'crm3@example.com', EMAIL: 'other@example.com' },
+      { email: 'crm4@example.com', firstName: 'Fine', first_name: 'a custom field of its own' },
+    ]);
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error.code, 'validation_failed');
+    assert.deepEqual(
+      res.body.errors.map((e: { index: number; field: string; message: string }) => [e.index, e.field, e.message]),
+      [
+        [0, 'FirstName', 'reserved name in another case: the field is spelled firstName'],
+        [0, 'Company', 'reserved name in another case: the field is spelled company'],
+        [1, 'jobtitle', 'reserved name in another case: the field is spelled jobTitle'],
+        [2, 'EMAIL', 'reserved name in another case: the field is spelled email'],
+      ],
+    );
+    assert.equal(await leadRow('crm1@example.com'), undefined);
+    assert.equal((await stats(id)).totalEnrolled, 0);
+    // Spelled right it is the standard field; null still removes such a field stored before the rule.
+    await db.query(`insert into leads (id, workspace_id, email, email_key, custom, created_at, updated_at) values ('lead_old_crm5', $1, 'crm5@example.com', 'crm5@example.com', '{"Company": "Old"}', now(), now())`, [workspaceId]);
+    const ok = await enroll(id, [{ email: 'crm1@example.com', firstName: 'Ann', company: 'Acme' }, { email: 'crm5@example.com', Company: null, company: 'New' }]);
+    assert.deepEqual(ok.body, { enrolled: 1, updated: 1, total: 2 });
+    assert.equal((await leadRow('crm1@example.com')).first_name, 'Ann');
+    const crm5 = await leadRow('crm5@example.com');
+    assert.deepEqual([crm5.company, crm5.custom], ['New', {}]);
+  });
+
   it('the 50 custom fields of a lead hold after the merge with those stored: 422 naming the index, nothing written', async () => {
     const id = await campaign();
     const fields = (prefix: string, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, i]));

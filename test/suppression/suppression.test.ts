@@ -98,6 +98,25 @@ describe('POST /v1/suppression-list', () => {
     assert.deepEqual(await stored(), before);
   });
 
+  it('a domain or wildcard (*@acme.com, @acme.com, acme.com, *.acme.com) is 422 saying the list holds addresses; nothing written', async () => {
+    const before = await stored();
+    const res = await app.request('POST', '/v1/suppression-list', {
+      key,
+      body: { emails: ['keep@example.com', '*@acme.example', ' @acme.example', 'acme.example', '*.acme.example', 'a*b@acme.example'] },
+    });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error.code, 'validation_failed');
+    assert.deepEqual(
+      res.body.errors.map((e: { index: number }) => e.index),
+      [1, 2, 3, 4],
+    );
+    for (const e of res.body.errors) assert.match(e.message, /whole addresses: a domain or a wildcard/);
+    assert.deepEqual(await stored(), before);
+    // An address whose local part merely contains a `*` is still an address.
+    const ok = await app.request('POST', '/v1/suppression-list', { key, body: { emails: ['a*b@acme.example'] } });
+    assert.deepEqual(ok.body, { suppressed: 1 });
+  });
+
   it('413 payload_too_large above 10 MB', async () => {
     const big = JSON.stringify({ emails: ['x'.repeat(11 * 1024 * 1024)] });
     const res = await app.request('POST', '/v1/suppression-list', { key, raw: big, headers: { 'content-type': 'application/json' } });

@@ -12,6 +12,13 @@ export type StandardField = (typeof STANDARD_FIELDS)[number];
  */
 const RESERVED = new Set(['email', 'unsubscribeUrl', '__proto__', ...STANDARD_FIELDS]);
 const CUSTOM_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+/**
+ * A reserved name in another case (`FirstName`, `Company`, `EMAIL`: a CRM's own field names) is
+ * the standard field misspelled, not a custom field: tokens are case-sensitive, so stored as one
+ * it left `{{firstName}}` empty (or its fallback) for every lead, without a word. Set to null,
+ * it removes such a field stored before the rule.
+ */
+const RESERVED_BY_CASE = new Map([...RESERVED].filter((n) => n !== '__proto__').map((n) => [n.toLowerCase(), n]));
 const MAX_FIELD_LENGTH = 1000;
 /**
  * A custom field's value, written as JSON: at most this many characters. A value is a token's
@@ -63,6 +70,12 @@ export function parseLeads(items: unknown[]): { leads: LeadInput[]; errors: Fiel
         if (value !== null && typeof value !== 'string') rowErrors.push({ index, field: key, value, message: 'must be a string or null' });
         else if (typeof value === 'string' && value.length > MAX_FIELD_LENGTH) rowErrors.push({ index, field: key, message: `at most ${MAX_FIELD_LENGTH} characters` });
         else fields[key as StandardField] = value === null ? null : value.trim();
+        continue;
+      }
+      // null still removes one stored before this rule (2026-11-29).
+      const misspelled = RESERVED.has(key) || value === null ? undefined : RESERVED_BY_CASE.get(key.toLowerCase());
+      if (misspelled) {
+        rowErrors.push({ index, field: key, message: `reserved name in another case: the field is spelled ${misspelled}` });
         continue;
       }
       if (!CUSTOM_KEY.test(key) || RESERVED.has(key)) {

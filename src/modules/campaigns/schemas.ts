@@ -123,7 +123,7 @@ const leadInput = checkedByService({
   },
   propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
   maxProperties: 5 + LIMITS.customFields,
-  additionalProperties: { description: `a custom field (at most ${LIMITS.customFields}; any JSON value of at most 10,000 characters written as JSON; null removes it), usable as a {{token}}; the names unsubscribeUrl and the fields above are reserved` },
+  additionalProperties: { description: `a custom field (at most ${LIMITS.customFields}; any JSON value of at most 10,000 characters written as JSON; null removes it), usable as a {{token}}; the names unsubscribeUrl and the fields above are reserved, in any case (FirstName is a 422 naming firstName)` },
   description: 'A lead to upsert by email: only the fields present are overwritten.',
 });
 

@@ -6,7 +6,7 @@ const MAX_EMAILS = 1000;
 
 const body = z.strictObject({
   // Each address is checked by the service (addFromApi), so that a bad one is a 422 naming its index.
-  emails: z.array(checkedByService({ type: 'string', format: 'email', description: 'an address to suppress (case-insensitive)' })).min(1, 'must contain at least one address').max(MAX_EMAILS, `at most ${MAX_EMAILS} addresses per request`),
+  emails: z.array(checkedByService({ type: 'string', format: 'email', description: 'an address to suppress (case-insensitive); whole addresses only: a domain or a wildcard such as *@acme.com is a 422' })).min(1, 'must contain at least one address').max(MAX_EMAILS, `at most ${MAX_EMAILS} addresses per request`),
 });
 
 export const suppressionRoutes = [

@@ -8,6 +8,15 @@ import { isSuppressed, suppress, unsuppress, type SuppressionReason } from './re
 export type { SuppressionReason };
 
 /**
+ * A whole domain or a wildcard (`acme.com`, `@acme.com`, `*@acme.com`, `*.acme.com`): the list
+ * holds addresses only. `*@acme.com` is a well-formed address (`*` is a legal local part), so it
+ * used to be stored as that one literal address and answered `suppressed: 1`, and the domain
+ * went on being mailed (docs/decisions.md, Suppression).
+ */
+const DOMAIN_LIKE = /^(?:\*+@|@|\*\.)?(?:[A-Za-z0-9-]+\.)+[A-Za-z0-9-]+$/;
+export const NOT_BY_DOMAIN = 'the suppression list holds whole addresses: a domain or a wildcard such as *@acme.com is not supported (suppress each address)';
+
+/**
  * What other modules do when addresses leave the list, in the removal's transaction (wired in
  * services.ts, so this module depends on none of them): the campaigns enroll again the leads
  * they had enrolled as `suppressed`.
@@ -39,7 +48,8 @@ export class SuppressionService {
   async addFromApi(workspaceId: string, emails: unknown[]): Promise<number> {
     const errors: FieldError[] = [];
     emails.forEach((value, index) => {
-      if (typeof value !== 'string' || !isEmail(value)) errors.push({ index, value, message: 'not a valid email address' });
+      if (typeof value === 'string' && DOMAIN_LIKE.test(value.trim())) errors.push({ index, value, message: NOT_BY_DOMAIN });
+      else if (typeof value !== 'string' || !isEmail(value)) errors.push({ index, value, message: 'not a valid email address' });
     });
     if (errors.length) throw new ApiError(422, 'validation_failed', `${errors.length} address(es) failed validation`, { errors });
     return this.add(workspaceId, emails as string[], 'manual', 'api');

@@ -25,7 +25,8 @@ function customName(header: string): string {
   let n = header.trim().replace(/[^A-Za-z0-9_]+/g, '_').replace(/^_+|_+$/g, '');
   if (!/^[A-Za-z_]/.test(n)) n = `f_${n}`;
   n = n.slice(0, 64) || 'field';
-  return RESERVED.has(n) ? `${n}_custom` : n;
+  // Reserved in any case: the API refuses `Company` as a custom field (the standard field misspelled).
+  return [...RESERVED].some((r) => r.toLowerCase() === n.toLowerCase()) ? `${n}_custom` : n;
 }
 
 interface Invalid {
