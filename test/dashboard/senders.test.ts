@@ -81,6 +81,7 @@ describe('dashboard /v1 senders and pools', function () {
     assert.equal(added.body.email, 'box@acme.example');
     assert.equal(added.body.status, 'active');
     assert.equal(added.body.dailyLimit, 200);
+    assert.equal(added.body.minIntervalSeconds, 30);
     assert.equal(added.body.imapHealth, 'unknown');
     assert.equal(added.body.sentLast24h, 0);
     assert.deepEqual(added.body.poolIds, [pool.id]);
@@ -171,5 +172,41 @@ describe('dashboard /v1 senders and pools', function () {
     assert.equal((byId.get(a.id) as any).sentLast24h, 0);
     assert.deepEqual((byId.get(b.id) as any).poolIds, [created.body.id]);
     assert.deepEqual((byId.get(a.id) as any).poolIds, [created.body.id, ordered.body.id], 'in the order the account joined them');
+  });
+
+  it('rotates an account\u2019s SMTP password: the new settings are probed first, a refusal changes nothing; saved, the auth failure is cleared', async () => {
+    // An account whose password changed at its provider stayed auth_failed for good: no route
+    // or command changed its SMTP URL, and adding it again was 409 already_exists (found by a
+    // review, 2026-11-29).
+    const { workspace, adminKey } = await seedWorkspace(app);
+    const a = await app.services().senders.add({
+      workspaceId: workspace.id,
+      email: 'box@acme.example',
+      name: 'Box',
+      smtpUrl: `smtp://box%40acme.example:old-pw@127.0.0.1:${smtp.port}`,
+      dailyLimit: 5,
+    });
+    await db.query(`update sender_accounts set health = 'auth_failed', health_error = '535 no' where id = $1`, [a.id]);
+    const row = async () => (await db.query('select smtp_url_enc, health, daily_limit from sender_accounts where id = $1', [a.id])).rows[0];
+    const before = await row();
+    const refused = await app.request('PATCH', `/v1/sender-accounts/${a.id}`, { key: adminKey, body: { smtp: smtpServer('still-wrong'), dailyLimit: 9 } });
+    assert.equal(refused.status, 422, refused.text);
+    assert.equal(refused.body.error.code, 'mail_probe_failed');
+    assert.deepEqual(await row(), before, 'a refused change writes nothing');
+    for (const body of [{ smtp: { ...smtpServer(), port: 0 } }, { smtp: { ...smtpServer(), host: '1:2' } }, { smtpUrl: 'smtp://x' }]) {
+      const res = await app.request('PATCH', `/v1/sender-accounts/${a.id}`, { key: adminKey, body });
+      assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+    }
+    const other = await seedWorkspace(app);
+    const foreign = await app.request('PATCH', `/v1/sender-accounts/${a.id}`, { key: other.adminKey, body: { smtp: smtpServer() } });
+    assert.deepEqual([foreign.status, foreign.body.error.code], [404, 'sender_account_not_found']);
+    assert.deepEqual(await row(), before);
+
+    const rotated = await app.request('PATCH', `/v1/sender-accounts/${a.id}`, { key: adminKey, body: { smtp: smtpServer() } });
+    assert.equal(rotated.status, 200, rotated.text);
+    assert.deepEqual([rotated.body.health, rotated.body.healthError, rotated.body.dailyLimit], ['unknown', null, 5]);
+    assert.ok(!rotated.text.includes('smtp-pw'));
+    assert.equal(app.deps.crypto.decrypt((await row()).smtp_url_enc), `smtp://box%40acme.example:smtp-pw@127.0.0.1:${smtp.port}`);
+    assert.ok(!app.logs.text.includes('smtp-pw'));
   });
 });

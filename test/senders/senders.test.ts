@@ -21,8 +21,8 @@ describe('GET /v1/sender-accounts and /v1/sender-pools', () => {
     const res = await app.request('GET', '/v1/sender-accounts', { key: adminKey });
     assert.equal(res.status, 200);
     assert.deepEqual(res.body, [
-      { id: a.id, email: 'alice@send.example', name: 'Alice', status: 'active', health: 'unknown', healthError: null, healthRetryAt: null, imapHealth: 'unknown', dailyLimit: null, sentLast24h: 0, poolIds: [] },
-      { id: b.id, email: 'bob@send.example', name: 'Bob', status: 'paused', health: 'unknown', healthError: null, healthRetryAt: null, imapHealth: null, dailyLimit: 50, sentLast24h: 0, poolIds: [] },
+      { id: a.id, email: 'alice@send.example', name: 'Alice', status: 'active', health: 'unknown', healthError: null, healthRetryAt: null, imapHealth: 'unknown', dailyLimit: null, minIntervalSeconds: 0, sentLast24h: 0, poolIds: [] },
+      { id: b.id, email: 'bob@send.example', name: 'Bob', status: 'paused', health: 'unknown', healthError: null, healthRetryAt: null, imapHealth: null, dailyLimit: 50, minIntervalSeconds: 0, sentLast24h: 0, poolIds: [] },
     ]);
     // The secrets hold '!', which neither base32 ids nor base64url ciphertexts contain,
     // so a random id can never make these checks fail.

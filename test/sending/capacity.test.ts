@@ -67,6 +67,65 @@ describe('sending engine: pool capacity, account limits and schedule', function 
     assert.equal((await stats(spaced)).queued, 1);
   });
 
+  it('limits changed mid-campaign through the API: lowered below what was sent, the account and the pool stop at once; raised, they go on', async () => {
+    // There was no way to change an account's dailyLimit or minInterval, or a pool's
+    // dailyCapacity, once created (neither API nor CLI): a pool owner mid-campaign could only
+    // pause the account (found by a review, 2026-11-29).
+    const leads = Array.from({ length: 8 }, (_, i) => ({ email: `chg${i}@lead.example` }));
+    const t = await setup({ leads, capacity: 5, senders: [{ email: 'chg@acme.example', dailyLimit: 3 }] });
+    // Only this test's leads: other tests' campaigns may still have mail waiting for the clock.
+    const sent = () => sink.received.filter((r) => r.to.some((x) => /^chg\d@lead\.example$/.test(x))).length;
+    const patchAccount = (body: object) => app.request('PATCH', `/v1/sender-accounts/${t.senders[0]}`, { key: t.key, body });
+    const patchPool = (body: object) => app.request('PATCH', `/v1/sender-pools/${t.poolId}`, { key: t.key, body });
+    await dispatcher.runRound();
+    assert.equal(sent(), 3);
+    // Lowered below the 3 already sent: nothing more, and the stats say why.
+    const lowered = await patchAccount({ dailyLimit: 2 });
+    assert.equal(lowered.status, 200, lowered.text);
+    assert.deepEqual([lowered.body.dailyLimit, lowered.body.sentLast24h], [2, 3]);
+    await dispatcher.runRound();
+    assert.equal(sent(), 3);
+    assert.equal((await stats(t)).blockedReason, 'sender_limits_reached');
+    // Raised: one more up to the new limit... then the pool's capacity, lowered to 4, holds.
+    assert.equal((await patchAccount({ dailyLimit: 10 })).status, 200);
+    const pool = await patchPool({ dailyCapacity: 4 });
+    assert.equal(pool.status, 200, pool.text);
+    assert.deepEqual([pool.body.dailyCapacity, pool.body.remainingVolume], [4, 1]);
+    await dispatcher.runRound();
+    assert.equal(sent(), 4);
+    assert.equal((await stats(t)).blockedReason, 'pool_capacity_reached');
+    // Capacity raised, an interval of 60 s set: it spaces the account's sends from its last one.
+    assert.equal((await patchPool({ dailyCapacity: 100 })).body.remainingVolume, 96);
+    assert.equal((await patchAccount({ minIntervalSeconds: 60 })).body.minIntervalSeconds, 60);
+    await dispatcher.runRound();
+    assert.equal(sent(), 4, 'inside the 60 s interval');
+    clock.advance(60_000);
+    await dispatcher.runRound();
+    await dispatcher.runRound();
+    assert.equal(sent(), 5);
+    // No limit at all, no interval: the rest goes.
+    assert.equal((await patchAccount({ dailyLimit: null, minIntervalSeconds: 0 })).body.dailyLimit, null);
+    await dispatcher.runRound();
+    assert.equal(sent(), 8);
+    // Bad input: 400 in the envelope, nothing changed; another workspace's ids are 404.
+    for (const body of [{}, { dailyLimit: 0 }, { dailyLimit: 1.5 }, { minIntervalSeconds: -1 }, { minIntervalSeconds: 86_401 }, { dailyLimit: 5, smtpUrl: 'smtp://x' }]) {
+      const res = await patchAccount(body);
+      assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+      assert.equal(res.body.error.code, 'invalid_request');
+    }
+    for (const body of [{}, { dailyCapacity: -1 }, { dailyCapacity: 2.5 }, { dailyCapacity: null }, { dailyCapacity: '5' }]) {
+      const res = await patchPool(body);
+      assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+    }
+    const { rows: [row] } = await db.query('select a.daily_limit, a.min_interval_ms, p.daily_capacity from sender_accounts a, sender_pools p where a.id = $1 and p.id = $2', [t.senders[0], t.poolId]);
+    assert.deepEqual([row.daily_limit, Number(row.min_interval_ms), row.daily_capacity], [null, 0, 100]);
+    const other = await setup({ leads: [{ email: 'chg-other@lead.example' }] });
+    const foreignAccount = await app.request('PATCH', `/v1/sender-accounts/${t.senders[0]}`, { key: other.key, body: { dailyLimit: 1 } });
+    assert.deepEqual([foreignAccount.status, foreignAccount.body.error.code], [404, 'sender_account_not_found']);
+    const foreignPool = await app.request('PATCH', `/v1/sender-pools/${t.poolId}`, { key: other.key, body: { dailyCapacity: 1 } });
+    assert.deepEqual([foreignPool.status, foreignPool.body.error.code], [404, 'sender_pool_not_found']);
+  });
+
   it('rotation goes on from one claim to the next: leads that arrive one at a time take the accounts in turn', async () => {
     // Each claim started its rotation at the pool's first account (by id), so with one new lead
     // per claim (leads trickling into a running campaign) every first step went out through

@@ -97,6 +97,7 @@ export interface SenderAccount {
   healthRetryAt: string | null;
   imapHealth: string | null;
   dailyLimit: number | null;
+  minIntervalSeconds: number;
   sentLast24h?: number;
 }
 

@@ -96,6 +96,31 @@ export class DashboardSenderService {
     return this.one(workspaceId, id);
   }
 
+  /**
+   * Changes an account's limits or SMTP settings. New SMTP settings (a rotated password) are
+   * probed first, as when the account was added: a refusal is 422 mail_probe_failed and nothing
+   * is changed.
+   */
+  async update(workspaceId: string, id: string, body: { dailyLimit?: number | null; minIntervalSeconds?: number; smtp?: MailServerInput }) {
+    await this.one(workspaceId, id);
+    const smtpUrl = body.smtp ? mailUrl('smtp', body.smtp) : undefined;
+    if (smtpUrl) {
+      const smtp = await this.deps.mailProbe.smtp(smtpUrl);
+      if (!smtp.ok) throw probeFailed('smtp', smtp);
+    }
+    await this.senders.update(workspaceId, id, {
+      dailyLimit: body.dailyLimit,
+      minIntervalMs: body.minIntervalSeconds === undefined ? undefined : Math.round(body.minIntervalSeconds * 1000),
+      smtpUrl,
+    });
+    return this.one(workspaceId, id);
+  }
+
+  async setPoolCapacity(workspaceId: string, poolId: string, dailyCapacity: number) {
+    await this.senders.setPoolCapacity(workspaceId, poolId, dailyCapacity);
+    return this.pool(workspaceId, poolId);
+  }
+
   async createPool(workspaceId: string, body: { name: string; dailyCapacity: number; senderAccountIds?: string[] }) {
     const pool = await this.senders.createPool(workspaceId, body.name, body.dailyCapacity, body.senderAccountIds ?? []);
     return this.pool(workspaceId, pool.id);

@@ -70,6 +70,28 @@ export const senderApiRoutes: AnyRoute[] = [
   statusRoute('pause'),
   statusRoute('resume'),
   defineRoute({
+    method: 'patch',
+    path: '/v1/sender-accounts/:senderAccountId',
+    access: 'admin',
+    tag: 'Senders',
+    operationId: 'updateSenderAccount',
+    summary: "Change an account's daily limit, minimum interval or SMTP settings (a rotated password); taken at the next claim",
+    description:
+      'A `dailyLimit` below what the account sent in the last 24 hours stops it until the window moves on (`null`: no limit). New `smtp` settings are tested against the server first (a refusal is 422 `mail_probe_failed` with `probe`, and nothing is changed); once saved, a failing health (`auth_failed`, a back-off) is cleared to `unknown` and the account is tried with them at the next claim. Running campaigns keep going.',
+    params: senderParams,
+    body: z
+      .strictObject({
+        dailyLimit: z.number().int().min(1).max(SENDER_LIMITS.dailyLimit).nullable().optional().describe('most messages in any 24 hours (null: no limit)'),
+        minIntervalSeconds: z.number().min(0).max(SENDER_LIMITS.minIntervalSeconds).optional().describe('least time between two sends of the account'),
+        smtp: mailServerSchema.optional().describe('new SMTP settings, e.g. after a password change'),
+      })
+      .refine((b) => b.dailyLimit !== undefined || b.minIntervalSeconds !== undefined || b.smtp !== undefined, { message: 'give dailyLimit, minIntervalSeconds or smtp' }),
+    response: senderAccount,
+    errors: { 404: 'sender_account_not_found', 422: 'mail_probe_failed' },
+    errorFields: { 422: probeFailedFields },
+    handler: ({ params, body, auth, services }) => services.dashboardSenders.update(auth.workspaceId, params.senderAccountId, body),
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/sender-pools',
     access: 'admin',
@@ -84,6 +106,20 @@ export const senderApiRoutes: AnyRoute[] = [
     response: senderPool,
     errors: { 404: 'sender_account_not_found' },
     handler: ({ body, auth, services }) => services.dashboardSenders.createPool(auth.workspaceId, body),
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/v1/sender-pools/:poolId',
+    access: 'admin',
+    tag: 'Senders',
+    operationId: 'updateSenderPool',
+    summary: "Change a pool's rolling 24-hour capacity; taken at its next claim",
+    description: 'A `dailyCapacity` below what the pool sent in the last 24 hours stops it until the window moves on (`remainingVolume` 0).',
+    params: poolParams,
+    body: z.strictObject({ dailyCapacity: z.number().int().min(0).max(SENDER_LIMITS.dailyCapacity).describe('most messages through the pool in any rolling 24 hours') }),
+    response: senderPool,
+    errors: { 404: 'sender_pool_not_found' },
+    handler: ({ params, body, auth, services }) => services.dashboardSenders.setPoolCapacity(auth.workspaceId, params.poolId, body.dailyCapacity),
   }),
   defineRoute({
     method: 'post',

@@ -12,6 +12,7 @@ const senderAccount = z.object({
   healthRetryAt: isoTime.nullable().describe('an unreachable or rate_limited account is skipped until then, then tried again'),
   imapHealth: z.enum(['unknown', 'ok', 'auth_failed', 'unreachable', 'rate_limited']).nullable().describe('IMAP connection of the watched mailbox; null without one'),
   dailyLimit: z.number().int().nullable(),
+  minIntervalSeconds: z.number().describe('least time between two sends of the account (0: none)'),
   sentLast24h: z.number().int().describe('messages sent in the rolling 24 hours (compare with dailyLimit)'),
   poolIds: z.array(z.string()).describe('the pools the account belongs to'),
 }).meta({ id: 'SenderAccount' });

@@ -26,6 +26,7 @@ import { clearSenderHealth, logSenderTransition } from './health.ts';
 import { normalizeEmail, isEmail } from '../../shared/email.ts';
 import { requireName } from '../../shared/names.ts';
 import { transaction } from '../../db/transaction.ts';
+import { sql } from '../../db/sql.ts';
 
 export interface AddSenderInput {
   workspaceId: string;
@@ -49,6 +50,7 @@ export function senderView(s: SenderAccount, imapHealth: string | null = null) {
     healthRetryAt: s.healthRetryAt ? s.healthRetryAt.toISOString() : null,
     imapHealth,
     dailyLimit: s.dailyLimit,
+    minIntervalSeconds: s.minIntervalMs / 1000,
   };
 }
 
@@ -133,6 +135,50 @@ export class SenderService {
       }
     }
     return sender;
+  }
+
+  /**
+   * Changes an account's daily limit (null: none), minimum interval or SMTP URL. Taken at the
+   * next claim: a limit lowered below what the account sent in the last 24 hours stops it until
+   * the window moves on (nothing already sent is undone). The update waits for a claim holding
+   * the account's row lock (messages/claim.ts), so no claim decides on a mix of old and new
+   * limits. A new SMTP URL (a rotated password) clears a failing health back to `unknown`, as a
+   * resume does: the account is tried with it at the next claim (each URL has its own
+   * transport, adapters/smtp.ts, so nothing goes out with the old one after the claim).
+   */
+  async update(workspaceId: string, id: string, changes: { dailyLimit?: number | null; minIntervalMs?: number; smtpUrl?: string }): Promise<void> {
+    if (changes.smtpUrl !== undefined) {
+      try {
+        parseMailUrl(changes.smtpUrl, 'smtp');
+      } catch (err) {
+        throw ApiError.invalid(`smtp: ${(err as Error).message}`);
+      }
+    }
+    const now = this.deps.clock.now();
+    const cleared = await transaction(this.em, async (em) => {
+      const sender = await this.requireSender(em, workspaceId, id);
+      if (changes.dailyLimit !== undefined) sender.dailyLimit = changes.dailyLimit;
+      if (changes.minIntervalMs !== undefined) sender.minIntervalMs = changes.minIntervalMs;
+      sender.updatedAt = now;
+      await em.flush();
+      if (changes.smtpUrl === undefined) return null;
+      await sql(em, 'update sender_accounts set smtp_url_enc = ? where id = ?', [this.deps.crypto.encrypt(changes.smtpUrl), id]);
+      return clearSenderHealth(em, id, now);
+    });
+    if (cleared) logSenderTransition(this.deps.log, cleared, 'new SMTP settings');
+    // The caller's copy of the account (loaded before this transaction) reads the new row.
+    const sender = await findSender(this.em, id);
+    if (sender) await reloadSender(this.em, sender);
+  }
+
+  /** Changes a pool's rolling 24-hour capacity; taken at its next claim (below what it sent: it sends nothing until the window moves on). */
+  async setPoolCapacity(workspaceId: string, poolId: string, dailyCapacity: number): Promise<void> {
+    if (!Number.isInteger(dailyCapacity) || dailyCapacity < 0) throw ApiError.invalid('dailyCapacity: must be a whole number >= 0');
+    await transaction(this.em, async (em) => {
+      const pool = await this.requirePool(em, workspaceId, poolId);
+      pool.dailyCapacity = dailyCapacity;
+      await em.flush();
+    });
   }
 
   /** `sender test`: logs in to the account's SMTP and IMAP servers now (both at once: each may wait for its server's timeout). */

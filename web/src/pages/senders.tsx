@@ -134,6 +134,7 @@ export function SendersPage() {
                     <td class="num">
                       {a.sentLast24h.toLocaleString('en')} / {a.dailyLimit === null ? 'no limit' : a.dailyLimit.toLocaleString('en')}
                       {a.dailyLimit !== null && <progress class="usage" max={a.dailyLimit} value={Math.min(a.sentLast24h, a.dailyLimit)} aria-label={`${a.email} usage of its daily limit`} />}
+                      {a.minIntervalSeconds > 0 && <div class="hint">at most one every {a.minIntervalSeconds.toLocaleString('en')} s</div>}
                     </td>
                     <td>
                       {a.status === 'active' ? (
