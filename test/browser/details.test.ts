@@ -339,8 +339,13 @@ describe('dashboard in Chromium: details', function () {
     const p = admin.page;
     await admin.nav('API keys');
     await p.getByLabel('Name').fill('Focus kept');
+    // The test before leaves its own new key's secret on the page: waiting for a secret alone
+    // could take that one, and a Done pressed before this key's answer came closed the old
+    // secret only for the new one to appear after it.
+    const created = p.waitForResponse((r) => r.request().method() === 'POST' && /\/dashboard\/api\/api-keys$/.test(r.url()));
     await p.getByRole('button', { name: 'Create key' }).press('Enter');
-    await p.getByTestId('secret-value').waitFor();
+    const secret = ((await (await created).json()) as { key: string }).key;
+    await p.getByTestId('secret-value').filter({ hasText: secret }).waitFor();
     await p.getByRole('button', { name: 'Done' }).press('Enter');
     await p.getByTestId('secret-value').waitFor({ state: 'detached' });
     await waitFor('the focus back on Create key', async () => (await focusedText(p)) === 'Create key');
