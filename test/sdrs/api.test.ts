@@ -211,6 +211,9 @@ describe('SDR desk API: mail status, inbox, threads', () => {
       assert.deepEqual((await inbox('?search=ACME')).threads.map((t) => t.id), [ids.a, ids.c]);
       assert.deepEqual((await inbox('?search=GLOBEX.COM')).threads.map((t) => t.id), [ids.b]);
       assert.deepEqual((await inbox('?search=smith')).threads.map((t) => t.id), [ids.a]);
+      // Spaces around the term (a pasted name, the search box) are ignored, as for leads' and the suppression list's q.
+      assert.deepEqual((await inbox(`?search=${encodeURIComponent(' smith\t')}`)).threads.map((t) => t.id), [ids.a]);
+      assert.equal((await inbox('?search=%20%20')).threads.length, (await inbox('')).threads.length);
       assert.deepEqual((await inbox('?search=demo')).threads.map((t) => t.id), [ids.c]);
       assert.deepEqual((await inbox(`?search=${encodeURIComponent('100%')}`)).threads.map((t) => t.id), [ids.b]);
       assert.deepEqual((await inbox(`?search=${encodeURIComponent('f_d')}`)).threads.map((t) => t.id), [ids.b]);

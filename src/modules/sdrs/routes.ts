@@ -135,7 +135,7 @@ const inboxQuery = z.strictObject({
     .optional()
     .describe('repeatable'),
   category: z.enum(['A', 'B', 'C']).optional(),
-  search: z.string().max(200).optional().describe('case-insensitive substring of contact email, name and subject'),
+  search: z.string().trim().max(200).optional().describe('case-insensitive substring of contact email, name and subject (spaces around it are ignored)'),
   snoozed: z.enum(['true', 'false']).optional().describe('true: snoozed now; false: not snoozed; omitted: both'),
   limit: queryInt(1, 100, 50),
   offset: queryInt(0, undefined, 0),
