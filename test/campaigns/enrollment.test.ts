@@ -442,6 +442,15 @@ describe('bulk enrollment, lifecycle, stats, leads view', () => {
     assert.ok(res.body.data.every((d: { currentStep: number; nextSendAt: string }) => d.currentStep === 0 && d.nextSendAt === clock.now().toISOString()));
     const bad = await app.request('GET', `/v1/campaigns/${id}/leads?status=happy`, { key });
     assert.equal(bad.status, 400);
+    // Repeatable, as the replies' classification and the inbox's status are.
+    res = await app.request('GET', `/v1/campaigns/${id}/leads?status=active&status=suppressed`, { key });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body.data.map((d: { email: string }) => d.email), ['v1@example.com', 'gone@example.com', 'v3@example.com']);
+    res = await app.request('GET', `/v1/campaigns/${id}/leads?status=suppressed&status=bounced`, { key });
+    assert.deepEqual([res.body.total, res.body.data[0].email], [1, 'gone@example.com']);
+    const badOne = await app.request('GET', `/v1/campaigns/${id}/leads?status=active&status=happy`, { key });
+    assert.equal(badOne.status, 400);
+    assert.match(badOne.body.error.message, /\(got "happy"\)$/);
   });
 });
 

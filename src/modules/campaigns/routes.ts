@@ -11,6 +11,8 @@ import {
   statsView,
 } from './schemas.ts';
 
+const ENROLLMENT_STATUSES = ['active', 'completed', 'replied', 'bounced', 'unsubscribed', 'suppressed'] as const;
+
 const notFound = { 404: 'campaign_not_found' };
 
 const enrollmentView = z.object({
@@ -22,7 +24,7 @@ const enrollmentView = z.object({
   company: z.string().nullable(),
   jobTitle: z.string().nullable(),
   customFields: z.record(z.string(), z.unknown()).describe('the custom fields as submitted (any JSON values)'),
-  status: z.enum(['active', 'completed', 'replied', 'bounced', 'unsubscribed', 'suppressed']),
+  status: z.enum(ENROLLMENT_STATUSES),
   currentStep: z.number().int().nullable(),
   nextSendAt: isoTime.nullable(),
   lastEvent: z.string().nullable(),
@@ -112,7 +114,11 @@ export const campaignRoutes = [
     summary: 'The enrollments of a campaign with their leads, last event and next send time; filter by status, search',
     params: campaignParams,
     query: pageQuery.extend({
-      status: z.enum(['active', 'completed', 'replied', 'bounced', 'unsubscribed', 'suppressed']).optional(),
+      status: z
+        .union([z.enum(ENROLLMENT_STATUSES), z.array(z.enum(ENROLLMENT_STATUSES))])
+        .transform((v) => (Array.isArray(v) ? v : [v]))
+        .optional()
+        .describe('repeatable: enrollments in any of the statuses given'),
       q: z.string().trim().max(320).optional().describe("case-insensitive substring of the lead's email, first or last name or company"),
     }),
     response: z.object({ data: z.array(enrollmentView), total: z.number().int(), hasMore: z.boolean() }),

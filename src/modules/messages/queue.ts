@@ -185,13 +185,13 @@ export interface EnrollmentRow extends LeadColumns {
   next_send_at: Date | string | null;
 }
 
-export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string; q?: string; limit: number; offset: number }) {
+export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string[]; q?: string; limit: number; offset: number }) {
   // enrollments_campaign_seq_idx for the page and the count; outbound_enrollment_step_key for each enrollment's messages.
   // A search (q) filters the campaign's enrollments by their lead (leads primary key), no index of its own.
   const conditions: string[] = [];
   const params: unknown[] = [campaignId];
-  if (opts.status) {
-    conditions.push('and e.status = ?');
+  if (opts.status?.length) {
+    conditions.push('and e.status = any(?::text[])');
     params.push(opts.status);
   }
   if (opts.q) {
