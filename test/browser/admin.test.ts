@@ -124,6 +124,41 @@ describe('dashboard in Chromium: the admin', function () {
     await u.screenshot('senders.png');
   });
 
+  it("changes an account's limits and, after a password rotated at the provider, its SMTP settings: a wrong password is refused with the server's words and nothing is saved", async () => {
+    const p = u.page;
+    const row = p.locator(`tr[data-sender="${SENDER}"]`);
+    await p.getByRole('button', { name: `Change ${SENDER}` }).click();
+    await p.getByRole('heading', { name: `Change ${SENDER}` }).waitFor();
+    assert.equal(await p.getByLabel('Daily limit', { exact: true }).inputValue(), '500');
+    await p.getByLabel('Daily limit', { exact: true }).fill('400');
+    await p.getByLabel('Minimum interval (s)').fill('30');
+    await p.getByText('New SMTP settings (a changed password)').click();
+    await p.getByLabel('SMTP host').fill('127.0.0.1');
+    await p.getByLabel('SMTP port').fill(String(world.sink.port));
+    await p.getByLabel('SMTP user').fill(SENDER);
+    await p.getByLabel('SMTP password').fill('wrong-password');
+    await p.getByRole('button', { name: 'Save' }).click();
+    const refused = p.getByRole('alert').filter({ hasText: 'The SMTP server refused the login' });
+    await refused.waitFor();
+    const [before] = (await world.app.request('GET', '/v1/sender-accounts', { key })).body;
+    assert.deepEqual([before.dailyLimit, before.minIntervalSeconds], [500, 0], 'a refused probe saves nothing');
+    await u.check('senders, change refused');
+
+    await p.getByLabel('SMTP password').fill('smtp-pw');
+    await p.getByRole('button', { name: 'Save' }).click();
+    await p.getByRole('heading', { name: `Change ${SENDER}` }).waitFor({ state: 'detached' });
+    await row.getByText('at most one every 30 s').waitFor();
+    assert.match(await row.innerText(), /0 \/ 400/);
+    const [after] = (await world.app.request('GET', '/v1/sender-accounts', { key })).body;
+    assert.deepEqual([after.dailyLimit, after.minIntervalSeconds, after.health], [400, 30, 'unknown']);
+    await waitFor('the focus back on Change', async () => (await p.evaluate(() => document.activeElement?.getAttribute('aria-label'))) === `Change ${SENDER}`);
+    await u.check('senders, account changed');
+    // The campaign below sends two messages at once: back to the limits it expects.
+    assert.equal((await world.app.request('PATCH', `/v1/sender-accounts/${after.id}`, { key, body: { dailyLimit: 500, minIntervalSeconds: 0 } })).status, 200);
+    await p.reload();
+    await row.getByText('0 / 500').waitFor();
+  });
+
   it('registers a webhook (the secret shown once) whose first deliveries fail', async () => {
     world.receiver.respond = () => 503;
     const p = u.page;

@@ -1,7 +1,8 @@
 // Sender accounts and pools: health, rolling-24h usage against the daily limit, pause/resume,
-// add an account (probed against its real servers first), pools with members and capacity.
+// add an account (probed against its real servers first), change its limits or SMTP settings (a
+// rotated password: probed first too), pools with members and capacity.
 import { useState } from 'preact/hooks';
-import { ApiError, get, post } from '../api.ts';
+import { ApiError, get, patch, post } from '../api.ts';
 import { Action, ErrorNote, Field, PageHead, Pill, useLoad, useFocusBackOnClose } from '../ui.tsx';
 import type { SenderAccount, SenderPool } from '../types.ts';
 
@@ -38,16 +39,16 @@ export function describeProbeError(e: unknown): unknown {
   return e;
 }
 
-export function ServerFields({ prefix, label, defaults }: { prefix: string; label: string; defaults: { port: number; secure: boolean } }) {
+export function ServerFields({ prefix, label, defaults, optional = false }: { prefix: string; label: string; defaults: { port: number; secure: boolean }; optional?: boolean }) {
   return (
     <fieldset>
       <legend>{label}</legend>
       <div class="row">
         <Field label={`${label} host`}>
-          <input name={`${prefix}.host`} required placeholder={`${prefix}.example.com`} />
+          <input name={`${prefix}.host`} required={!optional} placeholder={`${prefix}.example.com`} />
         </Field>
         <Field label={`${label} port`}>
-          <input name={`${prefix}.port`} type="number" min={1} max={65535} required defaultValue={String(defaults.port)} />
+          <input name={`${prefix}.port`} type="number" min={1} max={65535} required={!optional} defaultValue={String(defaults.port)} />
         </Field>
         <label class="checks">
           <input name={`${prefix}.secure`} type="checkbox" defaultChecked={defaults.secure} /> {label}: implicit TLS
@@ -55,10 +56,10 @@ export function ServerFields({ prefix, label, defaults }: { prefix: string; labe
       </div>
       <div class="row">
         <Field label={`${label} user`}>
-          <input name={`${prefix}.user`} required autoComplete="off" />
+          <input name={`${prefix}.user`} required={!optional} autoComplete="off" />
         </Field>
         <Field label={`${label} password`}>
-          <input name={`${prefix}.pass`} type="password" required autoComplete="new-password" />
+          <input name={`${prefix}.pass`} type="password" required={!optional} autoComplete="new-password" />
         </Field>
       </div>
     </fieldset>
@@ -76,15 +77,35 @@ export function SendersPage() {
   const accounts = useLoad(() => get<Account[]>('/v1/sender-accounts'), [], 30_000);
   const pools = useLoad(() => get<SenderPool[]>('/v1/sender-pools'), [], 30_000);
   const [adding, setAdding] = useState(false);
+  // One form at a time: the add and change forms share their fields' labels.
+  const [editing, setEditing] = useState<string | null>(null);
+  const edited = accounts.data?.find((a) => a.id === editing);
   const reloadAll = () => Promise.all([accounts.reload(), pools.reload()]).then(() => undefined);
   const emailOf = (id: string) => accounts.data?.find((a) => a.id === id)?.email ?? id;
   return (
     <>
       <PageHead title="Senders">
-        <button type="button" onClick={() => setAdding(true)}>
+        <button
+          type="button"
+          onClick={() => {
+            setEditing(null);
+            setAdding(true);
+          }}
+        >
           Add a sender account
         </button>
       </PageHead>
+      {edited && (
+        <EditSender
+          key={edited.id}
+          account={edited}
+          onDone={async () => {
+            setEditing(null);
+            await reloadAll();
+          }}
+          onCancel={() => setEditing(null)}
+        />
+      )}
       {adding && (
         <AddSender
           pools={pools.data ?? []}
@@ -137,6 +158,17 @@ export function SendersPage() {
                       {a.minIntervalSeconds > 0 && <div class="hint">at most one every {a.minIntervalSeconds.toLocaleString('en')} s</div>}
                     </td>
                     <td>
+                      <button
+                        type="button"
+                        class="secondary"
+                        aria-label={`Change ${a.email}`}
+                        onClick={() => {
+                          setAdding(false);
+                          setEditing(a.id);
+                        }}
+                      >
+                        Change
+                      </button>{' '}
                       {a.status === 'active' ? (
                         <Action class="secondary" label={`Pause ${a.email}`} run={async () => (await post(`/v1/sender-accounts/${a.id}/pause`), await accounts.reload())}>
                           Pause
@@ -261,6 +293,69 @@ function AddSender({ pools, onDone, onCancel }: { pools: SenderPool[]; onDone: (
         <p role="status" class={status && !busy ? 'ok' : 'muted'}>
           {status}
         </p>
+        <ErrorNote error={error} />
+      </form>
+    </section>
+  );
+}
+
+/**
+ * An account's limits and SMTP settings, changed in place (PATCH). New SMTP settings (a password
+ * rotated at the provider: the account shows auth_failed) are tested before they are saved; the
+ * section is left empty to keep the ones stored.
+ */
+function EditSender({ account, onDone, onCancel }: { account: Account; onDone: () => Promise<void>; onCancel: () => void }) {
+  useFocusBackOnClose();
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  return (
+    <section class="card" aria-labelledby="edit-sender-h">
+      <h2 id="edit-sender-h">Change {account.email}</h2>
+      <p class="muted">New limits apply from the account's next batch. New SMTP settings are tested against the server before they are saved; the password is stored encrypted.</p>
+      <form
+        onSubmit={async (e) => {
+          e.preventDefault();
+          if (busy) return;
+          const form = e.currentTarget;
+          const f = new FormData(form);
+          const s = (k: string) => String(f.get(k) ?? '').trim();
+          const smtp = readServer(form, 'smtp');
+          setBusy(true);
+          setError(undefined);
+          try {
+            await patch(`/v1/sender-accounts/${account.id}`, {
+              dailyLimit: s('dailyLimit') ? Number(s('dailyLimit')) : null,
+              minIntervalSeconds: s('minIntervalSeconds') ? Number(s('minIntervalSeconds')) : 0,
+              ...(smtp ? { smtp } : {}),
+            });
+            await onDone();
+          } catch (err) {
+            setError(describeProbeError(err));
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <div class="row">
+          <Field label="Daily limit" hint="most messages in any 24 hours; empty: none">
+            <input name="dailyLimit" type="number" min={1} defaultValue={account.dailyLimit === null ? '' : String(account.dailyLimit)} />
+          </Field>
+          <Field label="Minimum interval (s)" hint="least time between two sends; 0: none">
+            <input name="minIntervalSeconds" type="number" min={0} max={86400} step="any" defaultValue={String(account.minIntervalSeconds)} />
+          </Field>
+        </div>
+        <details open={account.health === 'auth_failed'}>
+          <summary>New SMTP settings (a changed password)</summary>
+          <ServerFields prefix="smtp" label="SMTP" defaults={{ port: 587, secure: false }} optional />
+        </details>
+        <div class="row">
+          <button type="submit" aria-disabled={busy || undefined}>
+            {busy ? 'Saving…' : 'Save'}
+          </button>
+          <button type="button" class="secondary" onClick={onCancel}>
+            Cancel
+          </button>
+        </div>
         <ErrorNote error={error} />
       </form>
     </section>
