@@ -70,13 +70,13 @@ const LISTS: ListSpec[] = [
   {
     group: 'sender',
     what: 'sender accounts with their SMTP health and the state of their IMAP watch',
-    columns: ['id', 'workspaceId', 'email', 'name', 'status', 'health', 'imapHealth', 'dailyLimit', 'sentLast24h', 'healthError', 'healthRetryAt'],
+    columns: ['id', 'workspaceId', 'email', 'name', 'status', 'health', 'imapHealth', 'dailyLimit', 'minIntervalSeconds', 'sentLast24h', 'healthError', 'healthRetryAt'],
     async rows(query, workspace) {
       // The window's three parameters come first ($1-$3), the workspace's after them.
       const w = tallyWindow(new Date());
       const f = await workspaceFilter(query, workspace, 's.workspace_id', 4);
       const rows = await query<Row>(
-        `select s.id, s.workspace_id, s.email, s.name, s.status, s.health, s.health_error, s.health_retry_at, s.daily_limit,
+        `select s.id, s.workspace_id, s.email, s.name, s.status, s.health, s.health_error, s.health_retry_at, s.daily_limit, s.min_interval_ms,
                 (select w.status from mailbox_watches w where w.sender_account_id = s.id limit 1) as imap_health,
                 -- The dashboard's sender usage (messages/activity.ts sentLast24hByAccount, senders/repository.ts poolsOfAccounts), on a bare connection.
                 ${nativePlaceholders(usedSql('s.id', 'sender_account_id'))} as sent,
@@ -94,6 +94,7 @@ const LISTS: ListSpec[] = [
         health: r.health,
         imapHealth: r.imap_health ?? null,
         dailyLimit: r.daily_limit,
+        minIntervalSeconds: Number(r.min_interval_ms) / 1000,
         healthError: r.health_error,
         healthRetryAt: isoOrNull(r.health_retry_at as Date | null),
         sentLast24h: Number(r.sent),

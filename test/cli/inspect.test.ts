@@ -117,7 +117,7 @@ describe('mailgate CLI: --version, list, sender test, exit codes', () => {
     ok(r);
     const lines = r.out.trimEnd().split('\n');
     assert.equal(lines.length, 3);
-    assert.match(lines[0], /^id\s+workspaceId\s+email\s+name\s+status\s+health\s+imapHealth\s+dailyLimit\s+sentLast24h\s+healthError\s+healthRetryAt$/);
+    assert.match(lines[0], /^id\s+workspaceId\s+email\s+name\s+status\s+health\s+imapHealth\s+dailyLimit\s+minIntervalSeconds\s+sentLast24h\s+healthError\s+healthRetryAt$/);
     assert.match(lines[1], new RegExp(`^${good}\\s+${wsId}\\s+gina@send\\.example\\s+Gina\\s+active\\s+unknown\\s+`));
     const none = await cli('sender', 'list', '--workspace', 'nope', '--json');
     assert.equal(none.code, 1);
