@@ -434,13 +434,21 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     // An ingest's transaction moves the cursor first and holds the watch's row until it commits:
     // this transaction stands in for one while a lease round runs.
     await db.query('begin');
-    await db.query('select 1 from mailbox_watches where id = $1 for update', [watch.id]);
-    let roundDone = false;
-    const round = w.tick().finally(() => (roundDone = true));
-    await waitFor('the lease round to wait for the row, or to end', async () =>
-      roundDone || (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%mailbox_watches%'`)).rows.length > 0,
-    );
-    await db.query('commit');
+    let round: Promise<void> | undefined;
+    try {
+      await db.query('select 1 from mailbox_watches where id = $1 for update', [watch.id]);
+      const me = (await db.query('select pg_backend_pid() as pid')).rows[0].pid;
+      let roundDone = false;
+      round = w.tick().finally(() => (roundDone = true));
+      // Any backend blocked by this transaction (the round's, or the session's own write of the
+      // row), whatever its statement's text; the round may also wait for a pooled connection.
+      await waitFor('the lease round to wait for the row, or to end', async () =>
+        roundDone || (await db.query('select 1 from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [me])).rows.length > 0,
+      );
+    } finally {
+      // Never left holding the row: every later test of this file writes it.
+      await db.query('commit');
+    }
     await round;
     // A second round, which (before 2026-11-29) started a new session for the mailbox the first
     // had taken for lost.
