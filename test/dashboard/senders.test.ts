@@ -3,7 +3,8 @@
 // rolling 24-hour usage, pools and their members. A refused request writes nothing.
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { seedWorkspace, type TestApp } from '../support/harness.ts';
+import { seedSdr, seedWorkspace, type TestApp } from '../support/harness.ts';
+import { waitFor } from '../support/wait.ts';
 import { signIn } from '../support/dashboard.ts';
 import { tallyInsert } from '../../src/modules/messages/tallies.ts';
 import { dashboardWorld } from './world.ts';
@@ -172,6 +173,59 @@ describe('dashboard /v1 senders and pools', function () {
     assert.equal((byId.get(a.id) as any).sentLast24h, 0);
     assert.deepEqual((byId.get(b.id) as any).poolIds, [created.body.id]);
     assert.deepEqual((byId.get(a.id) as any).poolIds, [created.body.id, ordered.body.id], 'in the order the account joined them');
+  });
+
+  it('takes an account out of a pool: a no-op when it is not a member; other workspaces\u2019 ids, SDR keys and bad ids refused, writing nothing; it waits for a claim of the pool in progress', async () => {
+    const { workspace, adminKey } = await seedWorkspace(app);
+    const s = app.services();
+    const a = await s.senders.add({ workspaceId: workspace.id, email: 'a@acme.example', name: 'A', smtpUrl: smtp.url() });
+    const b = await s.senders.add({ workspaceId: workspace.id, email: 'b@acme.example', name: 'B', smtpUrl: smtp.url() });
+    const main = await s.senders.createPool(workspace.id, 'Main', 100, [a.id, b.id]);
+    const spare = await s.senders.createPool(workspace.id, 'Spare', 50, [a.id]);
+    const members = async (poolId: string) => (await db.query('select sender_account_id from pool_members where pool_id = $1 order by seq', [poolId])).rows.map((r) => r.sender_account_id);
+    const path = (poolId: string, senderId: string) => `/v1/sender-pools/${poolId}/members/${senderId}`;
+
+    const other = await seedWorkspace(app);
+    const otherSender = await s.senders.add({ workspaceId: other.workspace.id, email: 'x@other.example', name: 'X', smtpUrl: smtp.url() });
+    const otherPool = await s.senders.createPool(other.workspace.id, 'Theirs', 10, [otherSender.id]);
+    const { sdrKey } = await seedSdr(app, workspace.id);
+    for (const [key, p, code] of [
+      [adminKey, path(main.id, otherSender.id), 'sender_account_not_found'],
+      [adminKey, path(main.id, 'snd_nope'), 'sender_account_not_found'],
+      [adminKey, path(otherPool.id, otherSender.id), 'sender_pool_not_found'],
+      [adminKey, path('pool_nope', a.id), 'sender_pool_not_found'],
+      [other.adminKey, path(main.id, a.id), 'sender_pool_not_found'],
+      [sdrKey, path(main.id, a.id), 'forbidden'],
+    ] as const) {
+      const res = await app.request('DELETE', p, { key });
+      assert.equal(res.body.error?.code, code, `${p}: ${res.text}`);
+    }
+    assert.equal((await app.request('DELETE', path(main.id, a.id), { key: adminKey, body: { senderAccountId: a.id } })).status, 400, 'it takes no body');
+    assert.deepEqual([await members(main.id), await members(otherPool.id)], [[a.id, b.id], [otherSender.id]], 'a refused removal writes nothing');
+
+    // A claim of the pool holds its row (messages/claim.ts lockPool) while it decides on the
+    // members it read: this transaction stands in for one. The removal waits for its commit.
+    await db.query('begin');
+    let removal: Promise<{ status: number; text: string; body: any }> | undefined;
+    try {
+      await db.query('select 1 from sender_pools where id = $1 for no key update', [main.id]);
+      const me = (await db.query('select pg_backend_pid() as pid')).rows[0].pid;
+      let answered = false;
+      removal = app.request('DELETE', path(main.id, a.id), { key: adminKey }).finally(() => (answered = true));
+      await waitFor('the removal to wait for the claim, or to answer', async () => answered || (await db.query('select 1 from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [me])).rows.length > 0);
+      assert.equal(answered, false, 'the removal answered while a claim of the pool was deciding');
+      assert.deepEqual(await members(main.id), [a.id, b.id]);
+    } finally {
+      await db.query('commit');
+    }
+    const removed = await removal!;
+    assert.equal(removed.status, 200, removed.text);
+    assert.deepEqual([removed.body.senderAccountIds, removed.body.senderCount, removed.body.remainingVolume], [[b.id], 1, 100]);
+    assert.deepEqual([await members(main.id), await members(spare.id)], [[b.id], [a.id]], 'its other pools keep it');
+    const twice = await app.request('DELETE', path(main.id, a.id), { key: adminKey });
+    assert.deepEqual([twice.status, twice.body.senderAccountIds], [200, [b.id]], 'not a member: a no-op');
+    const account = (await app.request('GET', '/v1/sender-accounts', { key: adminKey })).body.find((x: { id: string }) => x.id === a.id);
+    assert.deepEqual([account.status, account.poolIds], ['active', [spare.id]]);
   });
 
   it('rotates an account\u2019s SMTP password: the new settings are probed first, a refusal changes nothing; saved, the auth failure is cleared', async () => {

@@ -169,6 +169,53 @@ describe('sending engine: pool capacity, account limits and schedule', function 
     assert.equal(to('mv@lead.example').length, 2);
   });
 
+  it('an account taken out of the pool: its leads’ next steps go from the pool’s other account, in the same thread; what it sent still counts in the pool’s capacity', async () => {
+    const t = await setup({
+      leads: [{ email: 'out1@lead.example' }, { email: 'out2@lead.example' }],
+      senders: [{ email: 'leaving@acme.example' }, { email: 'staying@acme.example' }],
+      capacity: 10,
+      steps: [
+        { subject: 'first', bodyHtml: 'a' },
+        { subject: '', bodyHtml: 'b', delayHours: 1 },
+        { subject: '', bodyHtml: 'c', delayHours: 1 },
+      ],
+    });
+    const fromOf = (r: (typeof sink.received)[number]) => r.parsed.from?.value[0].address;
+    const [leaving, staying] = t.senders;
+    await dispatcher.runRound();
+    // The rotation gave each account one lead: the one `leaving` wrote to is sticky to it.
+    const first = sink.received.find((r) => fromOf(r) === 'leaving@acme.example')!;
+    assert.ok(first, 'one lead got its first step from the account that leaves');
+    const lead = first.to[0];
+    const pool = async () => (await app.request('GET', '/v1/sender-pools', { key: t.key })).body.find((p: { id: string }) => p.id === t.poolId);
+    assert.equal((await pool()).remainingVolume, 8);
+
+    const removed = await app.request('DELETE', `/v1/sender-pools/${t.poolId}/members/${leaving}`, { key: t.key });
+    assert.equal(removed.status, 200, removed.text);
+    assert.deepEqual([removed.body.senderAccountIds, removed.body.senderCount], [[staying], 1]);
+    assert.equal(removed.body.remainingVolume, 8, 'what it sent through the pool still counts');
+    const again = await app.request('DELETE', `/v1/sender-pools/${t.poolId}/members/${leaving}`, { key: t.key });
+    assert.deepEqual([again.status, again.body.senderAccountIds], [200, [staying]], 'not a member: a no-op');
+
+    clock.advance(HOUR);
+    await dispatcher.runRound();
+    const second = to(lead)[1];
+    assert.ok(second, 'the follow-up did not wait for the account the pool no longer has');
+    assert.equal(fromOf(second), 'staying@acme.example');
+    assert.equal(second.parsed.subject, 'Re: first');
+    assert.equal(second.parsed.inReplyTo, first.parsed.messageId, 'threaded on the step sent from the old address');
+    // It stays with the account that took it over.
+    clock.advance(HOUR);
+    await dispatcher.runRound();
+    const third = to(lead)[2];
+    assert.equal(fromOf(third), 'staying@acme.example');
+    assert.deepEqual(third.parsed.references, [first.parsed.messageId, second.parsed.messageId]);
+    assert.equal(sink.received.filter((r) => fromOf(r) === 'leaving@acme.example').length, 1, 'nothing more through the removed account');
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.queued, s.scheduled], [6, 0, 0]);
+    assert.equal((await pool()).remainingVolume, 4);
+  });
+
   it('messages sticky to a full account wait without holding up the rest of the pool, of this campaign or another', async () => {
     // A small batch (candidates are fetched two per batch slot), so the head of the queue is
     // only follow-ups sticky to the full account.

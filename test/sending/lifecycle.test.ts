@@ -79,6 +79,30 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     assert.deepEqual([s.sent, s.queued], [6, 0]);
   });
 
+  it('an account taken out of its pool mid-round: what it had claimed finishes; the pool claims nothing more for it', async () => {
+    const leads = Array.from({ length: 6 }, (_, i) => ({ email: `rm${i}@lead.example` }));
+    const t = await setup({ leads, senders: [{ email: 'gone@acme.example' }, { email: 'kept@acme.example' }] });
+    const fromOf = (r: (typeof sink.received)[number]) => r.parsed.from?.value[0].address;
+    // The removal commits after the first message's guard passed: the whole batch (three
+    // messages for each account, in rotation) was claimed before it.
+    const removing = afterFirstGuard(async () => {
+      const r = await app.request('DELETE', `/v1/sender-pools/${t.poolId}/members/${t.senders[0]}`, { key: t.key });
+      assert.equal(r.status, 200, r.text);
+    });
+    const d = new SendDispatcher(app.deps, removing, { maxConnections: 1, retryDelaysMs: [60_000] });
+    await d.runRound();
+    await d.close();
+    assert.equal(sink.received.length, 6);
+    assert.equal(sink.received.filter((r) => fromOf(r) === 'gone@acme.example').length, 3, 'its claimed messages finished');
+    // New leads: only the account still in the pool sends.
+    await app.request('POST', `/v1/campaigns/${t.campaignId}/leads/bulk`, { key: t.key, body: { leads: [{ email: 'rm6@lead.example' }, { email: 'rm7@lead.example' }] } });
+    await dispatcher.runRound();
+    assert.equal(sink.received.length, 8);
+    assert.deepEqual(sink.received.slice(6).map(fromOf), ['kept@acme.example', 'kept@acme.example']);
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.queued], [8, 0]);
+  });
+
   it('a sending window that closes mid-round: messages claimed but not yet sent go back to the queue, and none is claimed after it', async () => {
     const leads = Array.from({ length: 6 }, (_, i) => ({ email: `win${i}@lead.example` }));
     // The world's clock stands on a Monday at 10:00 UTC; the window closes at 10:01.

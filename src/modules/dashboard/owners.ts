@@ -15,6 +15,6 @@ export interface DashboardOwners {
   workspaces(em: EntityManager): Pick<WorkspaceService, 'createKey' | 'revokeKey'>;
   suppression(em: EntityManager): Pick<SuppressionService, 'remove'>;
   sdrs(em: EntityManager): Pick<SdrService, 'get' | 'add' | 'setProfile' | 'setActive' | 'connectMail'>;
-  senders(em: EntityManager): Pick<SenderService, 'listWithMailboxes' | 'add' | 'setStatus' | 'createPool' | 'addToPool' | 'listPools' | 'update' | 'setPoolCapacity'>;
+  senders(em: EntityManager): Pick<SenderService, 'listWithMailboxes' | 'add' | 'setStatus' | 'createPool' | 'addToPool' | 'removeFromPool' | 'listPools' | 'update' | 'setPoolCapacity'>;
   campaigns(em: EntityManager): Pick<CampaignService, 'get'>;
 }

@@ -4,6 +4,7 @@ import { isEmail } from '../../shared/email.ts';
 import type { Deps } from '../../deps.ts';
 import type { ProbeOutcome } from '../../adapters/mailprobe.ts';
 import { accountEmailTaken, poolExists, poolsOfAccounts } from '../senders/repository.ts';
+import { requireMailUrl } from '../senders/service.ts';
 import { sentLast24hByAccount } from '../messages/activity.ts';
 import { mailUrl, type MailServerInput } from './mail-servers.ts';
 import { probeFailed } from '../mailboxes/probe-failure.ts';
@@ -96,21 +97,31 @@ export class DashboardSenderService {
     return this.one(workspaceId, id);
   }
 
-  /**
-   * Changes an account's limits or SMTP settings. New SMTP settings (a rotated password) are
-   * probed first, as when the account was added: a refusal is 422 mail_probe_failed and nothing
-   * is changed.
-   */
+  /** Changes an account's limits or SMTP settings, the servers given as the form's fields (updateAccount). */
   async update(workspaceId: string, id: string, body: { dailyLimit?: number | null; minIntervalSeconds?: number; smtp?: MailServerInput }) {
+    return this.updateAccount(workspaceId, id, {
+      dailyLimit: body.dailyLimit,
+      minIntervalSeconds: body.minIntervalSeconds,
+      smtpUrl: body.smtp ? mailUrl('smtp', body.smtp) : undefined,
+    });
+  }
+
+  /**
+   * Changes an account's limits or SMTP settings (`mailgate sender update` gives the server as
+   * its URL). New SMTP settings (a rotated password) are probed first, as when the account was
+   * added: a refusal is 422 mail_probe_failed and nothing is changed.
+   */
+  async updateAccount(workspaceId: string, id: string, changes: { dailyLimit?: number | null; minIntervalSeconds?: number; smtpUrl?: string }) {
     await this.one(workspaceId, id);
-    const smtpUrl = body.smtp ? mailUrl('smtp', body.smtp) : undefined;
-    if (smtpUrl) {
+    const { smtpUrl } = changes;
+    if (smtpUrl !== undefined) {
+      requireMailUrl('smtp', smtpUrl);
       const smtp = await this.deps.mailProbe.smtp(smtpUrl);
       if (!smtp.ok) throw probeFailed('smtp', smtp);
     }
     await this.senders.update(workspaceId, id, {
-      dailyLimit: body.dailyLimit,
-      minIntervalMs: body.minIntervalSeconds === undefined ? undefined : Math.round(body.minIntervalSeconds * 1000),
+      dailyLimit: changes.dailyLimit,
+      minIntervalMs: changes.minIntervalSeconds === undefined ? undefined : Math.round(changes.minIntervalSeconds * 1000),
       smtpUrl,
     });
     return this.one(workspaceId, id);
@@ -129,6 +140,13 @@ export class DashboardSenderService {
   async addMember(workspaceId: string, poolId: string, senderAccountId: string) {
     await this.pool(workspaceId, poolId);
     await this.senders.addToPool(poolId, senderAccountId);
+    return this.pool(workspaceId, poolId);
+  }
+
+  /** Takes an account out of a pool (a no-op when it is not a member): SenderService.removeFromPool says what becomes of its leads. */
+  async removeMember(workspaceId: string, poolId: string, senderAccountId: string) {
+    await this.pool(workspaceId, poolId);
+    await this.senders.removeFromPool(poolId, senderAccountId);
     return this.pool(workspaceId, poolId);
   }
 

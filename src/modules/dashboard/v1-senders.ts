@@ -6,7 +6,7 @@ import { mailServerSchema, probeView } from './mail-servers.ts';
 import { probeFailedFields } from '../mailboxes/probe-failure.ts';
 import { NAME_MAX, NAME_TOO_LONG } from '../../shared/names.ts';
 
-// Adding, pausing and resuming sender accounts and building pools from the dashboard
+// Adding, pausing and resuming sender accounts and building and changing pools from the dashboard
 // (docs/dashboard.md): the CLI's operations as API routes; an account is saved only after its
 // servers accepted the login.
 
@@ -133,5 +133,19 @@ export const senderApiRoutes: AnyRoute[] = [
     response: senderPool,
     errors: { 404: 'sender_pool_not_found | sender_account_not_found' },
     handler: ({ params, body, auth, services }) => services.dashboardSenders.addMember(auth.workspaceId, params.poolId, body.senderAccountId),
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/v1/sender-pools/:poolId/members/:senderAccountId',
+    access: 'admin',
+    tag: 'Senders',
+    operationId: 'removeSenderPoolMember',
+    summary: 'Take a sender account out of a pool (a no-op when it is not a member)',
+    description:
+      "From the answer on, the pool's campaigns send nothing more through the account; messages it had already claimed finish, and everything it sent through the pool still counts in the pool's rolling 24-hour capacity. The leads whose sequences it was sending (their sticky account) get their next steps from the pool's other active accounts, threaded on the earlier messages (In-Reply-To, References), as when an account is paused; with no other active account they wait in the queue. The account itself, its other pools and its mailbox (replies to what it sent are still read) are unchanged.",
+    params: poolParams.extend(senderParams.shape),
+    response: senderPool,
+    errors: { 404: 'sender_pool_not_found | sender_account_not_found' },
+    handler: ({ params, auth, services }) => services.dashboardSenders.removeMember(auth.workspaceId, params.poolId, params.senderAccountId),
   }),
 ];

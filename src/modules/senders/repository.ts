@@ -92,6 +92,21 @@ export async function addPoolMember(em: EntityManager, member: PoolMember): Prom
   ]);
 }
 
+/** Removes a member; an account that is not one stays out (two requests removing it at once included). */
+export async function removePoolMember(em: EntityManager, poolId: string, senderAccountId: string): Promise<void> {
+  // pool_members primary key
+  await sql(em, `delete from pool_members where pool_id = ? and sender_account_id = ?`, [poolId, senderAccountId]);
+}
+
+/**
+ * Locks a pool's row as its claim does (messages/claim.ts lockPool, FOR NO KEY UPDATE) until the
+ * caller's commit: a claim of the pool in progress (which read its members) commits first, and
+ * the pool's next claim reads what the caller wrote.
+ */
+export async function lockPoolRow(em: EntityManager, poolId: string): Promise<void> {
+  await sql(em, `select 1 from sender_pools where id = ? for no key update`, [poolId]);
+}
+
 export interface PoolRow {
   id: string;
   name: string;

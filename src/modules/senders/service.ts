@@ -15,8 +15,10 @@ import {
   isPoolMember,
   listPoolsWithUsage,
   listSenders,
+  lockPoolRow,
   poolOfWorkspace,
   reloadSender,
+  removePoolMember,
   senderOfWorkspace,
   senderWithCredentials,
   setSenderStatus,
@@ -37,6 +39,15 @@ export interface AddSenderInput {
   poolId?: string;
   dailyLimit?: number;
   minIntervalMs?: number;
+}
+
+/** 400 invalid_request naming the field when `url` is not an smtp(s):// (imap(s)://) server URL. */
+export function requireMailUrl(field: 'smtp' | 'imap', url: string): void {
+  try {
+    parseMailUrl(url, field);
+  } catch (err) {
+    throw ApiError.invalid(`${field}: ${(err as Error).message}`);
+  }
 }
 
 export function senderView(s: SenderAccount, imapHealth: string | null = null) {
@@ -78,14 +89,8 @@ export class SenderService {
     const email = input.email.trim();
     if (!isEmail(email)) throw ApiError.invalid(`email: "${input.email}" is not a valid email address`);
     const name = requireName(input.name);
-    for (const [field, url, proto] of [['smtp', input.smtpUrl, 'smtp'], ['imap', input.imapUrl, 'imap']] as const) {
-      if (url === undefined) continue;
-      try {
-        parseMailUrl(url, proto);
-      } catch (err) {
-        throw ApiError.invalid(`${field}: ${(err as Error).message}`);
-      }
-    }
+    requireMailUrl('smtp', input.smtpUrl);
+    if (input.imapUrl !== undefined) requireMailUrl('imap', input.imapUrl);
     const now = this.deps.clock.now();
     const sender: SenderAccount = {
       id: newId('snd'),
@@ -147,13 +152,7 @@ export class SenderService {
    * transport, adapters/smtp.ts, so nothing goes out with the old one after the claim).
    */
   async update(workspaceId: string, id: string, changes: { dailyLimit?: number | null; minIntervalMs?: number; smtpUrl?: string }): Promise<void> {
-    if (changes.smtpUrl !== undefined) {
-      try {
-        parseMailUrl(changes.smtpUrl, 'smtp');
-      } catch (err) {
-        throw ApiError.invalid(`smtp: ${(err as Error).message}`);
-      }
-    }
+    if (changes.smtpUrl !== undefined) requireMailUrl('smtp', changes.smtpUrl);
     const now = this.deps.clock.now();
     const cleared = await transaction(this.em, async (em) => {
       const sender = await this.requireSender(em, workspaceId, id);
@@ -229,6 +228,41 @@ export class SenderService {
       const [row] = await listPoolsWithUsage(em, pool.workspaceId, this.deps.clock.now(), poolId);
       return { id: poolId, senderAccountIds: row.senderAccountIds };
     });
+  }
+
+  /**
+   * Takes an account out of a pool (a no-op when it is not a member). Decided under the pool's
+   * row lock, as its claims are: a claim in progress finishes first, and from the commit on no
+   * claim of the pool gives the account a message. What it already claimed finishes (the send's
+   * guard asks the account's status, not its pools), and still counts in the pool's capacity,
+   * as everything it sent through the pool does. The leads it was sending a sequence to (their
+   * sticky account) get their next steps from the pool's other accounts, as when it is paused
+   * (sending/capacity.ts pickAccount), threaded on the earlier messages (docs/decisions.md).
+   */
+  async removeFromPool(poolId: string, senderId: string) {
+    return transaction(this.em, async (em) => {
+      const pool = await findPool(em, poolId);
+      if (!pool) throw ApiError.notFound('sender_pool');
+      await this.requireSender(em, pool.workspaceId, senderId);
+      await lockPoolRow(em, poolId);
+      await removePoolMember(em, poolId, senderId);
+      const [row] = await listPoolsWithUsage(em, pool.workspaceId, this.deps.clock.now(), poolId);
+      return { id: poolId, senderAccountIds: row.senderAccountIds };
+    });
+  }
+
+  /** The workspace of a pool the CLI names by id alone. */
+  async workspaceOfPool(poolId: string): Promise<string> {
+    const pool = await findPool(this.em, poolId);
+    if (!pool) throw ApiError.notFound('sender_pool', `sender pool ${poolId} not found`);
+    return pool.workspaceId;
+  }
+
+  /** The workspace of an account the CLI names by id alone. */
+  async workspaceOfSender(id: string): Promise<string> {
+    const sender = await findSender(this.em, id);
+    if (!sender) throw ApiError.notFound('sender_account', `sender account ${id} not found`);
+    return sender.workspaceId;
   }
 
   async listPools(workspaceId: string) {
