@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import pg from 'pg';
 import { runCliCaptured } from '../support/cli.ts';
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
@@ -122,6 +123,89 @@ describe('mailgate CLI', () => {
     const cross = await cli('pool', 'add-sender', pool.json.id, foreign.json.id, '--json');
     assert.notEqual(cross.code, 0);
     assert.match(cross.err, /not found/);
+  });
+
+  it('sender update, pool set-capacity and pool remove-sender: --json prints what the API shows; new SMTP settings are tested first', async () => {
+    const accountView = async (id: string) => (await app.request('GET', '/v1/sender-accounts', { key: adminKey })).body.find((s: { id: string }) => s.id === id);
+    const poolView = async (id: string) => (await app.request('GET', '/v1/sender-pools', { key: adminKey })).body.find((p: { id: string }) => p.id === id);
+    const storedSmtp = async (id: string) => {
+      const c = new pg.Client({ connectionString: db.url });
+      await c.connect();
+      try {
+        return app.deps.crypto.decrypt((await c.query('select smtp_url_enc from sender_accounts where id = $1', [id])).rows[0].smtp_url_enc);
+      } finally {
+        await c.end();
+      }
+    };
+    const d = await cli('sender', 'add', '--workspace', wsId, '--email', 'dora@send.example', '--name', 'Dora', '--smtp', smtp.url('dora', 'old-pw'), '--json');
+    ok(d);
+    const e = await cli('sender', 'add', '--workspace', wsId, '--email', 'eve@send.example', '--name', 'Eve', '--smtp', smtp.url(), '--json');
+    ok(e);
+
+    const limits = await cli('sender', 'update', d.json.id, '--daily-limit', '25', '--min-interval', '90s', '--json');
+    ok(limits);
+    assert.deepEqual(limits.json, await accountView(d.json.id));
+    assert.deepEqual([limits.json.dailyLimit, limits.json.minIntervalSeconds], [25, 90]);
+    const unlimited = await cli('sender', 'update', d.json.id, '--daily-limit', 'none', '--json');
+    ok(unlimited);
+    assert.deepEqual([unlimited.json.dailyLimit, unlimited.json.minIntervalSeconds], [null, 90]);
+    const human = await cli('sender', 'update', d.json.id, '--min-interval', '0s');
+    ok(human);
+    assert.equal(human.out, `sender dora@send.example (${d.json.id}): no daily limit, no minimum interval, health unknown\n`);
+
+    // New SMTP settings (a password rotated at the provider) are tested against the server first.
+    smtp.users.set('dora', 'new-pw');
+    const refused = await cli('sender', 'update', d.json.id, '--smtp', smtp.url('dora', 'wrong-pw'), '--daily-limit', '5', '--json');
+    assert.equal(refused.code, 1);
+    assert.equal(refused.out, '');
+    assert.match(refused.err, /^error: the SMTP server refused the connection \(auth failed\): .*nothing was saved\n$/);
+    assert.doesNotMatch(refused.err, /wrong-pw/);
+    assert.equal((await accountView(d.json.id)).dailyLimit, null, 'a refused test changes nothing');
+    assert.equal(await storedSmtp(d.json.id), smtp.url('dora', 'old-pw'));
+    for (const [argv, code, words] of [
+      [['--smtp', 'imap://dora:x@127.0.0.1:1'], 2, /^error: smtp: must start with smtp:\/\/ or smtps:\/\//],
+      [[], 2, /give --daily-limit, --min-interval or --smtp/],
+      [['--daily-limit', '0'], 2, /--daily-limit must be a whole number from 1/],
+      [['--min-interval', '2d'], 2, /--min-interval: must be at most 24h/],
+    ] as const) {
+      const r = await cli('sender', 'update', d.json.id, ...argv, '--json');
+      assert.equal(r.code, code, `${argv.join(' ')}: ${r.err}`);
+      assert.match(r.err, words);
+      assert.equal(r.out, '');
+    }
+    const missing = await cli('sender', 'update', 'snd_nope', '--daily-limit', '5', '--json');
+    assert.deepEqual([missing.code, missing.err], [1, 'error: sender account snd_nope not found\n']);
+    const rotated = await cli('sender', 'update', d.json.id, '--smtp', smtp.url('dora', 'new-pw'), '--json');
+    ok(rotated);
+    assert.deepEqual(rotated.json, await accountView(d.json.id));
+    assert.doesNotMatch(rotated.out, /new-pw/);
+    assert.equal(await storedSmtp(d.json.id), smtp.url('dora', 'new-pw'));
+
+    const pool = await cli('pool', 'create', '--workspace', wsId, '--name', 'Rotation', '--daily-capacity', '10', '--sender', d.json.id, '--sender', e.json.id, '--json');
+    ok(pool);
+    const capacity = await cli('pool', 'set-capacity', pool.json.id, '3', '--json');
+    ok(capacity);
+    assert.deepEqual(capacity.json, await poolView(pool.json.id));
+    assert.deepEqual([capacity.json.dailyCapacity, capacity.json.remainingVolume, capacity.json.senderAccountIds], [3, 3, [d.json.id, e.json.id]]);
+    const badCapacity = await cli('pool', 'set-capacity', pool.json.id, 'ten', '--json');
+    assert.equal(badCapacity.code, 2);
+    assert.match(badCapacity.err, /the capacity must be a whole number from 0 to 10,000,000/);
+    const noPool = await cli('pool', 'set-capacity', 'pool_nope', '3', '--json');
+    assert.deepEqual([noPool.code, noPool.err], [1, 'error: sender pool pool_nope not found\n']);
+    assert.equal((await poolView(pool.json.id)).dailyCapacity, 3);
+
+    const removed = await cli('pool', 'remove-sender', pool.json.id, d.json.id, '--json');
+    ok(removed);
+    assert.deepEqual(removed.json, { id: pool.json.id, senderAccountIds: [e.json.id] });
+    assert.deepEqual((await poolView(pool.json.id)).senderAccountIds, [e.json.id]);
+    const again = await cli('pool', 'remove-sender', pool.json.id, d.json.id, '--json');
+    assert.deepEqual([again.code, again.json], [0, { id: pool.json.id, senderAccountIds: [e.json.id] }], 'not a member: a no-op');
+    const other = await cli('workspace', 'create', '--name', 'elsewhere', '--json');
+    const foreign = await cli('sender', 'add', '--workspace', other.json.id, '--email', 'g@send.example', '--name', 'G', '--smtp', smtp.url(), '--json');
+    const cross = await cli('pool', 'remove-sender', pool.json.id, foreign.json.id, '--json');
+    assert.equal(cross.code, 1);
+    assert.match(cross.err, /not found/);
+    assert.deepEqual((await poolView(pool.json.id)).senderAccountIds, [e.json.id]);
   });
 
   it('sdr add and connect-mail check the credentials against real SMTP and IMAP servers', async () => {
