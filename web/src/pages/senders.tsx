@@ -1,9 +1,11 @@
 // Sender accounts and pools: health, rolling-24h usage against the daily limit, pause/resume,
 // add an account (probed against its real servers first), change its limits or SMTP settings (a
-// rotated password: probed first too), pools with members and capacity.
-import { useState } from 'preact/hooks';
-import { ApiError, get, patch, post } from '../api.ts';
-import { Action, ErrorNote, Field, PageHead, Pill, useLoad, useFocusBackOnClose } from '../ui.tsx';
+// rotated password: probed first too), pools with members and capacity (a member taken out, the
+// capacity changed).
+import { useRef, useState } from 'preact/hooks';
+import { ApiError, del, get, patch, post } from '../api.ts';
+import { Action, ErrorNote, Field, PageHead, Pill, useLoad, useFocusBackOnClose, useResultNote } from '../ui.tsx';
+import { SENDER_LIMITS } from '../../../src/modules/senders/limits.ts';
 import type { SenderAccount, SenderPool } from '../types.ts';
 
 interface Probe {
@@ -394,10 +396,13 @@ function Pools({ pools, accounts, error, emailOf, onChange }: { pools: SenderPoo
   const [createError, setCreateError] = useState<unknown>(undefined);
   // One pool per press (a double click made two).
   const [creating, setCreating] = useState(false);
+  // A removed member's button goes with it: the focus goes to what happened, not to <body>.
+  const result = useResultNote();
   return (
     <section class="card" aria-labelledby="pools-h">
       <h2 id="pools-h">Sender pools</h2>
       <p class="muted">A campaign sends through one pool; the pool spreads its mail over its active members up to its daily capacity (rolling 24 hours).</p>
+      {result.note}
       <ErrorNote error={error} />
       {pools && pools.length > 0 && (
         <div class="table-wrap">
@@ -422,8 +427,30 @@ function Pools({ pools, accounts, error, emailOf, onChange }: { pools: SenderPoo
                   <td class="num">
                     {p.remainingVolume.toLocaleString('en')} / {p.dailyCapacity.toLocaleString('en')}
                     <progress max={p.dailyCapacity} value={p.dailyCapacity - p.remainingVolume} aria-label={`${p.name} used capacity`} />
+                    <ChangeCapacity pool={p} onChange={onChange} />
                   </td>
-                  <td>{p.senderAccountIds.length ? p.senderAccountIds.map(emailOf).join(', ') : <span class="muted">none</span>}</td>
+                  <td>
+                    {p.senderAccountIds.length ? (
+                      <ul class="members">
+                        {p.senderAccountIds.map((id) => (
+                          <li key={id}>
+                            {emailOf(id)}{' '}
+                            <RemoveMember
+                              pool={p}
+                              email={emailOf(id)}
+                              id={id}
+                              onRemoved={async () => {
+                                await onChange();
+                                result.show(`${emailOf(id)} was removed from ${p.name}.`);
+                              }}
+                            />
+                          </li>
+                        ))}
+                      </ul>
+                    ) : (
+                      <span class="muted">none</span>
+                    )}
+                  </td>
                   <td>
                     <AddMember pool={p} accounts={accounts.filter((a) => !p.senderAccountIds.includes(a.id))} onChange={onChange} />
                   </td>
@@ -465,6 +492,88 @@ function Pools({ pools, accounts, error, emailOf, onChange }: { pools: SenderPoo
       </form>
       <ErrorNote error={createError} />
     </section>
+  );
+}
+
+/**
+ * Takes an account out of a pool, asked once: what stops and what becomes of the leads whose
+ * sequences it was sending (docs/decisions.md, "Taking an account out of a pool").
+ */
+function RemoveMember({ pool, email, id, onRemoved }: { pool: SenderPool; email: string; id: string; onRemoved: () => Promise<void> }) {
+  const last = pool.senderAccountIds.length === 1;
+  return (
+    <Action
+      class="secondary"
+      label={`Remove ${email} from ${pool.name}`}
+      confirm={{
+        title: `Remove ${email} from ${pool.name}?`,
+        body:
+          `${pool.name} sends nothing more through ${email}; messages it is sending now finish. ` +
+          (last
+            ? `It is the pool's only member: the pool's campaigns wait until another account is added. `
+            : `Leads whose sequences ${email} was sending get their next steps from the pool's other accounts, in the same thread. `) +
+          `The account, its other pools and its mailbox stay as they are.`,
+        yes: 'Remove from the pool',
+      }}
+      run={async () => {
+        await del(`/v1/sender-pools/${pool.id}/members/${id}`);
+        await onRemoved();
+      }}
+    >
+      Remove
+    </Action>
+  );
+}
+
+/** A pool's rolling 24-hour capacity, changed in place (PATCH): taken at its next claim. */
+function ChangeCapacity({ pool, onChange }: { pool: SenderPool; onChange: () => Promise<void> }) {
+  const [open, setOpen] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  const toggle = useRef<HTMLButtonElement>(null);
+  const close = () => {
+    setOpen(false);
+    setError(undefined);
+    toggle.current?.focus();
+  };
+  return (
+    <div class="capacity">
+      <button type="button" class="secondary" ref={toggle} aria-expanded={open} aria-label={`Change capacity of ${pool.name}`} onClick={() => (open ? close() : setOpen(true))}>
+        Change capacity
+      </button>
+      {open && (
+        <form
+          class="row"
+          onSubmit={async (e) => {
+            e.preventDefault();
+            if (busy) return;
+            const value = Number(new FormData(e.currentTarget).get('dailyCapacity'));
+            setBusy(true);
+            setError(undefined);
+            try {
+              await patch(`/v1/sender-pools/${pool.id}`, { dailyCapacity: value });
+              await onChange();
+              close();
+            } catch (err) {
+              setError(err);
+            } finally {
+              setBusy(false);
+            }
+          }}
+        >
+          <Field label={`Daily capacity of ${pool.name}`} hint="most messages in any 24 hours; below what it sent, it waits">
+            <input name="dailyCapacity" type="number" min={0} max={SENDER_LIMITS.dailyCapacity} step={1} required defaultValue={String(pool.dailyCapacity)} />
+          </Field>
+          <button type="submit" aria-disabled={busy || undefined}>
+            {busy ? 'Saving…' : 'Save capacity'}
+          </button>
+          <button type="button" class="secondary" onClick={close}>
+            Cancel
+          </button>
+        </form>
+      )}
+      <ErrorNote error={error} />
+    </div>
   );
 }
 
