@@ -9,12 +9,12 @@ import { CampaignService } from './modules/campaigns/service.ts';
 import { TrackingService } from './modules/tracking/service.ts';
 import { InboundService } from './modules/inbound/service.ts';
 import { AssignmentService } from './modules/sdrs/assign.ts';
-import { DeskMailService } from './modules/sdrs/desk-mail.ts';
+import { DeskMailService, type DeskReactions } from './modules/sdrs/desk-mail.ts';
 import { WebhookService } from './modules/webhooks/service.ts';
 import { ThreadService } from './modules/sdrs/threads.ts';
 import { FollowupService } from './modules/sdrs/followups.ts';
 import { KbService } from './modules/drafts/kb.ts';
-import { DraftService } from './modules/drafts/service.ts';
+import { DraftService, draftsOnManualReply } from './modules/drafts/service.ts';
 import { DashboardService } from './modules/dashboard/service.ts';
 import { DashboardSessionService } from './modules/dashboard/sessions.ts';
 import { DashboardSenderService } from './modules/dashboard/senders.ts';
@@ -26,8 +26,10 @@ import type { DashboardOwners } from './modules/dashboard/owners.ts';
 export function createServices(deps: Deps, em: EntityManager) {
   // Cross-module reactions are wired here, so modules depend one way: inbound mail in an SDR's
   // mailbox joins the SDR's threads through InboundService's ProspectAnswers, drafts send
-  // through the SDR desk, and the dashboard's flows reach other modules through DashboardOwners.
-  const deskMail = new DeskMailService(deps, em);
+  // through the SDR desk, the desk's manual replies supersede drafts through DeskReactions,
+  // and the dashboard's flows reach other modules through DashboardOwners.
+  const deskReactions: DeskReactions = { manualReply: (tx, threadId) => draftsOnManualReply(tx, deps.clock, threadId) };
+  const deskMail = new DeskMailService(deps, em, deskReactions);
   // Addresses taken off the suppression list: the campaigns enroll their leads again.
   const suppressionReactions: SuppressionReactions = { removed: (tx, workspaceId, keys) => new CampaignService(deps, tx).enrollUnsuppressed(workspaceId, keys) };
   const kb = new KbService(deps, em);

@@ -3,9 +3,11 @@
 // no, then yes) and creates an SDR key; the SDR signs in, connects the mailbox through the form
 // (a wrong password first), opens the thread, generates a draft, edits it (a blocked send
 // explains why), sends it, and sees the thread's status change; the prospect's answer appears
-// without a reload. A second SDR's busy desk (55 threads, a mailbox needing reauth, follow-ups
-// overdue and due today) checks that the open thread stays in view and keeps the keyboard focus,
-// at 1280 and 390 px, and that an ended session keeps the reply being written.
+// without a reload. Two tabs on one thread: an unsaved edit in one is offered back when the
+// other regenerates or sends its draft, and a manual reply sets the open drafts aside. A second
+// SDR's busy desk (55 threads, a mailbox needing reauth, follow-ups overdue and due today) checks
+// that the open thread stays in view and keeps the keyboard focus, at 1280 and 390 px, and that
+// an ended session keeps the reply being written.
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -410,6 +412,79 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await p.locator(`[data-thread-view="${graceId}"] p .pill`, { hasText: 'new' }).waitFor();
     await p.locator('[data-status-count="inbox"]').click();
     await waitFor('Grace back in the inbox', async () => (await items.filter({ hasText: 'Grace' }).count()) === 1);
+  });
+
+  it('two tabs on one thread: an edit typed in one is offered back when the other regenerates or sends its draft; a manual reply sets the open drafts aside', async () => {
+    const api = (method: string, path: string, body?: unknown) => world.app.request(method, path, { key: sdrKey, body });
+    const graceId = (await api('GET', '/v1/sdr/inbox?search=grace%40lead.example')).body.data.threads[0].id as string;
+    const gen = await api('POST', '/v1/sdr/drafts/generate', { threadId: graceId, variantCount: 2 });
+    assert.equal(gen.status, 200, JSON.stringify(gen.body));
+    const [v1, v2] = gen.body.data.drafts as { id: string }[];
+    const one = s.page;
+    const two = await world.page(sdrCtx);
+    try {
+      await one.goto(`/inbox/${graceId}`);
+      await two.page.goto(`/inbox/${graceId}`);
+      const view1 = one.locator(`[data-thread-view="${graceId}"]`);
+      const view2 = two.page.locator(`[data-thread-view="${graceId}"]`);
+      await view1.locator(`[data-draft="${v2.id}"]`).waitFor();
+      await view2.locator(`[data-draft="${v2.id}"]`).waitFor();
+
+      // The second tab edits variant 1 and does not save; the first tab regenerates it.
+      const edit = 'My own words for Grace: plans start at 49 per seat, and I can walk your team through it.';
+      await view2.locator(`[data-draft="${v1.id}"]`).getByLabel('Draft text').fill(edit);
+      await view1.locator(`[data-draft="${v1.id}"]`).getByRole('button', { name: 'Regenerate' }).click();
+      const renewed = await waitFor('the new version', async () => {
+        const d = (await api('GET', `/v1/sdr/drafts/${v1.id}`)).body.data.draft;
+        return d.state === 'superseded' && (d.supersededBy as string);
+      });
+      // The second tab learns of it at its next refresh: the edit is offered back, not dropped.
+      const notice = view2.locator(`[data-displaced="${v1.id}"]`);
+      await notice.waitFor({ timeout: 30_000 });
+      assert.match(await notice.getByRole('alert').innerText(), /^This draft was written again \(regenerated\) in another tab or window\. Your unsaved edit of it is kept here/);
+      assert.equal(await notice.getByLabel('Your unsaved edit').inputValue(), edit);
+      await two.check('thread, an edit whose draft was regenerated elsewhere');
+      await notice.getByRole('button', { name: /^Put it into the new version/ }).click();
+      const renewedText = view2.locator(`[data-draft="${renewed}"]`).getByLabel('Draft text');
+      await waitFor('the edit in the new version', async () => (await renewedText.inputValue()) === edit);
+      assert.equal(await notice.count(), 0);
+
+      // The first tab sends the new version as it has it: the second tab's edit comes back again.
+      await view1.locator(`[data-draft="${renewed}"]`).getByRole('button', { name: 'Send this draft' }).click();
+      await waitFor('the draft at the sink', async () => world.sink.received.find((r) => r.to.includes('grace@lead.example') && r.parsed.messageId?.startsWith(`<${renewed}@`)));
+      const sentNotice = view2.locator(`[data-displaced="${renewed}"]`);
+      await sentNotice.waitFor({ timeout: 30_000 });
+      assert.match(await sentNotice.getByRole('alert').innerText(), /^This draft was sent from another tab or window, as it was there: without the changes you made here\./);
+      // Variant 2, superseded by that send, had no edit here: nothing to offer for it.
+      assert.equal(await view2.locator(`[data-displaced="${v2.id}"]`).count(), 0);
+      await sentNotice.getByRole('button', { name: 'Put it into your reply' }).click();
+      await waitFor('the edit in the reply', async () => (await view2.getByLabel('Your reply').inputValue()) === edit);
+      assert.equal(await two.page.evaluate(() => document.activeElement?.id), 'manual-reply');
+
+      // A draft open (with an edit not saved) when the SDR answers by hand: the reply sets it aside.
+      await view2.getByRole('button', { name: 'Generate drafts' }).click();
+      const fresh = view2.locator('[data-draft]').first();
+      await fresh.waitFor({ timeout: 60_000 });
+      const freshId = (await fresh.getAttribute('data-draft'))!;
+      await fresh.getByLabel('Draft text').fill('A draft I started and then wrote by hand instead.');
+      await view2.getByRole('button', { name: 'Send reply' }).click();
+      await view2.getByRole('status').filter({ hasText: /^Reply sent from your mailbox\. The open AI draft was set aside \(superseded\)/ }).waitFor();
+      const manual = await waitFor('the manual reply at the sink', async () => world.sink.received.find((r) => r.to.includes('grace@lead.example') && /walk your team through it/.test(r.parsed.text ?? '')));
+      assert.ok(manual);
+      const setAside = (await api('GET', `/v1/sdr/drafts/${freshId}`)).body.data.draft;
+      assert.deepEqual([setAside.state, setAside.supersededBy], ['superseded', null]);
+      const handNotice = view2.locator(`[data-displaced="${freshId}"]`);
+      await handNotice.waitFor();
+      assert.match(await handNotice.getByRole('alert').innerText(), /^A reply was written by hand and sent on this thread, so this draft was set aside/);
+      assert.equal(await view2.locator('[data-draft]').count(), 0, 'no open draft is offered for sending');
+      await two.check('thread, a draft set aside by a manual reply');
+      await handNotice.getByRole('button', { name: 'Dismiss' }).click();
+      assert.equal(await handNotice.count(), 0);
+      two.assertClean('two tabs');
+      s.assertClean('two tabs, the first');
+    } finally {
+      await two.page.close();
+    }
   });
 
   // A busy desk: another SDR with 55 threads (a page of 50), a follow-up overdue and one due

@@ -275,6 +275,46 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
     assert.equal(desk.sink.received.length, before + 1);
   });
 
+  it("a manual reply supersedes the thread's open drafts (they answer a message answered now): none can go out as a second answer", async () => {
+    const [sent] = (await generate({})).body.data.drafts;
+    assert.equal((await req('POST', `/v1/sdr/drafts/${sent.id}/send`, {})).status, 200);
+    const [discarded] = (await generate({})).body.data.drafts;
+    assert.equal((await req('DELETE', `/v1/sdr/drafts/${discarded.id}`)).status, 204);
+    const { drafts } = (await generate({ variantCount: 2 })).body.data;
+    const [a, b] = drafts as { id: string; bodyText: string }[];
+    assert.equal((await req('PATCH', `/v1/sdr/drafts/${b.id}`, { bodyText: `${b.bodyText}\n\nP.S. edited by hand` })).status, 200);
+    const before = desk.sink.received.length;
+
+    const manual = await req('POST', `/v1/sdr/threads/${desk.threadId}/send-manual`, { bodyText: 'Answering myself: the Team plan is $49 per rep per month.' });
+    assert.equal(manual.status, 200, JSON.stringify(manual.body));
+    assert.equal(desk.sink.received.length, before + 1);
+    for (const d of [a, b]) {
+      const now = (await req('GET', `/v1/sdr/drafts/${d.id}`)).body.data.draft;
+      assert.deepEqual([now.state, now.supersededBy], ['superseded', null], d.id);
+      const again = await req('POST', `/v1/sdr/drafts/${d.id}/send`, {});
+      assert.equal(again.status, 409, JSON.stringify(again.body));
+      assert.equal(again.body.error.code, 'draft_not_sendable');
+      assert.equal(again.body.state, 'superseded');
+      assert.equal((await req('PATCH', `/v1/sdr/drafts/${d.id}`, { bodyText: 'late edit' })).body.error.code, 'draft_not_editable');
+    }
+    assert.equal(desk.sink.received.length, before + 1, 'no second answer');
+    // Drafts already closed keep their state; the thread lists them all, saying what replaced each.
+    assert.equal(await draftState(sent.id), 'sent');
+    assert.equal(await draftState(discarded.id), 'discarded');
+    const listed = (await req('GET', `/v1/sdr/threads/${desk.threadId}`)).body.data.drafts as { id: string; state: string; supersededBy: string | null }[];
+    assert.deepEqual(
+      listed.filter((d) => [a.id, b.id].includes(d.id)).map((d) => [d.state, d.supersededBy]),
+      [
+        ['superseded', null],
+        ['superseded', null],
+      ],
+    );
+    // A draft written after the manual reply answers it as the thread is now: it is open.
+    const [fresh] = (await generate({})).body.data.drafts;
+    assert.equal(await draftState(fresh.id), 'generated');
+    await req('DELETE', `/v1/sdr/drafts/${fresh.id}`);
+  });
+
   it('a draft to an address on the suppression list is not sent: 409 recipient_suppressed, the draft still open', async () => {
     const before = desk.sink.received.length;
     const [d] = (await generate({})).body.data.drafts;

@@ -179,6 +179,8 @@ export interface Draft {
   subject: string;
   bodyText: string;
   bodyHtml: string;
+  /** superseded: the draft that took its place; null when a manual reply superseded it. */
+  supersededBy?: string | null;
   createdAt: string;
   updatedAt: string;
 }

@@ -431,14 +431,26 @@ export function useUnsentText(key: string, initial: string): [string, (v: string
     },
     [key, initial],
   );
-  const clear = useCallback(() => {
-    try {
-      sessionStorage.removeItem(UNSENT + key);
-    } catch {
-      // Nothing kept.
-    }
-  }, [key]);
+  const clear = useCallback(() => forgetUnsentText(key), [key]);
   return [text, set, clear];
+}
+
+/** The text useUnsentText keeps for `key` in this tab, or null. */
+export function keptUnsentText(key: string): string | null {
+  try {
+    return sessionStorage.getItem(UNSENT + key);
+  } catch {
+    return null;
+  }
+}
+
+/** Forgets the text kept for `key` (what useUnsentText's `clear` does). */
+export function forgetUnsentText(key: string) {
+  try {
+    sessionStorage.removeItem(UNSENT + key);
+  } catch {
+    // Nothing kept.
+  }
 }
 
 /** Signing out on purpose forgets every unsent text of the tab. */

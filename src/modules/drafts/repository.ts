@@ -140,6 +140,20 @@ export async function supersedeSiblings(em: EntityManager, threadId: string, sen
   return rows.length;
 }
 
+/**
+ * The thread's open drafts become superseded by a reply the SDR wrote by hand (send-manual):
+ * `superseded_by` stays null, as no draft took their place. The caller locked them
+ * (lockOpenDrafts) first, in a send's lock order.
+ */
+export async function supersedeByManualReply(em: EntityManager, threadId: string, now: Date): Promise<number> {
+  const rows = await sql<{ id: string }>(
+    em,
+    `update drafts set state = 'superseded', superseded_by = null, updated_at = ? where thread_id = ? and state = any(?::text[]) returning id`,
+    [now, threadId, OPEN_STATES],
+  );
+  return rows.length;
+}
+
 export async function markDraftSent(em: EntityManager, draftId: string, sentMessageId: string | null, mail: { bodyText: string; bodyHtml: string }, now: Date): Promise<void> {
   await sql(em, `update drafts set state = 'sent', sent_message_id = ?, body_text = ?, body_html = ?, updated_at = ? where id = ?`, [
     sentMessageId,

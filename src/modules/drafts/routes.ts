@@ -19,7 +19,7 @@ const draft = z.object({
   usage: usage.nullable(),
   latencyMs: z.number().nullable(),
   sentMessageId: z.string().nullable(),
-  supersededBy: z.string().nullable(),
+  supersededBy: z.string().nullable().describe('superseded: the draft that took its place (the new version of a regenerate, or the sibling variant that was sent); null when a manual reply superseded it, and for a draft that is not superseded'),
   createdAt: isoTime,
   updatedAt: isoTime,
 }).meta({ id: 'Draft' });

@@ -3,13 +3,14 @@
 // the SDR's own mailbox. LLM calls run outside any transaction; what a request writes, it
 // writes in one transaction at the end, so a failed request writes nothing.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { OPEN_STATES, discard, draftOf, edit, insertDraft, insightOf, lockDraft, lockOpenDrafts, markDraftSent, supersede, supersedeSiblings, type Approach, type DraftRow, type DraftState, type InsightRow } from './repository.ts';
+import { OPEN_STATES, discard, draftOf, edit, insertDraft, insightOf, lockDraft, lockOpenDrafts, markDraftSent, supersede, supersedeByManualReply, supersedeSiblings, type Approach, type DraftRow, type DraftState, type InsightRow } from './repository.ts';
 import { newId } from '../../adapters/ids.ts';
 import { LlmError, type LlmProvider } from '../../adapters/llm.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { toDate, toIso } from '../../shared/time.ts';
 import { normalizeEmail } from '../../shared/email.ts';
 import type { Deps } from '../../deps.ts';
+import type { Clock } from '../../adapters/clock.ts';
 import type { ThreadScope } from '../sdrs/threads.ts';
 import { replySubject } from '../sending/render.ts';
 import type { DeskMailService, ThreadMail } from '../sdrs/desk-mail.ts';
@@ -25,7 +26,18 @@ import { transaction } from '../../db/transaction.ts';
 
 export type { DraftState, Approach };
 
-
+/**
+ * The SDR answered the thread by hand (send-manual; the desk's reaction, wired in services.ts,
+ * run in the send's transaction before the send is recorded): the thread's open drafts answer
+ * a message that has been answered now, so they become superseded, as a sent draft's siblings
+ * do (`supersededBy` null: no draft took their place). They are locked first, in id order, as
+ * a draft's send locks them before it locks the thread: a send of one of them waits and then
+ * finds it superseded (409 draft_not_sendable). Returns how many were superseded.
+ */
+export async function draftsOnManualReply(em: EntityManager, clock: Clock, threadId: string): Promise<number> {
+  await lockOpenDrafts(em, threadId);
+  return supersedeByManualReply(em, threadId, clock.now());
+}
 
 export function draftView(d: DraftRow) {
   return {

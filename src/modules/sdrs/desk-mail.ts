@@ -34,6 +34,15 @@ export interface SentMail {
   response: string;
 }
 
+/**
+ * What other modules do when the SDR answers a thread by hand (wired in services.ts, so the desk
+ * depends on none of them): the drafts module supersedes the thread's open drafts, which answer
+ * a message that has been answered now. Run in the send's transaction, before it is recorded.
+ */
+export interface DeskReactions {
+  manualReply(tx: EntityManager, threadId: string): Promise<unknown>;
+}
+
 /** A Message-ID in the SDR's domain. */
 function messageIdFor(sdrEmail: string, local: string): string {
   return `<${local}@${sdrEmail.split('@')[1] ?? 'mailgate.local'}>`;
@@ -47,6 +56,7 @@ export class DeskMailService {
   constructor(
     private readonly deps: Deps,
     private readonly em: EntityManager,
+    private readonly reactions?: DeskReactions,
   ) {}
 
   /**
@@ -80,7 +90,7 @@ export class DeskMailService {
     };
     if (!keyed) {
       const sent = await this.transmit(prepared, mail);
-      return transaction(this.em, async (tx) => ({ data: await this.record(tx, prepared, mail, sent) }));
+      return transaction(this.em, async (tx) => ({ data: await this.recordManual(tx, prepared, mail, sent) }));
     }
     return this.em.transactional(async (tx) => {
       // Locked and looked up by the key, not by the Message-ID, whose domain is the mailbox's.
@@ -88,8 +98,18 @@ export class DeskMailService {
       const done = await recordedSendOfKey(tx, { workspaceId, sdrId }, threadId, keyed.stableKey);
       if (done) return { data: { messageId: keyed.id, threadId, status: done.status } };
       const sent = await this.transmit(prepared, mail, keyed);
-      return { data: await this.record(tx, prepared, mail, sent) };
+      return { data: await this.recordManual(tx, prepared, mail, sent) };
     });
+  }
+
+  /**
+   * A manual reply recorded: the reactions first (the thread's open drafts superseded, locked
+   * before the thread as a draft's send locks them), then the send (record). Until 2026-11-30
+   * the drafts stayed open, and one of them could go out as a second answer to the same message.
+   */
+  private async recordManual(tx: EntityManager, p: DeskSend, mail: ThreadMail, sent: SentMail) {
+    await this.reactions?.manualReply(tx, p.thread.id);
+    return this.record(tx, p, mail, sent);
   }
 
   /** The ids of a send-manual with an `Idempotency-Key`: its `msg_` id and the local part of its Message-ID. */

@@ -114,6 +114,7 @@ const threadDraft = z
     subject: z.string(),
     bodyText: z.string(),
     bodyHtml: z.string(),
+    supersededBy: z.string().nullable().describe('superseded: the draft that took its place (the new version of a regenerate, or the sibling variant that was sent); null when a manual reply superseded it, and for a draft that is not superseded'),
     createdAt: isoTime,
     updatedAt: isoTime,
   })

@@ -369,7 +369,7 @@ export async function latestHandoff(em: EntityManager, workspaceId: string, thre
 export async function threadDrafts(em: EntityManager, workspaceId: string, threadId: string) {
   return sql<Record<string, any>>(
     em,
-    `select id, state, subject, body_text, body_html, created_at, updated_at
+    `select id, state, subject, body_text, body_html, superseded_by, created_at, updated_at
        from drafts where thread_id = ? and workspace_id = ? order by created_at asc, id asc`,
     [threadId, workspaceId],
   );
@@ -424,6 +424,12 @@ export async function setSnooze(em: EntityManager, id: string, until: Date | nul
 }
 
 /**
+ * The thread `t` is an active SDR's (sdrs by primary key). A deactivated SDR's follow-ups wait:
+ * no new task, no thread made needs_followup; the first round after activation catches up.
+ */
+export const SDR_ACTIVE = 'exists (select 1 from sdrs s where s.id = t.sdr_id and s.active)';
+
+/**
  * awaiting_reply threads with a pending follow-up due now become needs_followup. In the caller's
  * transaction, in two statements: the threads are locked first (others' locks skipped: they
  * are next round's), then the update reads the tasks in a snapshot taken after the locks. One
@@ -434,7 +440,12 @@ export async function setSnooze(em: EntityManager, id: string, until: Date | nul
  */
 export async function markFollowupsDue(em: EntityManager, now: Date) {
   const due = `exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending' and f.due_at <= ?)`;
-  const locked = await sql<{ id: string }>(em, `select t.id from prospect_threads t where t.status = 'awaiting_reply' and ${due} for update of t skip locked`, [now]);
+  // Only an active SDR's threads: a deactivated SDR's wait, their tasks pending, until activation.
+  const locked = await sql<{ id: string }>(
+    em,
+    `select t.id from prospect_threads t where t.status = 'awaiting_reply' and ${SDR_ACTIVE} and ${due} for update of t skip locked`,
+    [now],
+  );
   if (locked.length === 0) return [];
   return sql<{ id: string }>(
     em,

@@ -140,6 +140,7 @@ export class ThreadService {
         subject: d.subject,
         bodyText: d.body_text,
         bodyHtml: d.body_html,
+        supersededBy: d.superseded_by,
         createdAt: toIso(d.created_at),
         updatedAt: toIso(d.updated_at),
       })),

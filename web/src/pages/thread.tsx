@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, call, del, get, patch, post } from '../api.ts';
 import { allowedTransitions } from '../../../src/modules/sdrs/threads-state.ts';
 import { Link } from '../router.tsx';
-import { Action, ActionRow, Ago, ErrorNote, Field, Pill, useLoad, useUnsentText } from '../ui.tsx';
+import { Action, ActionRow, Ago, copyText, ErrorNote, Field, forgetUnsentText, keptUnsentText, Pill, useLoad, useUnsentText } from '../ui.tsx';
 import { INBOX_POLL_MS } from './inbox.tsx';
 import type { Draft, DraftInsight, Guardrails, ThreadDetail, ThreadMessage } from '../types.ts';
 
@@ -15,8 +15,15 @@ interface Snapshot {
   messages?: { direction: string; subject: string; bodyText: string; at: string | null; stepIndex?: number; classification?: string }[];
 }
 
+/** A draft that can still be edited, sent, regenerated or discarded. */
+const isOpen = (d: Draft) => d.state === 'generated' || d.state === 'edited';
+
+/** Text put back into an editor (a draft's, the reply's): a new object each time, so the same text can come twice. */
+type Restore = { text: string };
+
 export function ThreadView({ id, onChanged }: { id: string; onChanged: () => void }) {
   const thread = useLoad(() => get<{ data: ThreadDetail }>(`/v1/sdr/threads/${id}`), [id], INBOX_POLL_MS);
+  const [toReply, setToReply] = useState<Restore | null>(null);
   const t = thread.data?.data;
   const changed = async () => {
     await thread.reload();
@@ -61,8 +68,15 @@ export function ThreadView({ id, onChanged }: { id: string; onChanged: () => voi
       {t.messages.map((m, i) => (
         <Message key={m.id} m={m} open={i === t.messages.length - 1} />
       ))}
-      <Drafts key={`drafts-${t.id}`} thread={t} onChanged={changed} />
-      <ManualReply key={`reply-${t.id}`} threadId={t.id} onSent={changed} />
+      <Drafts key={`drafts-${t.id}`} thread={t} onChanged={changed} onToReply={(text) => setToReply({ text })} />
+      <ManualReply
+        key={`reply-${t.id}`}
+        threadId={t.id}
+        openDrafts={t.drafts.filter(isOpen).length}
+        restored={toReply}
+        onRestored={() => setToReply(null)}
+        onSent={changed}
+      />
     </article>
   );
 }
@@ -196,7 +210,7 @@ function Scores({ s }: { s: { overall: number; readability: number; personalizat
   );
 }
 
-function Drafts({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => Promise<void> }) {
+function Drafts({ thread, onChanged, onToReply }: { thread: ThreadDetail; onChanged: () => Promise<void>; onToReply: (text: string) => void }) {
   const [insights, setInsights] = useState<Record<string, DraftInsight>>({});
   const [rules, setRules] = useState<{ name: string; effect: string }[]>([]);
   const [instructions, setInstructions] = useState('');
@@ -205,7 +219,21 @@ function Drafts({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => 
   const [error, setError] = useState<unknown>(undefined);
   // A sent draft leaves the list: what its send said is shown here, where it stays in view.
   const [sent, setSent] = useState<{ text: string; guardrails: Guardrails | null } | null>(null);
-  const live = thread.drafts.filter((d) => d.state === 'generated' || d.state === 'edited');
+  const live = thread.drafts.filter(isOpen);
+  // Text put back into an open draft's editor from an edit its old version lost (below).
+  const [restored, setRestored] = useState<Record<string, Restore>>({});
+  const [, setForgotten] = useState(0);
+  // Drafts edited in this tab and no longer open: sent, regenerated or discarded in another tab
+  // or window, or set aside by a manual reply. Their card goes, but the edit is still kept in
+  // the tab (useUnsentText): it is offered back, not dropped without a word.
+  const displaced = thread.drafts
+    .filter((d) => !isOpen(d))
+    .map((d) => ({ draft: d, text: keptUnsentText(`draft.${d.id}`) }))
+    .filter((x): x is { draft: Draft; text: string } => x.text !== null && x.text !== x.draft.bodyText);
+  const forget = (d: Draft) => {
+    forgetUnsentText(`draft.${d.id}`);
+    setForgotten((n) => n + 1);
+  };
   // Insights of drafts generated before this view was opened.
   useLoad(
     async () => {
@@ -276,11 +304,30 @@ function Drafts({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => 
           )}
         </div>
       )}
+      {displaced.map(({ draft: d, text }) => {
+        const successor = liveSuccessor(thread.drafts, d);
+        return (
+          <DisplacedEdit
+            key={d.id}
+            draft={d}
+            text={text}
+            by={d.supersededBy ? thread.drafts.find((x) => x.id === d.supersededBy) : undefined}
+            into={successor ? `the new version (variant ${live.indexOf(successor) + 1})` : 'your reply'}
+            onRestore={() => {
+              if (successor) setRestored((cur) => ({ ...cur, [successor.id]: { text } }));
+              else onToReply(text);
+              forget(d);
+            }}
+            onDismiss={() => forget(d)}
+          />
+        );
+      })}
       {live.map((d, i) => (
         <DraftCard
           key={d.id}
           draft={d}
           variant={i + 1}
+          restored={restored[d.id]}
           insight={insights[d.id]}
           onInsight={(x) => setInsights((cur) => ({ ...cur, [x.draftId]: x }))}
           onSent={(text, guardrails) => setSent({ text, guardrails })}
@@ -288,6 +335,59 @@ function Drafts({ thread, onChanged }: { thread: ThreadDetail; onChanged: () => 
         />
       ))}
     </section>
+  );
+}
+
+/** The open draft that took this one's place (following regenerates), if any. */
+function liveSuccessor(drafts: Draft[], d: Draft): Draft | undefined {
+  const seen = new Set<string>();
+  let next = d.supersededBy ? drafts.find((x) => x.id === d.supersededBy) : undefined;
+  while (next && !isOpen(next) && next.state === 'superseded' && next.supersededBy && !seen.has(next.id)) {
+    seen.add(next.id);
+    next = drafts.find((x) => x.id === next!.supersededBy);
+  }
+  return next && isOpen(next) ? next : undefined;
+}
+
+/** Why a draft this tab was editing is no longer open. */
+function displacedBecause(d: Draft, by: Draft | undefined): string {
+  if (d.state === 'sent') return 'This draft was sent from another tab or window, as it was there: without the changes you made here.';
+  if (d.state === 'discarded') return 'This draft was discarded in another tab or window.';
+  if (!d.supersededBy) return 'A reply was written by hand and sent on this thread, so this draft was set aside: it answered a message that has been answered now.';
+  if (by?.state === 'sent') return 'Another variant was sent on this thread, so this one was set aside.';
+  return 'This draft was written again (regenerated) in another tab or window.';
+}
+
+/**
+ * An edit typed in this tab whose draft changed elsewhere (sent, regenerated, discarded) or was
+ * set aside by a manual reply: said so, with the text to copy or to put back (into the new
+ * version of a regenerated draft, else into the reply written by hand).
+ */
+function DisplacedEdit({ draft, text, by, into, onRestore, onDismiss }: { draft: Draft; text: string; by: Draft | undefined; into: string; onRestore: () => void; onDismiss: () => void }) {
+  const [copied, setCopied] = useState<'' | 'yes' | 'no'>('');
+  return (
+    <div class="draft" data-displaced={draft.id} role="group" aria-label="An edit of a draft that changed">
+      <p class="notice" role="alert">
+        {displacedBecause(draft, by)} Your unsaved edit of it is kept here: copy it, or put it into {into}.
+      </p>
+      <Field label="Your unsaved edit">
+        <textarea rows={6} readOnly value={text} />
+      </Field>
+      <div class="row">
+        <button type="button" onClick={onRestore}>
+          Put it into {into}
+        </button>
+        <button type="button" class="secondary" onClick={async () => setCopied((await copyText(text)) ? 'yes' : 'no')}>
+          Copy
+        </button>
+        <button type="button" class="secondary" onClick={onDismiss}>
+          Dismiss
+        </button>
+      </div>
+      <p aria-live="polite" class="muted">
+        {copied === 'yes' ? 'Copied to the clipboard.' : copied === 'no' ? 'The browser refused the clipboard: select the text and copy it.' : ''}
+      </p>
+    </div>
   );
 }
 
@@ -310,6 +410,7 @@ function GuardrailIssues({ g }: { g: Guardrails }) {
 function DraftCard({
   draft,
   variant,
+  restored,
   insight,
   onInsight,
   onSent,
@@ -317,12 +418,20 @@ function DraftCard({
 }: {
   draft: Draft;
   variant: number;
+  /** An edit put back from an older version of this draft (DisplacedEdit). */
+  restored?: Restore;
   insight?: DraftInsight;
   onInsight: (i: DraftInsight) => void;
   onSent: (text: string, guardrails: Guardrails) => void;
   onChanged: () => Promise<void>;
 }) {
   const [text, setText, forget] = useUnsentText(`draft.${draft.id}`, draft.bodyText);
+  const editor = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => {
+    if (!restored) return;
+    setText(restored.text);
+    editor.current?.focus();
+  }, [restored]);
   const [again, setAgain] = useState('');
   const [blocked, setBlocked] = useState<Guardrails | null>(null);
   const [sendError, setSendError] = useState<unknown>(undefined);
@@ -340,7 +449,7 @@ function DraftCard({
       {insight && <p class="muted">{insight.rationale}</p>}
       <p class="muted">Subject: {draft.subject}</p>
       <Field label="Draft text">
-        <textarea rows={8} value={text} onInput={(e) => setText(e.currentTarget.value)} />
+        <textarea ref={editor} rows={8} value={text} onInput={(e) => setText(e.currentTarget.value)} />
       </Field>
       <ActionRow>
         <Action
@@ -397,8 +506,27 @@ function newKey(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-function ManualReply({ threadId, onSent }: { threadId: string; onSent: () => Promise<void> }) {
+function ManualReply({
+  threadId,
+  openDrafts,
+  restored,
+  onRestored,
+  onSent,
+}: {
+  threadId: string;
+  openDrafts: number;
+  /** A draft's edit put back here (DisplacedEdit), once: after what is written already. */
+  restored: Restore | null;
+  onRestored: () => void;
+  onSent: () => Promise<void>;
+}) {
   const [text, setText, forget] = useUnsentText(`reply.${threadId}`, '');
+  useEffect(() => {
+    if (!restored) return;
+    setText(text.trim() ? `${text}\n\n${restored.text}` : restored.text);
+    onRestored();
+    document.getElementById('manual-reply')?.focus();
+  }, [restored]);
   const [key, setKey] = useState(newKey);
   const [done, setDone] = useState('');
   const [error, setError] = useState<unknown>(undefined);
@@ -413,13 +541,19 @@ function ManualReply({ threadId, onSent }: { threadId: string; onSent: () => Pro
         setDone('');
         if (!text.trim()) return setError(new Error('Write the reply first.'));
         setBusy(true);
+        // The thread's open drafts answer the message this reply answers: the send supersedes them.
+        const setAside = openDrafts;
         try {
           // The same Idempotency-Key for a retried click: a repeat sends nothing twice.
           await call('POST', `/v1/sdr/threads/${threadId}/send-manual`, { bodyText: text }, { 'idempotency-key': key });
           setText('');
           forget();
           setKey(newKey());
-          setDone('Reply sent from your mailbox.');
+          setDone(
+            `Reply sent from your mailbox.${
+              setAside === 0 ? '' : setAside === 1 ? ' The open AI draft was set aside (superseded): it answered the message you have answered now.' : ` The ${setAside} open AI drafts were set aside (superseded): they answered the message you have answered now.`
+            }`,
+          );
           await onSent();
         } catch (err) {
           setError(err);
