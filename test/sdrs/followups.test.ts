@@ -182,6 +182,33 @@ describe('Follow-ups', () => {
       assert.equal((await threadRow(t)).status, 'meeting_booked');
     });
 
+    it("a deactivated SDR's follow-ups wait: no new task (nor from an out-of-office), none falls due; activated again, the next round catches up", async () => {
+      const d = await desk();
+      const r = await rule(d.wsId, { afterMs: DAY });
+      const tasked = await thread(d.wsId, d.sdrA);
+      const others = await thread(d.wsId, d.sdrB);
+      await schedule();
+      await app.services().sdrs.setActive(d.sdrA, false);
+      // A thread the SDR answered just before the deactivation, before a round made its task.
+      const untasked = await thread(d.wsId, d.sdrA);
+      clock.set('2026-04-03T12:00:00.000Z');
+      await schedule();
+      assert.equal((await threadRow(others)).status, 'needs_followup');
+      assert.equal((await tasks(untasked)).length, 0, 'no new task for a deactivated SDR');
+      assert.equal((await threadRow(tasked)).status, 'awaiting_reply', 'its due task makes nothing due');
+      assert.deepEqual((await tasks(tasked)).map((t) => t.status), ['pending'], 'the task waits, not skipped');
+      // An early out-of-office makes no task for the deactivated SDR either.
+      await app.services().followups.onProspectAnswer(untasked, { returnDate: new Date('2026-04-06T09:00:00.000Z') });
+      assert.equal((await tasks(untasked)).length, 0);
+
+      await app.services().sdrs.setActive(d.sdrA, true);
+      await schedule();
+      const [made] = await tasks(untasked);
+      assert.deepEqual([made.rule_id, made.status, made.due_at.toISOString()], [r.id, 'pending', '2026-04-02T12:00:00.000Z']);
+      assert.equal((await threadRow(tasked)).status, 'needs_followup');
+      assert.equal((await threadRow(untasked)).status, 'needs_followup');
+    });
+
     it('concurrent rounds create one task per thread', async () => {
       const d = await desk();
       await rule(d.wsId, { afterMs: DAY });

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
-import type { ThreadScope } from './thread-repository.ts';
+import { SDR_ACTIVE, type ThreadScope } from './thread-repository.ts';
 import type { FollowupRuleRow, FollowupStatus, FollowupTaskRow, ProspectThreadRow } from './rows.ts';
 
 // Follow-up rules and tasks (followup_rules, followup_tasks): the one place that writes them.
@@ -15,14 +15,17 @@ export type TaskRow = Pick<FollowupTaskRow, 'id' | 'thread_id' | 'sdr_id' | 'rul
 export const TASK_COLUMNS = 'f.id, f.thread_id, f.sdr_id, f.rule_id, f.attempt, f.status, f.due_at, f.created_at, t.contact_email, t.contact_name, t.subject';
 
 /**
- * awaiting_reply threads without a pending task, in a workspace with rules, with the time their
- * next task counts from (the later of the last message and the last task closed). One text for
- * the scheduler's claim and for one thread's (an early out-of-office, followups.ts).
+ * awaiting_reply threads without a pending task, of an active SDR, in a workspace with rules,
+ * with the time their next task counts from (the later of the last message and the last task
+ * closed). One text for the scheduler's claim and for one thread's (an early out-of-office,
+ * followups.ts). A deactivated SDR's threads get no task until the SDR is activated again
+ * (SDR_ACTIVE; docs/sdr-desk.md).
  */
 const WITHOUT_TASK = `select t.id, t.workspace_id, t.sdr_id, t.category,
             greatest(t.last_message_at, (select max(f.completed_at) from followup_tasks f where f.thread_id = t.id)) as base
        from prospect_threads t
       where t.status = 'awaiting_reply'
+        and ${SDR_ACTIVE}
         and exists (select 1 from followup_rules r where r.workspace_id = t.workspace_id)
         and not exists (select 1 from followup_tasks f where f.thread_id = t.id and f.status = 'pending')`;
 type ThreadWithoutTask = Pick<ProspectThreadRow, 'id' | 'workspace_id' | 'sdr_id' | 'category'> & { base: string | Date };

@@ -82,7 +82,7 @@ export function SdrsPage() {
                   s.active
                     ? {
                         title: `Deactivate ${s.name}?`,
-                        body: `${s.name}'s API keys and signed-in dashboard sessions are refused from now on, and replies can no longer be assigned to ${s.name}. The threads stay theirs. Activate brings it all back.`,
+                        body: `${s.name}'s API keys and signed-in dashboard sessions are refused from now on, and replies can no longer be assigned to ${s.name}. The threads stay theirs, and their follow-ups pause: no new reminders meanwhile. Activate brings it all back.`,
                         yes: 'Deactivate',
                       }
                     : undefined
