@@ -45,7 +45,7 @@ describe('POST /v1/replies/:replyId/assign', function () {
       key,
       body: { name: 'Assign', senderPoolId: pool.id, sequenceSteps: [{ subject: 'Idea for {{company}}', bodyHtml: '<p>Hi {{firstName}}, a quick idea for {{company}}.</p>' }] },
     });
-    const leads = ['one', 'two', 'three', 'four', 'five', 'six', 'seven'].map((n) => ({ email: `${n}@lead.example`, firstName: n[0].toUpperCase() + n.slice(1), lastName: 'Lead', company: `${n} Corp` }));
+    const leads = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight'].map((n) => ({ email: `${n}@lead.example`, firstName: n[0].toUpperCase() + n.slice(1), lastName: 'Lead', company: `${n} Corp` }));
     await app.request('POST', `/v1/campaigns/${c.body.id}/leads/bulk`, { key, body: { leads } });
     await app.request('POST', `/v1/campaigns/${c.body.id}/start`, { key });
     await dispatcher.runRound();
@@ -83,16 +83,17 @@ describe('POST /v1/replies/:replyId/assign', function () {
                 Buffer.from('%PDF-1.4 our brief').toString('base64'),
                 '--six-part--',
               ]
-            : ['Content-Type: text/plain; charset=utf-8', '', 'Yes, interested! Can you send pricing and a time for a call?']),
+            : // eight@ asks to be removed: an unsubscribe (the address goes on the suppression list).
+              ['Content-Type: text/plain; charset=utf-8', '', lead === 'eight@lead.example' ? 'Please remove me from your mailing list.' : 'Yes, interested! Can you send pricing and a time for a call?']),
           '',
         ].join('\r\n'),
       );
     }
-    for (let i = 0; i < 150 && replyIds.size < 7; i++) {
+    for (let i = 0; i < 150 && replyIds.size < 8; i++) {
       await new Promise((r) => setTimeout(r, 100));
       for (const r of (await app.request('GET', '/v1/replies', { key })).body) replyIds.set(r.email, r.id);
     }
-    assert.equal(replyIds.size, 7);
+    assert.equal(replyIds.size, 8);
     sink.received.length = 0;
   });
   after(async () => {
@@ -321,6 +322,28 @@ describe('POST /v1/replies/:replyId/assign', function () {
     assert.deepEqual([await count('handoffs'), await count('prospect_threads'), await count(`outbound_messages where kind = 'forward'`)], before);
     assert.equal((await db.query(`select forwarded_at from replies where id = $1`, [id])).rows[0].forwarded_at, null);
     sink.users.set(SENDER, 'pw');
+  });
+
+  it('an unsubscribe reply is not assignable: 409 reply_not_assignable, nothing forwarded or written, also with skipIcpCheck and forceForward', async () => {
+    const { sdr } = await seedSdr(app, workspaceId, 'Una Rep', 'una@acme.example');
+    const id = replyIds.get('eight@lead.example')!;
+    assert.equal((await db.query(`select classification from replies where id = $1`, [id])).rows[0].classification, 'unsubscribe');
+    // The desk could never write to the address: it is on the suppression list.
+    assert.equal((await db.query(`select reason from suppressions where email_key = 'eight@lead.example'`)).rows[0].reason, 'reply_unsubscribe');
+    const tables = ['handoffs', 'prospect_threads', 'thread_messages', `outbound_messages where kind = 'forward'`];
+    const counts = async () => {
+      const n: number[] = [];
+      for (const t of tables) n.push(await count(t));
+      return n;
+    };
+    const before = await counts();
+    const res = await assign(id, { sdrId: sdr.id, skipIcpCheck: true, forceForward: true, note: 'please call' });
+    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.equal(res.body.error.code, 'reply_not_assignable');
+    assert.match(res.body.error.message, /asks to be unsubscribed/);
+    assert.deepEqual(await counts(), before);
+    assert.equal((await db.query(`select forwarded_at from replies where id = $1`, [id])).rows[0].forwarded_at, null);
+    assert.equal(sink.received.length, 0, 'nothing forwarded');
   });
 
   it('a stored reply with a NUL in its text: assigned once, its thread message and snapshot without the NUL', async () => {

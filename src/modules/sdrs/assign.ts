@@ -37,6 +37,21 @@ export interface AssignInput {
 
 
 /**
+ * Why a reply cannot be handed to an SDR, or null when it can. A mail system's notice is no
+ * conversation to hand off (contract §5: never a human reply); a prospect who asked to be
+ * removed was put on the suppression list, and the desk writes to no address on it: the thread
+ * would be one the SDR can never answer (until 2026-11-30 the API assigned it and forwarded the
+ * reply; the dashboard offers no Assign button for it).
+ */
+function notAssignable(reply: Pick<ReplyForHandoff, 'classification' | 'decided_by'>): string | null {
+  if (reply.classification === 'bounce') return "is a bounce, not a person's answer";
+  if (reply.decided_by.startsWith('arf:')) return "is a feedback-loop complaint, not a person's answer";
+  if (reply.classification === 'unsubscribe')
+    return 'asks to be unsubscribed (the address went on the suppression list): the SDR desk writes to no one who asked to stop, so it is not handed to an SDR; nothing was forwarded';
+  return null;
+}
+
+/**
  * Assigning a reply to an SDR (spec §4, contract §8): the ICP gate, a real forward of the reply
  * from the sender account that received it, a handoff holding a snapshot of the conversation,
  * and a prospect thread in the SDR's inbox. Everything is checked before the forward goes out;
@@ -52,9 +67,8 @@ export class AssignmentService {
     const reply = await this.reply(workspaceId, replyId);
     const sdr = await sdrOfWorkspace(this.em, workspaceId, input.sdrId);
     if (!sdr || !sdr.active) throw ApiError.invalid(`sdrId: ${input.sdrId} is not an active SDR of this workspace`);
-    // A mail system's notice is no conversation to hand off (contract §5: never a human reply).
-    if (reply.classification === 'bounce' || reply.decided_by.startsWith('arf:'))
-      throw new ApiError(409, 'reply_not_assignable', `reply ${replyId} is a ${reply.classification === 'bounce' ? 'bounce' : 'feedback-loop complaint'}, not a person's answer`);
+    const refused = notAssignable(reply);
+    if (refused) throw new ApiError(409, 'reply_not_assignable', `reply ${replyId} ${refused}`);
     if (!input.skipIcpCheck) await this.icpGate(workspaceId, input);
     if (reply.forwarded_at && !input.forceForward)
       throw new ApiError(409, 'already_forwarded', `reply ${replyId} was already forwarded (${isoOrNull(reply.forwarded_at)}); set forceForward to forward it again`);
