@@ -145,7 +145,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
       wakeup = new SendWakeup(runtime.db.url, () => d.wake(), log);
       await wakeup.start();
       step();
-      watcher = new MailboxWatcher(deps, () => createServices(deps, deps.orm.em.fork()).inbound, { pollIntervalMs: config.imapPollInterval, maxMessageBytes: config.inboundMaxBytes, owner: registry.id });
+      watcher = new MailboxWatcher(deps, () => createServices(deps, deps.orm.em.fork()).inbound, { pollIntervalMs: config.imapPollInterval, answerTimeoutMs: config.imapTimeout, maxMessageBytes: config.inboundMaxBytes, owner: registry.id });
       await watcher.start();
       step();
     }

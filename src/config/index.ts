@@ -78,7 +78,7 @@ export const settings = {
     default: undefined,
     doc: 'PostgreSQL connection string; unset = embedded PostgreSQL under dataDir/pg',
   },
-  dataDir: { env: 'MAILGATE_DATA_DIR', schema: z.string().min(1), default: './data', doc: 'embedded PostgreSQL data and the generated secret key' },
+  dataDir: { env: 'MAILGATE_DATA_DIR', schema: z.string().min(1), default: './data', doc: 'embedded PostgreSQL data, the generated secret key, and the journal of accepted sends a worker stopped during a database outage could not record' },
   secretKey: {
     env: 'MAILGATE_SECRET_KEY',
     schema: z
@@ -120,6 +120,12 @@ export const settings = {
     schema: timer,
     default: '60s',
     doc: 'fallback poll of a mailbox whose server has no IDLE (and the IDLE safety-net re-check)',
+  },
+  imapTimeout: {
+    env: 'MAILGATE_IMAP_TIMEOUT',
+    schema: timer.refine((ms) => ms >= 1_000, 'must be at least 1s'),
+    default: '30s',
+    doc: 'how long a watched mailbox\'s IMAP server has to answer the check of its connection (a NOOP every MAILGATE_IMAP_POLL_INTERVAL); silent for longer, the connection is taken for dead: the mailbox is marked unreachable (an SDR\'s disconnected) and the watch reconnects',
   },
   inboundMaxBytes: {
     env: 'MAILGATE_INBOUND_MAX_BYTES',

@@ -65,13 +65,19 @@ describe('configuration', () => {
 
   it('a duration waited with a timer is at most 24d; the webhook timeout at most 10m', () => {
     // Node fires a timer over 2^31-1 ms after 1 ms: a 30d webhook timeout timed out every attempt at once.
-    for (const env of ['MAILGATE_IMAP_POLL_INTERVAL', 'MAILGATE_SEND_LEASE', 'MAILGATE_SHUTDOWN_TIMEOUT', 'MAILGATE_LLM_TIMEOUT', 'MAILGATE_WORKER_DEAD_AFTER']) {
+    for (const env of ['MAILGATE_IMAP_POLL_INTERVAL', 'MAILGATE_IMAP_TIMEOUT', 'MAILGATE_SEND_LEASE', 'MAILGATE_SHUTDOWN_TIMEOUT', 'MAILGATE_LLM_TIMEOUT', 'MAILGATE_WORKER_DEAD_AFTER']) {
       assert.throws(() => loadConfig({ [env]: '25d' }), new RegExp(`invalid setting ${env}.*at most 24d`), env);
       assert.doesNotThrow(() => loadConfig({ [env]: '24d' }), env);
     }
     assert.throws(() => loadConfig({ MAILGATE_WEBHOOK_TIMEOUT: '30d' }), /invalid setting MAILGATE_WEBHOOK_TIMEOUT.*at most 10m/);
     assert.throws(() => loadConfig({ MAILGATE_WEBHOOK_TIMEOUT: '11m' }), /invalid setting MAILGATE_WEBHOOK_TIMEOUT.*at most 10m/);
     assert.equal(loadConfig({ MAILGATE_WEBHOOK_TIMEOUT: '10m' }).webhookTimeout, 600_000);
+  });
+
+  it('the IMAP answer timeout: 30s by default, at least 1s', () => {
+    assert.equal(loadConfig({}).imapTimeout, 30_000);
+    assert.equal(loadConfig({ MAILGATE_IMAP_TIMEOUT: '45s' }).imapTimeout, 45_000);
+    assert.throws(() => loadConfig({ MAILGATE_IMAP_TIMEOUT: '500ms' }), /invalid setting MAILGATE_IMAP_TIMEOUT.*at least 1s/);
   });
 
   it('unknown keys and broken JSON in config/ stop start-up', () => {

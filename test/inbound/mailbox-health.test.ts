@@ -217,6 +217,45 @@ describe('mailbox health from real IMAP outcomes', function () {
     }
   });
 
+  it('a server that goes silent mid-IDLE without closing the connection: the SDR mailbox is disconnected within the answer timeout, logged once, and the watch reconnects', async () => {
+    // Found on call (2026-11-30): a hung server or a dropped NAT mapping leaves the connection
+    // open and silent; the watch stayed in IDLE and the mailbox `active` for about 10 minutes
+    // (imapflow's socket timeout, twice) while no reply was read.
+    await watcher?.stop();
+    watcher = undefined;
+    const { workspace } = await seedWorkspace(app);
+    imap.addUser('mute@acme.example', 'right');
+    const proxy = await freezingProxy({ hostname: '127.0.0.1', port: imap.port });
+    const rep = await seedSdr(app, workspace.id, 'Mute', 'mute@acme.example');
+    const health = async () =>
+      (await db.query<{ health_state: string; last_synced_at: Date | null }>(`select health_state, last_synced_at from sdr_mailboxes where sdr_id = $1`, [rep.sdr.id])).rows[0];
+    const w = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, answerTimeoutMs: 1_000, tickMs: 300, leaseMs: 3_000 });
+    try {
+      const connected = await app.services().sdrs.connectMail(rep.sdr.id, { smtpUrl: smtp.url(), imapUrl: `imap://mute%40acme.example:right@127.0.0.1:${proxy.port}` });
+      assert.equal(connected.mailbox.healthState, 'active');
+      await w.start();
+      await waitFor('the first sync', async () => (await db.query(`select last_synced_at from mailbox_watches where sdr_id = $1`, [rep.sdr.id])).rows[0]?.last_synced_at);
+      proxy.freeze();
+      const { rows: [{ now: frozenAt }] } = await db.query<{ now: Date }>('select now()');
+      await waitFor('the mailbox disconnected', async () => (await health()).health_state === 'disconnected');
+      // The frozen connection is cut and a new one (the proxy lets new ones through) syncs.
+      await waitFor('the mailbox active again, synced after the freeze', async () => {
+        const h = await health();
+        return h.health_state === 'active' && h.last_synced_at !== null && h.last_synced_at > frozenAt;
+      });
+      await waitFor('the frozen connection closed', async () => proxy.connections === 1);
+      const changes = lines(rep.sdr.id);
+      assert.deepEqual(changes.map((l) => [l.level, l.msg]), [
+        [40, 'SDR mailbox health active -> disconnected'],
+        [30, 'SDR mailbox health disconnected -> active'],
+      ]);
+      assert.match(changes[0].response ?? '', /did not answer a NOOP within 1 s/);
+    } finally {
+      await w.stop();
+      await proxy.close();
+    }
+  });
+
   it("reconnecting an SDR to another mailbox starts its watch afresh; the same mailbox again keeps the cursor", async () => {
     const { workspace } = await seedWorkspace(app);
     const s = app.services();

@@ -12,6 +12,11 @@ import { leaseWatches, releaseWatches, setWatchStatus, resetCursor, touchWatch, 
 export interface WatcherOptions {
   /** Fallback poll when a server has no IDLE (MAILGATE_IMAP_POLL_INTERVAL). */
   pollIntervalMs: number;
+  /**
+   * How long the server has to answer the check of the connection after each poll interval
+   * (MAILGATE_IMAP_TIMEOUT): silent for longer, the connection is taken for dead.
+   */
+  answerTimeoutMs?: number;
   /** Use IDLE when the server offers it (tests turn it off to exercise polling). */
   useIdle?: boolean;
   /** How long a mailbox lease lasts without renewal; another worker takes over after it. */
@@ -50,6 +55,37 @@ const MESSAGE_FETCH_ATTEMPTS = 5;
  * stop (a shutdown, a lease handed over) waited as long.
  */
 const LOGOUT_MS = 2_000;
+
+/** MAILGATE_IMAP_TIMEOUT's default (config/index.ts). */
+const ANSWER_TIMEOUT_MS = 30_000;
+
+/**
+ * The server did not answer the check of the connection in time: it went silent without closing
+ * the connection (a hung server, a NAT mapping or firewall state dropped on the way). Not our
+ * side's failure: the mailbox is unreachable (an SDR's disconnected) until a reconnect works.
+ */
+class SilentServer extends Error {
+  constructor(ms: number) {
+    super(`the IMAP server did not answer a NOOP within ${ms / 1000} s (the connection went silent)`);
+  }
+}
+
+/**
+ * The check of a connection between two waits: a NOOP (which ends an IDLE first), answered
+ * within `ms`, or SilentServer is thrown (the NOOP's own failure is thrown as it is). imapflow's
+ * own limit on a silent connection is its socket timeout, 5 minutes without traffic and then 5
+ * more for a NOOP of its own: a watch in IDLE on a silent server stayed `ok` for about 10 minutes
+ * while no reply was read.
+ */
+async function answered(client: ImapFlow, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const silent = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new SilentServer(ms)), ms)));
+  try {
+    await Promise.race([client.noop(), silent]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Logs out, or cuts the connection when the server has not answered within `ms`. */
 async function logoutWithin(client: ImapFlow, ms: number): Promise<void> {
@@ -285,14 +321,18 @@ class MailboxSession {
         await ours(touchWatch(this.deps.orm.em.fork(), this.watch.id, this.deps.clock.now()));
         if (idle) {
           // IDLE until the server reports new mail (the 'exists' event) or a poll interval
-          // passes (a safety net against silently dropped connections).
+          // passes (a safety net against silently dropped connections: the check below must be
+          // answered within answerTimeoutMs).
           const idling = client.idle().catch(() => {});
           await this.sleep(this.opts.pollIntervalMs);
-          if (!closed && !this.stopped) await client.noop().catch(() => {});
+          // A failed NOOP is left to the 'close' event (the connection dropped), as before.
+          if (!closed && !this.stopped) await answered(client, this.opts.answerTimeoutMs).catch((err: unknown) => {
+            if (err instanceof SilentServer) throw err;
+          });
           await idling;
         } else {
           await this.sleep(this.opts.pollIntervalMs);
-          if (!closed && !this.stopped) await client.noop();
+          if (!closed && !this.stopped) await answered(client, this.opts.answerTimeoutMs);
         }
       }
     } finally {
@@ -511,7 +551,7 @@ export class MailboxWatcher {
     { owner, ...opts }: WatcherOptions,
   ) {
     this.owner = owner ?? `${os.hostname()}.${process.pid}.${randomBytes(3).toString('hex')}`;
-    this.opts = { useIdle: true, leaseMs: 30_000, tickMs: 5_000, maxMailboxes: 500, maxMessageBytes: INBOUND_MAX_BYTES_DEFAULT, messageFetchAttempts: MESSAGE_FETCH_ATTEMPTS, ...opts };
+    this.opts = { useIdle: true, answerTimeoutMs: ANSWER_TIMEOUT_MS, leaseMs: 30_000, tickMs: 5_000, maxMailboxes: 500, maxMessageBytes: INBOUND_MAX_BYTES_DEFAULT, messageFetchAttempts: MESSAGE_FETCH_ATTEMPTS, ...opts };
   }
 
   async start(): Promise<void> {
