@@ -12,6 +12,7 @@ import { SendWakeup } from './modules/sending/wakeup.ts';
 import { recurringJobs } from './jobs/registry.ts';
 import { SmtpMessenger } from './adapters/smtp.ts';
 import { SendDispatcher } from './modules/sending/dispatcher.ts';
+import { replayUnrecorded } from './modules/sending/unrecorded.ts';
 import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { MailboxWatcher } from './modules/inbound/watcher.ts';
 import { WorkerRegistry } from './modules/workers/registry.ts';
@@ -71,7 +72,9 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
       const left = () => Math.max(0, endsAt - Date.now());
       const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeout);
       deadline.unref();
-      dispatcher?.stop();
+      // Accepted messages whose outcome the database cannot take yet are retried until the
+      // deadline, then journaled in the data directory (dispatcher.close).
+      dispatcher?.stop(endsAt);
       await wakeup?.stop();
       webhooks?.stop();
       await watcher?.stop().catch((err) => log.error({ err }, 'mailbox watcher did not stop cleanly'));
@@ -112,6 +115,11 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
     else remindOfAdminKeyFile(config, log);
 
     if (role !== 'api') {
+      // Accepted messages a worker with this data directory could not record before it stopped
+      // (the database unreachable until its deadline) are recorded sent before anything is
+      // claimed (modules/sending/unrecorded.ts).
+      await replayUnrecorded(deps, config.dataDir).catch((err: unknown) => log.error({ err, dataDir: config.dataDir }, 'the unrecorded sends journal could not be replayed; the messages it names may be sent again'));
+      step();
       // Registered before anything is claimed: every lease below names this worker, and the
       // others take it all over if its heartbeat stops (modules/workers/registry.ts).
       registry = new WorkerRegistry(runtime.db.url, deps.clock, log, {
@@ -131,6 +139,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
         retryDelaysMs: config.smtpRetryDelays,
         leaseMs: config.sendLease,
         workerId: registry.id,
+        dataDir: config.dataDir,
       });
       webhooks = new WebhookDispatcher(deps, { owner: registry.id });
       // Before any round: a webhook disabled, deleted or moved through the API (this process or

@@ -27,6 +27,10 @@ export class SmtpSink {
   port = 0;
   /** The recipients of every transaction that reached its data, whether or not it ended (a client may drop it mid-DATA). */
   readonly dataBegun: string[][] = [];
+  /** The recipients of every transaction whose data ended (the client sent its final CRLF.CRLF), before it is answered. */
+  readonly dataEnded: string[][] = [];
+  /** While set, the answer to the end of each message's data waits for it (after `delayMs`): the test decides when the server accepts. */
+  hold?: Promise<void>;
   /** Errors of client connections (e.g. ECONNRESET from a killed client). */
   readonly connectionErrors: Error[] = [];
   private server?: SMTPServer;
@@ -72,7 +76,9 @@ export class SmtpSink {
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', async () => {
+          this.dataEnded.push(session.envelope.rcptTo.map((r) => r.address));
           if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
+          if (this.hold) await this.hold;
           const answer = this.dataAnswers.get(session.envelope.rcptTo[0]?.address.toLowerCase() ?? '');
           if (answer) {
             const err = new Error(answer[1]) as Error & { responseCode: number };

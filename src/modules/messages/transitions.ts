@@ -261,7 +261,10 @@ export async function lockMessage(em: EntityManager, id: string): Promise<void> 
   await sql(em, `select 1 from outbound_messages where id = ? for update`, [id]);
 }
 
-/** The writer of answered copies' outcomes (`claimed_by`, and their tallies' writer rows). */
+/**
+ * The writer of answered copies' outcomes (`claimed_by`, and their tallies' writer rows), and of
+ * the copies a stopped worker's journal names (recordJournaledCopy).
+ */
 export const ANSWERED_COPY = 'answered-copy';
 
 /**
@@ -313,6 +316,32 @@ export async function recordAnsweredCopy(em: EntityManager, copy: AcceptedOutcom
     ANSWERED_COPY,
   ]);
   return rows.some((r) => r.k === 'sent');
+}
+
+/**
+ * recordAnsweredCopy for a copy known by its id alone: an accepted message whose worker could
+ * not write its outcome before it stopped (the database unreachable until its shutdown's
+ * deadline) and wrote it to its journal instead (sending/unrecorded.ts). The locks are taken in
+ * the writers' order, as the inbound path's (inbound/service.ts recordCopy): a message being
+ * sent (again) before its enrollment, a waiting one after it. Returns whether it was recorded,
+ * and the state and claim the message had (a `sent` one claimed by another worker went out
+ * again).
+ */
+export async function recordJournaledCopy(
+  em: EntityManager,
+  copy: AcceptedOutcome,
+  sentBy: string,
+  now: Date,
+): Promise<{ recorded: boolean; state: string | null; claimedBy: string | null }> {
+  const [m] = await sql<{ state: string; claimed_by: string | null; enrollment_id: string }>(
+    em,
+    `select state, claimed_by, enrollment_id from outbound_messages where id = ?`,
+    [copy.id],
+  );
+  if (!m) return { recorded: false, state: null, claimedBy: null };
+  if (m.state === 'sending') await lockMessage(em, copy.id);
+  await lockEnrollment(em, m.enrollment_id);
+  return { recorded: await recordAnsweredCopy(em, copy, now, sentBy), state: m.state, claimedBy: m.claimed_by };
 }
 
 /** The message facts a bounce or failure needs. */

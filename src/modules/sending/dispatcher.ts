@@ -15,11 +15,15 @@ import { requeue, requeueClaimed, requeueExpired, cancel } from '../messages/tra
 import { endEnrollments, lockEnrollment } from '../messages/enrollments.ts';
 import { recordSenderSuccess, logSenderTransition } from '../senders/health.ts';
 import { databaseUnreachable } from '../../db/sql.ts';
+import { journalUnrecorded } from './unrecorded.ts';
 
 /** Outcomes that are the account's failure, not the message's (sending/outcomes.ts). */
 const ACCOUNT_FAILURES = new Set(['unreachable', 'rate_limited', 'auth_failed']);
 
-/** Delays between writes of an accepted message's outcome while the database cannot be reached (record). */
+/**
+ * Delays between writes of an accepted message's outcome while the database cannot be reached
+ * (record), and between tries to give back a message that did not go out (giveBack).
+ */
 const RECORD_RETRY_MS = [250, 500, 1_000, 2_000, 5_000];
 
 /** How many pools one round sends for at once. */
@@ -30,6 +34,23 @@ class NotSendable extends Error {
   constructor() {
     super('the guard refused the message before the end of its data');
   }
+}
+
+/** An accepted message's outcome was not written by the shutdown's deadline (record; giveUp logs it). */
+class Unrecorded extends Error {
+  constructor(cause: unknown) {
+    super('the outcome of an accepted message could not be written before the shutdown deadline', { cause });
+  }
+}
+
+/** An accepted message whose outcome the database could not take yet (record). */
+interface UnrecordedAccepted {
+  p: ReadyMessage;
+  response: string;
+  /** When the first write failed: about when the server accepted it. */
+  at: Date;
+  /** Logged at error (and journaled) as not recorded: giveUp did it. */
+  givenUp: boolean;
 }
 
 export interface RoundResult {
@@ -66,6 +87,15 @@ export class SendDispatcher {
   /** Messages this worker has claimed and not yet recorded or released: their lease is renewed (in-flight.ts). */
   private readonly held: HeldMessages;
   private stopping = false;
+  /** Until when (Date.now()) an accepted outcome's write is retried once stopping: the shutdown's deadline (stop). */
+  private retryUntil = Infinity;
+  /** Accepted messages whose outcome the database could not take yet, by id (record). */
+  private readonly unrecorded = new Map<string, UnrecordedAccepted>();
+  /** Called once `unrecorded` is empty (drain waits for it). */
+  private recordedWaiters: Array<() => void> = [];
+  /** Messages that did not go out, waiting for the database to take them back (giveBack), and how many it took back since. */
+  private readonly givingBack = new Set<string>();
+  private givenBack = 0;
   /** The round `wake` started, if it is running; `wokenAgain` asks for one more after it. */
   private woken?: Promise<void>;
   private wokenAgain = false;
@@ -92,6 +122,12 @@ export class SendDispatcher {
       workerId?: string;
       /** How long a connection limit lowered for an account holds before it is raised by one (in-flight.ts ConnectionLimits). */
       connectionRecoveryMs?: number;
+      /**
+       * The data directory (MAILGATE_DATA_DIR), where a stopping worker journals the accepted
+       * messages whose outcome the database could not take before its deadline (unrecorded.ts);
+       * without it they are only logged.
+       */
+      dataDir?: string;
     },
   ) {
     this.workerId = opts.workerId ?? `${process.pid}.${randomBytes(4).toString('hex')}`;
@@ -135,18 +171,28 @@ export class SendDispatcher {
   }
 
   /**
-   * Waits (at most `timeoutMs`) for a round `wake` started to finish its messages: at shutdown,
-   * after `stop` and before the messenger closes (the job runner drains its own rounds).
+   * Waits (at most `timeoutMs`) for a round `wake` started to finish its messages, and for every
+   * accepted message's outcome to be written (record retries it while the database cannot be
+   * reached, whichever round sent it): at shutdown, after `stop` and before the messenger
+   * closes (the job runner drains its own rounds, but gives up on them when it cannot reach the
+   * database).
    */
   async drain(timeoutMs: number): Promise<void> {
-    if (!this.woken) return;
+    const recorded = this.unrecorded.size ? new Promise<void>((r) => this.recordedWaiters.push(r)) : undefined;
+    if (!this.woken && !recorded) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.woken, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    await Promise.race([Promise.all([this.woken, recorded]), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
   }
 
-  /** Releases the dispatcher's own connections (after the last round). */
+  /**
+   * Releases the dispatcher's own connections (after the last round, at the shutdown's
+   * deadline). Accepted messages whose outcome is still not written are given up first (giveUp):
+   * a round may be stuck in a write on a connection that does not answer.
+   */
   async close(): Promise<void> {
+    this.retryUntil = Math.min(this.retryUntil, Date.now());
+    for (const u of this.unrecorded.values()) this.giveUp(u);
     await this.woken;
     await this.held.close();
     await this.statements.close();
@@ -163,9 +209,20 @@ export class SendDispatcher {
     return this.opts.leaseMs ?? 10 * 60_000;
   }
 
-  /** Stop claiming; messages already claimed finish. */
-  stop(): void {
+  /**
+   * Stop claiming; messages already claimed finish. An accepted message whose outcome the
+   * database cannot take is written again until `retryUntil` (Date.now(), the shutdown's
+   * deadline; by default now): the database may be back within it (a restart, a failover).
+   */
+  stop(retryUntil = Date.now()): void {
     this.stopping = true;
+    this.retryUntil = retryUntil;
+    if (this.unrecorded.size) {
+      this.deps.log.warn(
+        { messageIds: [...this.unrecorded.keys()], until: new Date(retryUntil).toISOString() },
+        'stopping with accepted messages whose outcome the database cannot take yet: their writes are retried until the shutdown deadline',
+      );
+    }
   }
 
   private em() {
@@ -283,9 +340,10 @@ export class SendDispatcher {
   private async sendAll(batch: ReadyMessage[], result: RoundResult): Promise<void> {
     const healthy = new Set<string>();
     const batchStarted = performance.now();
-    // Campaigns of this batch with a message its guard refused (paused, most often): their
-    // other messages wait for their guard before starting a transaction, instead of each
-    // starting one only to drop its connection before the end of its data.
+    // Campaigns of this batch with a message its guard refused (paused, most often) or could
+    // not answer (the database unreachable): their other messages wait for their guard before
+    // starting a transaction, instead of each starting one only to drop its connection before
+    // the end of its data.
     const refused = new Set<string>();
     await Promise.all(batch.map((p) => this.sendOne(p, result, healthy, refused)));
     // Accounts whose server accepted mail are healthy (once per batch, off the hot path).
@@ -365,7 +423,14 @@ export class SendDispatcher {
       }
       const beforeEnd = async () => {
         await takePlace();
-        if (await go) return;
+        // A guard that could not be answered (the database unreachable) stops the data too: the
+        // message is not sent, and the dropped connection is not its account's failure.
+        const allowed = await go.catch((err: unknown) => {
+          abandoned = true;
+          refused.add(p.message.campaignId);
+          throw err;
+        });
+        if (allowed) return;
         abandoned = true;
         refused.add(p.message.campaignId);
         throw new NotSendable();
@@ -392,6 +457,9 @@ export class SendDispatcher {
       this.deps.metrics.smtpOutcomes.inc({ outcome: kind });
       this.deps.metrics.smtpDuration.observe({ outcome: kind }, (performance.now() - started) / 1000);
     } catch (err) {
+      // Before the end of any data (the transaction's own failures are outcomes): not sent.
+      // Returned, not awaited: the slot is released (finally) while giveBack waits.
+      if (databaseUnreachable(err)) return this.giveBack(p, err);
       this.deps.log.error({ err, messageId: p.message.id }, 'sending a message failed unexpectedly; it stays claimed until its lease expires');
       return;
     } finally {
@@ -406,6 +474,8 @@ export class SendDispatcher {
       try {
         allowed = await go;
       } catch (err) {
+        // Its data never ended: not sent.
+        if (databaseUnreachable(err)) return this.giveBack(p, err);
         this.deps.log.error({ err, messageId: p.message.id }, 'the guard of a message failed; it stays claimed until its lease expires');
         return;
       }
@@ -418,7 +488,9 @@ export class SendDispatcher {
       // Not an attempt and not the account's failure: the message is due as it was, and the next
       // claim gives it to a connection that works (this worker now opens fewer).
       await requeue(this.em(), p.message.id, this.workerId, this.deps.clock.now()).catch((err: unknown) =>
-        this.deps.log.error({ err, messageId: p.message.id }, 'requeueing a message refused as one connection too many failed; it stays claimed until its lease expires'),
+        databaseUnreachable(err)
+          ? this.giveBack(p, err)
+          : this.deps.log.error({ err, messageId: p.message.id }, 'requeueing a message refused as one connection too many failed; it stays claimed until its lease expires'),
       );
       result.retried++;
       return;
@@ -439,6 +511,8 @@ export class SendDispatcher {
       }
       else if (recorded === 'retry' || recorded === 'account_failed') result.retried++;
     } catch (err) {
+      // Not written by the shutdown's deadline: giveUp logs it (once) and journals it.
+      if (err instanceof Unrecorded) return;
       this.deps.log.error({ err, messageId: p.message.id }, 'recording an SMTP outcome failed; the message stays claimed until its lease expires');
     }
   }
@@ -446,23 +520,109 @@ export class SendDispatcher {
   /**
    * Records a message's outcome. An accepted message's outcome is written again while
    * PostgreSQL cannot be reached (a restart, a failover: the connection refused or cut), until
-   * it is written or the worker stops: left unwritten, the message stayed `sending`, no longer
-   * held, and once its lease ran out the next round sent the lead a second copy, although this
-   * live worker knew the server had the first. Meanwhile the message keeps its acceptance place
-   * and its lease (renewed as soon as the database answers), so its account's next message does
-   * not end its data either: sending waits for the database, as it does for a stalled one.
+   * it is written or, once the worker is stopping, until the shutdown's deadline (stop): left
+   * unwritten, the message stayed `sending`, no longer held, and once its lease ran out (or its
+   * stopped worker was taken for dead) another round sent the lead a second copy, although this
+   * worker knew the server had the first. Meanwhile the message keeps its acceptance place and
+   * its lease (renewed as soon as the database answers), so its account's next message does not
+   * end its data either: sending waits for the database, as it does for a stalled one. Past the
+   * deadline Unrecorded is thrown, and giveUp has logged it and journaled it.
    */
   private async record(p: ReadyMessage, outcome: SendOutcome) {
     for (let attempt = 0; ; attempt++) {
       try {
         const recorded = await this.outcomes.record(() => this.em(), p.message, outcome, this.workerId);
         if (attempt) this.deps.log.info({ messageId: p.message.id, attempts: attempt + 1 }, 'the outcome of an accepted message was written once the database was back');
+        if (this.unrecorded.delete(p.message.id) && !this.unrecorded.size) for (const r of this.recordedWaiters.splice(0)) r();
         return recorded;
       } catch (err) {
-        if (outcome.kind !== 'accepted' || !databaseUnreachable(err) || this.stopping) throw err;
-        const delay = RECORD_RETRY_MS[Math.min(attempt, RECORD_RETRY_MS.length - 1)];
+        let u = this.unrecorded.get(p.message.id);
+        // Given up at the deadline (close): whatever this write met, it is logged and journaled.
+        if (u?.givenUp) throw new Unrecorded(err);
+        if (outcome.kind !== 'accepted' || !databaseUnreachable(err)) throw err;
+        if (!u) this.unrecorded.set(p.message.id, (u = { p, response: outcome.response, at: this.deps.clock.now(), givenUp: false }));
+        const delay = Math.min(RECORD_RETRY_MS[Math.min(attempt, RECORD_RETRY_MS.length - 1)], this.retryUntil - Date.now());
+        if (delay <= 0) {
+          this.giveUp(u);
+          throw new Unrecorded(err);
+        }
         if (!attempt) this.deps.log.warn({ err, messageId: p.message.id, retryInMs: delay }, 'the server accepted a message but the database cannot be reached to record it; retrying until it can');
         await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
+  /**
+   * An accepted message whose outcome the database did not take by the shutdown's deadline: the
+   * other workers would send it again (its claim runs out, or its stopped worker is taken for
+   * dead). Logged once at error with what reconciling it needs, and journaled in the data
+   * directory (unrecorded.ts), from which the next start of a worker with that directory
+   * records it sent. Left in `unrecorded`: a write under way that succeeds after all removes it.
+   */
+  private giveUp(u: UnrecordedAccepted): void {
+    if (u.givenUp) return;
+    u.givenUp = true;
+    const m = u.p.message;
+    const entry = {
+      messageId: m.id,
+      workerId: this.workerId,
+      senderAccountId: m.senderAccountId,
+      acceptedAt: u.at.toISOString(),
+      response: u.response,
+      messageIdHeader: m.messageIdHeader,
+      subject: m.subject,
+      inReplyTo: m.inReplyTo,
+      references: m.references,
+    };
+    let journal: string | null = null;
+    let journalError: unknown;
+    if (this.opts.dataDir) {
+      try {
+        journal = journalUnrecorded(this.opts.dataDir, entry);
+      } catch (err) {
+        journalError = err;
+      }
+    }
+    this.deps.log.error(
+      { messageId: m.id, campaignId: m.campaignId, enrollmentId: m.enrollmentId, senderAccountId: m.senderAccountId, messageIdHeader: m.messageIdHeader, acceptedAt: entry.acceptedAt, response: u.response, journal, journalError },
+      journal
+        ? 'the server accepted a message but its outcome could not be written before the shutdown deadline (the database cannot be reached): journaled, the next start of a worker with this data directory records it sent'
+        : 'the server accepted a message but its outcome could not be written before the shutdown deadline (the database cannot be reached), nor journaled: another worker may send it again; reconcile it by its messageId',
+    );
+  }
+
+  /**
+   * A message that did not go out (its data never ended) and could not be given back to the
+   * queue because the database could not be reached (its guard's statement or its requeue
+   * failed). It is given back as soon as the database answers, as it was and without counting an
+   * attempt, instead of waiting for its lease to run out (10 minutes by default). It stays held
+   * meanwhile (its lease renewed when the database answers). A stopping worker stops trying: its
+   * deregistration gives back what it still holds, or the other workers do once it is taken for
+   * dead.
+   */
+  private async giveBack(p: ReadyMessage, err: unknown): Promise<void> {
+    // Logged once for all the messages of an outage (a batch's worth at once), each at debug.
+    if (!this.givingBack.size) this.deps.log.warn({ err }, 'messages that did not go out cannot be given back to the queue while the database cannot be reached; retrying until it can');
+    this.givingBack.add(p.message.id);
+    this.deps.log.debug({ messageId: p.message.id }, 'a message that did not go out waits for the database to take it back');
+    try {
+      for (let attempt = 0; !this.stopping; attempt++) {
+        await new Promise((r) => setTimeout(r, RECORD_RETRY_MS[Math.min(attempt, RECORD_RETRY_MS.length - 1)]));
+        try {
+          await requeue(this.em(), p.message.id, this.workerId, this.deps.clock.now());
+          this.givenBack++;
+          return;
+        } catch (e) {
+          if (databaseUnreachable(e)) continue;
+          this.deps.log.error({ err: e, messageId: p.message.id }, 'giving back a message that did not go out failed; it stays claimed until its lease expires');
+          return;
+        }
+      }
+    } finally {
+      this.givingBack.delete(p.message.id);
+      if (!this.givingBack.size && this.givenBack) {
+        this.deps.log.info({ messages: this.givenBack }, 'messages that did not go out during the database outage are back in the queue');
+        this.givenBack = 0;
       }
     }
   }
