@@ -44,7 +44,8 @@ function useThemeChanges(): number {
   return changes;
 }
 
-export function TimelineChart({ points, label }: { points: TimelinePoint[]; label: string }) {
+/** `period`: the span the points cover, said before the totals ("the last 48 hours"). */
+export function TimelineChart({ points, label, period }: { points: TimelinePoint[]; label: string; period: string }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const theme = useThemeChanges();
@@ -78,6 +79,7 @@ export function TimelineChart({ points, label }: { points: TimelinePoint[]; labe
   return (
     <figure class="chart-figure">
       <div class="legend" aria-hidden="true">
+        <span class="muted">In {period}:</span>
         {SERIES.map(([k], i) => (
           <span key={k}>
             <span class={`swatch sw-${k}`} />
@@ -85,7 +87,7 @@ export function TimelineChart({ points, label }: { points: TimelinePoint[]; labe
           </span>
         ))}
       </div>
-      <div ref={box} class="chart" role="img" aria-label={`${label}: ${SERIES.map(([k], i) => `${totals[i]} ${k}`).join(', ')} over ${points.length} buckets`} />
+      <div ref={box} class="chart" role="img" aria-label={`${label}: ${SERIES.map(([k], i) => `${totals[i]} ${k}`).join(', ')} in ${period}`} />
       <details>
         <summary>The numbers</summary>
         <div class="table-wrap">

@@ -15,6 +15,8 @@ export function CampaignPage({ id }: { id: string }) {
   const campaign = useLoad(() => get<Campaign>(`/v1/campaigns/${id}`), [id], STATS_POLL_MS);
   const stats = useLoad(() => get<CampaignStats>(`/v1/campaigns/${id}/stats`), [id], STATS_POLL_MS);
   const [leadsVersion, setLeadsVersion] = useState(0);
+  // Step edits not saved yet: Start and Resume send the saved steps, so they wait for a save.
+  const [stepsDirty, setStepsDirty] = useState(false);
   const c = campaign.data;
   if (campaign.error && !c) {
     return (
@@ -28,6 +30,9 @@ export function CampaignPage({ id }: { id: string }) {
   if (!c) return <p class="loading">Loading…</p>;
   const s = stats.data;
   const startOrResume = async () => {
+    // Started as they are, the saved steps (or none: "no sequence steps") went out while the
+    // page showed other text, and a running campaign's steps cannot change.
+    if (stepsDirty) throw new Error(`The steps have changes that are not saved, and the campaign sends the saved ones: press Save steps (or undo the changes), then ${c.status === 'paused' ? 'Resume' : 'Start'}.`);
     await post(`/v1/campaigns/${id}/start`);
     // Starting queues the first step of every lead: the leads table shows it now, not at its next poll.
     setLeadsVersion((v) => v + 1);
@@ -46,7 +51,7 @@ export function CampaignPage({ id }: { id: string }) {
         <Action
           class={c.status === 'running' ? 'secondary' : undefined}
           name={c.status === 'draft' ? 'Start' : c.status === 'paused' ? 'Resume' : 'Pause'}
-          resetOn={`${c.status} ${s?.totalEnrolled} ${c.sequenceSteps.length} ${c.senderPoolId}`}
+          resetOn={`${c.status} ${s?.totalEnrolled} ${c.sequenceSteps.length} ${c.senderPoolId} ${stepsDirty}`}
           run={c.status === 'running' ? pause : startOrResume}
         >
           {c.status === 'draft' ? 'Start' : c.status === 'paused' ? 'Resume' : 'Pause'}
@@ -73,7 +78,7 @@ export function CampaignPage({ id }: { id: string }) {
         </p>
       )}
       <Timeline campaigns={[c]} campaignId={id} fixed />
-      <Steps campaign={c} onSaved={campaign.reload} />
+      <Steps campaign={c} onSaved={campaign.reload} onDirty={setStepsDirty} />
       <Settings campaign={c} onSaved={campaign.reload} />
       <Leads id={id} version={leadsVersion} />
       <CsvImport
@@ -116,7 +121,7 @@ function keptSteps(json: string): SequenceStep[] | null {
   }
 }
 
-function Steps({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Promise<void> }) {
+function Steps({ campaign, onSaved, onDirty }: { campaign: Campaign; onSaved: () => Promise<void>; onDirty: (dirty: boolean) => void }) {
   const locked = campaign.status === 'running';
   const serverSteps = campaign.sequenceSteps.map((s) => ({ subject: s.subject, bodyHtml: s.bodyHtml, delayHours: s.delayHours }));
   // Edits not saved yet are kept in the tab, as an SDR's reply is: a reload, a visit to another
@@ -135,6 +140,7 @@ function Steps({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Promi
   const section = useRef<HTMLElement>(null);
   const focusInvalid = useRef(false);
   const dirty = JSON.stringify(steps) !== JSON.stringify(serverSteps);
+  useEffect(() => onDirty(dirty && !locked), [dirty, locked]);
   const update = (i: number, change: Partial<SequenceStep>) => {
     setSteps(steps.map((s, j) => (j === i ? { ...s, ...change } : s)));
     const gone = Object.keys(change).map((k) => `sequenceSteps[${i}].${k}`);
@@ -294,6 +300,9 @@ const DAYS: Day[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
 function Settings({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Promise<void> }) {
   const pools = useLoad(() => get<SenderPool[]>('/v1/sender-pools'), []);
   const [pool, setPool] = useState(campaign.senderPoolId ?? '');
+  // The server sets the pool itself too (Start gives a campaign without one the workspace's
+  // first pool): the choice follows it, or it showed "(none)" and the next save removed the pool.
+  useEffect(() => setPool(campaign.senderPoolId ?? ''), [campaign.senderPoolId]);
   const [useSchedule, setUseSchedule] = useState(!!campaign.schedule);
   const [sched, setSched] = useState(campaign.schedule ?? { timezone: Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC', days: ['mon', 'tue', 'wed', 'thu', 'fri'] as Day[], start: '09:00', end: '17:00' });
   const [trackOpens, setTrackOpens] = useState(campaign.trackOpens);

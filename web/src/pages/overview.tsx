@@ -134,6 +134,9 @@ export function Overview() {
   );
 }
 
+/** What the timeline covers without from/to (docs/dashboard.md): its legend's totals say so. */
+const TIMELINE_PERIOD = { hour: 'the last 48 hours', day: 'the last 30 days' } as const;
+
 export function Timeline({ campaigns, campaignId, fixed }: { campaigns: Campaign[]; campaignId: string; fixed?: boolean }) {
   // In the address, as the chosen campaign is: a reload or a shared link keeps it.
   const { query } = useLocation();
@@ -156,13 +159,13 @@ export function Timeline({ campaigns, campaignId, fixed }: { campaigns: Campaign
               </select>
           )}
             <select aria-label="Bucket" value={bucket} onChange={(e) => setBucket(e.currentTarget.value as 'hour' | 'day')}>
-              <option value="hour">per hour</option>
-              <option value="day">per day</option>
+              <option value="hour">per hour, last 48 hours</option>
+              <option value="day">per day, last 30 days</option>
             </select>
         </div>
       </div>
       <ErrorNote error={timeline.error} prefix="Could not load the timeline" />
-      {timeline.data && <TimelineChart points={timeline.data.data} label={`Activity of ${name} per ${bucket}`} />}
+      {timeline.data && <TimelineChart points={timeline.data.data} label={`Activity of ${name} per ${bucket}`} period={TIMELINE_PERIOD[bucket]} />}
     </section>
   );
 }

@@ -4,7 +4,7 @@
 // capacity changed).
 import { useRef, useState } from 'preact/hooks';
 import { ApiError, del, get, patch, post } from '../api.ts';
-import { Action, ErrorNote, Field, PageHead, Pill, useLoad, useFocusBackOnClose, useResultNote } from '../ui.tsx';
+import { Action, Ago, ErrorNote, Field, PageHead, Pill, useLoad, useFocusBackOnClose, useResultNote } from '../ui.tsx';
 import { SENDER_LIMITS } from '../../../src/modules/senders/limits.ts';
 import type { SenderAccount, SenderPool } from '../types.ts';
 
@@ -151,7 +151,7 @@ export function SendersPage() {
                     </td>
                     <td>
                       <Pill state={a.health} />
-                      {a.healthError && <div class="hint">{a.healthError}</div>}
+                      <HealthNote account={a} />
                     </td>
                     <td>{a.imapHealth ? <Pill state={a.imapHealth} /> : <span class="muted">no IMAP</span>}</td>
                     <td class="num">
@@ -192,6 +192,41 @@ export function SendersPage() {
       <Pools pools={accounts.loading && !accounts.data ? undefined : pools.data} accounts={accounts.data ?? []} error={pools.error} emailOf={emailOf} onChange={reloadAll} />
     </>
   );
+}
+
+/**
+ * What an account's SMTP health means for its sending, and what to do about it: the server's
+ * answer as it said it, whether (and until when) the account is skipped, and the way out.
+ */
+function HealthNote({ account: a }: { account: Account }) {
+  const said = a.healthError && <div class="hint">The server said: {a.healthError}</div>;
+  if (a.health === 'unknown') return <div class="hint">Known after its next send.</div>;
+  if (a.health === 'auth_failed')
+    return (
+      <>
+        {said}
+        <div class="hint">Sends nothing until it can log in: press Change and give the current SMTP password (many providers need an app password).</div>
+      </>
+    );
+  if (a.health === 'unreachable' || a.health === 'rate_limited') {
+    const waiting = a.healthRetryAt !== null && Date.parse(a.healthRetryAt) > Date.now();
+    return (
+      <>
+        {said}
+        <div class="hint">
+          {waiting ? (
+            <>
+              Skipped for now: tried again <Ago at={a.healthRetryAt} />.
+            </>
+          ) : (
+            'Tried again with its next message.'
+          )}
+          {a.health === 'unreachable' ? ' If it lasts, check the host, port and TLS setting (Change).' : ' If it lasts, lower its daily limit or raise its minimum interval (Change).'}
+        </div>
+      </>
+    );
+  }
+  return said || null;
 }
 
 function AddSender({ pools, onDone, onCancel }: { pools: SenderPool[]; onDone: () => Promise<void>; onCancel: () => void }) {
