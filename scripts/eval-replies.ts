@@ -19,12 +19,16 @@ export interface ReplyReport { sets: ReplySet[]; target: { value: number; target
 
 /** Where a label file's messages go: the shared labels.json splits by its `set` field. */
 const SOURCES: Array<{ file: string; set: (l: ReplyLabel) => string }> = [
-  { file: 'labels.json', set: (l) => (l.set === 'holdout' ? 'held out, round 5' : 'tuning, rounds 1-4') },
+  // Round 8 (ticket acknowledgements, unsubscribe requests marked Auto-Submitted) was written with
+  // the rules that read it: shown apart, so the figures of rounds 1-4 stay comparable.
+  { file: 'labels.json', set: (l) => (l.set === 'holdout' ? 'held out, round 5' : l.round === 8 ? 'tuning, round 8' : 'tuning, rounds 1-4') },
   { file: 'replies/tuning-labels.json', set: () => 'tuning, round 7' },
   { file: 'replies/holdout-labels.json', set: () => 'held out, round 6' },
 ];
 /** The set the >= 95% target is judged on: the largest one written before the rules were read. */
 export const TARGET_SET = 'held out, round 6';
+/** The sets in the order they are printed. */
+const SET_ORDER = ['tuning, rounds 1-4', 'tuning, round 7', 'tuning, round 8', 'held out, round 5', TARGET_SET];
 
 function langOf(l: ReplyLabel): string {
   return l.lang ?? /(?:replies|ooo)\/(?:holdout\/|tuning\/)?([a-z]{2})\//.exec(l.file)?.[1] ?? '??';
@@ -61,8 +65,7 @@ export async function evaluateReplies(dir: string, analyze: (raw: Buffer) => Pro
       else s.misses.push(`${l.file}: expected ${l.class}, got ${got}`);
     }
   }
-  const order = ['tuning, rounds 1-4', 'tuning, round 7', 'held out, round 5', TARGET_SET];
-  const list = [...sets.values()].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+  const list = [...sets.values()].sort((a, b) => SET_ORDER.indexOf(a.name) - SET_ORDER.indexOf(b.name));
   const t = sets.get(TARGET_SET);
   const value = t && t.total ? t.correct / t.total : 0;
   return { sets: list, target: { value, target: 0.95, met: value >= 0.95 } };
@@ -102,7 +105,7 @@ export const CANDIDATES: Record<string, ReplyClassifier> = {
 };
 
 export async function compareClassifiers(dir: string): Promise<string> {
-  const lines = ['classifier comparison (accuracy of the four reply classes)', '', `${'classifier'.padEnd(12)} ${['tuning, rounds 1-4', 'tuning, round 7', 'held out, round 5', TARGET_SET].map((n) => n.padStart(19)).join('')}`];
+  const lines = ['classifier comparison (accuracy of the four reply classes)', '', `${'classifier'.padEnd(12)} ${SET_ORDER.map((n) => n.padStart(19)).join('')}`];
   for (const [name, classifier] of Object.entries(CANDIDATES)) {
     const r = await evaluateReplies(dir, (raw) => analyzeMessage(raw, { classifier }));
     lines.push(`${name.padEnd(12)} ${r.sets.map((s) => `${pct(s)} ${`(${s.correct}/${s.total})`.padStart(9)}`.padStart(19)).join('')}`);

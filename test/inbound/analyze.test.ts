@@ -106,6 +106,17 @@ describe('analyzeMessage', () => {
     assert.equal((await analyzeMessage(raw)).oooReturnDate, null);
   });
 
+  it('automatic mail (a null sender, Auto-Submitted) may be an unsubscribe request by its form; unsubscribe words in other automatic mail make no reply', async () => {
+    // A mail client sending our List-Unsubscribe mailto with an empty sender and Auto-Submitted.
+    const request = await analyzeMessage(await fixture('replies/en/r8-mailto-null-sender.eml'));
+    assert.deepEqual([request.kind, request.classification, request.decidedBy], ['reply', 'unsubscribe', 'lexicon:unsubscribe:stop-word']);
+    const digest = await analyzeMessage(
+      mail(['Return-Path: <>', 'From: alerts@lead.example', 'To: alice@northwind.example', 'Subject: Your weekly digest', 'Message-ID: <d1@lead.example>'], 'Three new posts this week. To unsubscribe from these alerts, click here.'),
+    );
+    assert.equal(digest.kind, 'unclassified');
+    assert.match(digest.decidedBy, /^guard:null-sender;lexicon:unsubscribe:en$/);
+  });
+
   it('uses the classifier it is given (the seam for a model), but never for bounces', async () => {
     const calls: string[] = [];
     const model: ReplyClassifier = {

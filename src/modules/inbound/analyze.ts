@@ -3,7 +3,7 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import { convert } from 'html-to-text';
 import type { ComplaintInfo } from './arf.ts';
 import { detectBounce, isMailSystem, type BounceCandidate, type BounceInfo } from './bounces.ts';
-import { HybridClassifier, type Classification, type ReplyClassifier } from './classifier.ts';
+import { HybridClassifier, isUnsubscribeRequest, type Classification, type ReplyClassifier } from './classifier.ts';
 import type { ReplyModel } from './model.ts';
 import replyModel from './reply-model.json' with { type: 'json' };
 import { extractReturnDate } from './classifier-dates.ts';
@@ -162,10 +162,13 @@ async function analyze(raw: Buffer | string, options: AnalyzeOptions): Promise<I
   const classifier = options.classifier ?? DEFAULT_CLASSIFIER;
   const result = await classifier.classify({ subject: base.subject, text: strippedText, headers: mail.headers });
   // Safety (contract §5): what a mail system sends, or a report, is never a person's answer; mail
-  // with a null sender or Auto-Submitted may be an out-of-office answer, never a human reply.
-  // What is left is recorded as unclassified and reaches no one's queue.
+  // with a null sender or Auto-Submitted may be an out-of-office answer, or an unsubscribe
+  // request by its form (a mail client sending our List-Unsubscribe mailto marks it so), never
+  // another human reply. What is left is recorded as unclassified and reaches no one's queue.
   const guard = automaticMail(candidate, contentType?.value?.toLowerCase() ?? '');
-  if (guard && (guard.strict || HUMAN.has(result.classification))) {
+  const automaticMayBe =
+    result.classification === 'out_of_office' || (result.classification === 'unsubscribe' && isUnsubscribeRequest({ subject: base.subject, text: strippedText }));
+  if (guard && (guard.strict || !automaticMayBe)) {
     const why = `automatic mail (${guard.rule.replace('guard:', '')}) that is neither a recognized report nor an out-of-office answer`;
     return { ...base, kind: 'unclassified', classification: 'out_of_office', decidedBy: `${guard.rule};${result.decidedBy}`, confidence: 0.9, strippedText, snippet: snippetOf(strippedText), oooReturnDate: null, bounce: null, complaint: null };
   }
@@ -177,8 +180,6 @@ async function analyze(raw: Buffer | string, options: AnalyzeOptions): Promise<I
   }
   return { ...base, kind: 'reply', ...result, strippedText, snippet: snippetOf(strippedText), oooReturnDate, bounce: null, complaint: null };
 }
-
-const HUMAN = new Set(['interested', 'not_interested', 'unsubscribe']);
 
 /** Why mail is automatic, if it is; strict: not even an out-of-office answer. */
 function automaticMail(c: BounceCandidate, contentType: string): { rule: string; strict: boolean } | null {

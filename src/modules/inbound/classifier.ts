@@ -3,7 +3,7 @@ import { readSubject } from './subject.ts';
 import type { Classification, ClassifierInput, MailHeaders, ReplyClassification } from './classification.ts';
 
 export type { Classification, ClassifierInput, MailHeaders, ReplyClassification };
-import { BARE_NO, INTERESTED, NOT_INTERESTED, OOO_BODY, OOO_SUBJECT, POLITE_DECLINE, STOP_WORDS, UNSUBSCRIBE, type Cue, type Lang } from './lexicon.ts';
+import { AUTO_ACK, AUTO_ACK_SUBJECT, BARE_NO, INTERESTED, NOT_INTERESTED, OOO_BODY, OOO_SUBJECT, POLITE_DECLINE, STOP_WORDS, UNSUBSCRIBE, type Cue, type Lang } from './lexicon.ts';
 
 export interface ClassifierResult {
   classification: ReplyClassification;
@@ -63,11 +63,6 @@ export class RuleClassifier implements ReplyClassifier {
   }
 
   classifySync(input: ClassifierInput): ClassifierResult {
-    for (const h of AUTO_REPLY_HEADERS) {
-      const v = headerValue(input.headers, h.name);
-      if (v !== null && h.matches(v)) return { classification: 'out_of_office', decidedBy: h.decidedBy, confidence: 0.98 };
-    }
-
     // "Re: <our subject>" (also "[EXTERNAL] RE: ...", subject.ts) is our own wording; an
     // auto-responder's subject names itself ("Automatic reply: ...", "Abwesenheitsnotiz: ...",
     // Sieve's "Auto: ...", "[Auto-Reply] Re: ...").
@@ -77,6 +72,18 @@ export class RuleClassifier implements ReplyClassifier {
     const isReplySubject = parts.isReply;
     const text = prepare(input.text);
 
+    // An unsubscribe request wins over every automatic reading: the mail clients that send our
+    // List-Unsubscribe mailto for the reader (or answer "unsubscribe" for them) may mark it
+    // Auto-Submitted, and add a sentence of their own ("This message was automatically generated").
+    if (requestsUnsubscribe(text, ownSubject, isReplySubject)) {
+      return { classification: 'unsubscribe', decidedBy: 'lexicon:unsubscribe:stop-word', confidence: 0.9 };
+    }
+
+    for (const h of AUTO_REPLY_HEADERS) {
+      const v = headerValue(input.headers, h.name);
+      if (v !== null && h.matches(v)) return { classification: 'out_of_office', decidedBy: h.decidedBy, confidence: 0.98 };
+    }
+
     const subjectOoo = firstMatch(OOO_SUBJECT, subject);
     if (subjectOoo) return { classification: 'out_of_office', decidedBy: `pattern:ooo-subject:${subjectOoo.cue.lang}`, confidence: 0.95 };
 
@@ -85,9 +92,15 @@ export class RuleClassifier implements ReplyClassifier {
       return { classification: 'out_of_office', decidedBy: `pattern:ooo-body:${ooo.lang}`, confidence: Math.min(0.95, 0.8 + 0.05 * (ooo.total - 2)) };
     }
 
-    if (STOP_WORDS.test(text.trim()) || (text.trim() === '' && STOP_WORDS.test(ownSubject.trim()))) {
-      return { classification: 'unsubscribe', decidedBy: 'lexicon:unsubscribe:stop-word', confidence: 0.9 };
+    // A ticket system's acknowledgement is an automatic answer, headers or not (contract §5 has
+    // one automatic class: out_of_office). Its subject tag counts one point at most.
+    const ack = score(AUTO_ACK, text);
+    const ackSubject = firstMatch(AUTO_ACK_SUBJECT, subject);
+    const ackTotal = ack.total + (ackSubject ? 1 : 0);
+    if (ackTotal >= 2) {
+      return { classification: 'out_of_office', decidedBy: `pattern:auto-ack:${ack.lang ?? ackSubject!.cue.lang}`, confidence: Math.min(0.95, 0.8 + 0.05 * (ackTotal - 2)) };
     }
+
     const unsub = firstMatch(UNSUBSCRIBE, text) ?? (isReplySubject ? null : firstMatch(UNSUBSCRIBE, ownSubject));
     if (unsub) return { classification: 'unsubscribe', decidedBy: `lexicon:unsubscribe:${unsub.cue.lang}`, confidence: 0.92 };
 
@@ -104,6 +117,22 @@ export class RuleClassifier implements ReplyClassifier {
     const confidence = 0.5 + (0.45 * (winner.total - loser.total)) / (winner.total + loser.total + 1);
     return { classification, decidedBy: `lexicon:${classification}:${winner.lang}`, confidence: round(confidence) };
   }
+}
+
+/**
+ * A request to unsubscribe by its form: a reply that is only a stop word ("unsubscribe", "stop",
+ * "abmelden"), or a new mail whose subject is one (what our List-Unsubscribe mailto,
+ * `?subject=unsubscribe`, makes a mail client send), whatever body the client adds. No
+ * auto-responder writes either, so it is read before the auto-reply headers, and the guard for
+ * automatic mail (analyze.ts) lets it through.
+ */
+export function isUnsubscribeRequest(input: Pick<ClassifierInput, 'subject' | 'text'>): boolean {
+  const parts = readSubject(input.subject);
+  return requestsUnsubscribe(prepare(input.text), prepare(parts.own), parts.isReply);
+}
+
+function requestsUnsubscribe(text: string, ownSubject: string, isReplySubject: boolean): boolean {
+  return STOP_WORDS.test(text) || ((text === '' || !isReplySubject) && STOP_WORDS.test(ownSubject));
 }
 
 function prepare(s: string): string {

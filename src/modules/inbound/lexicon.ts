@@ -125,6 +125,112 @@ export const OOO_BODY: Cue[] = [
   ...cues('nl', 1, ['met vakantie', 'op reis', 'op vakantie', 'weer (aanwezig|op kantoor|bereikbaar)', 'terug op']),
 ];
 
+// --- automatic acknowledgements (ticket systems) ---------------------------------------------
+
+/**
+ * What a ticket system (Zendesk, Freshdesk, ServiceNow, Jira Service Management, ...) answers
+ * without a person and often without an auto-reply header: "Your request (#12345) has been
+ * received", "A ticket has been created", "reply to this email to add comments". Weight 2: what
+ * only such a system writes; weight 1: what a person may also write ("we have received your
+ * email", "thank you for contacting support", "one of our agents will get back to you", a
+ * ticket number). Two points make an automatic answer; a subject tag ("[Ticket #123]",
+ * AUTO_ACK_SUBJECT) is one of them at most, so a person answering from a helpdesk, or
+ * mentioning a ticket, stays a human reply.
+ */
+export const AUTO_ACK: Cue[] = [
+  ...cues('en', 2, [
+    '(your|this|the) (support |service |help ?desk )?(request|ticket|case|inquiry|enquiry|query|incident)( [^.!?]{0,30})? (has been|was|is now|have been) (received|created|logged|opened|registered|submitted|raised)',
+    '(a|your|the) (new )?(support |service )?(ticket|case|incident)( [^.!?]{0,30})? (has been|was) (created|opened|logged|raised|generated)',
+    '(to add (additional |more |further )?(comments|information|details|notes),? (simply |just )?reply to this (e-?mail|message)|reply to this (e-?mail|message) to add (additional |more |further )?(comments|information|details|notes))',
+    'please (type|write|enter) your reply above this line',
+    '(this is an?|this) (automatic|automated|auto-generated|system-generated|computer-generated) (acknowledge?ment|confirmation|notification|receipt|e-?mail|message|response|reply)',
+    'this (e-?mail|message|notification) (was|is|has been) (sent |generated )?automatically',
+  ]),
+  ...cues('en', 1, [
+    "we(?: have|'ve)? received your (request|e-?mail|message|inquiry|enquiry|ticket|query)",
+    'your (e-?mail|message) (has been|was) (received|logged|registered)',
+    // "Thank you for contacting Initech Support": up to two words of a name before the desk's.
+    'thanks? (you )?for (contacting|reaching out to|writing to) (our |the )?([^ .!?]+ ){0,2}(customer |technical |tech |it )?(support|service|help ?desk|service ?desk|customer care|customer service|success team)',
+    '(one of our|a member of our|an?) ([a-z]+ )?(agents?|representatives?|team members?|specialists?|advisors?|engineers?|analysts?) will (get back to you|respond|reply|be in touch|contact you|review)',
+  ]),
+  // A ticket number, written alike in every language (one cue for all: a cue per language counted
+  // "ticket #4432" six times). "case 2027", "request 500 seats", "demande 2027" are words a person
+  // writes: those need a number sign or a word for "number".
+  ...cues('en', 1, [
+    '(ticket|incident|vorgang|chamado|protocolo|melding)(nummer| ?(number|no\\.?|nr\\.?|id|n°|n\\.?º|número))?:? ?#? ?[a-z]{0,6}-?\\d{3,}',
+    '(case|request|reference|ref\\.?|anfrage|demande|dossier|référence|caso|solicitud|incidencia|aanvraag)(( number| no\\.?| id| nr\\.?| n°| numéro| n\\.?º| número|nummer):? ?#? ?|:? ?#|: )[a-z]{0,6}-?\\d{3,}',
+    '(inc|req|ritm|cs)\\d{6,}',
+  ]),
+  ...cues('de', 2, [
+    'ihre (anfrage|supportanfrage|serviceanfrage|ticketanfrage|meldung)( [^.!?]{0,30})? (ist|wurde) ([^.!?]{0,20} )?(eingegangen|erhalten|angelegt|erstellt|registriert|aufgenommen)',
+    '(ein )?(ticket|supportticket|vorgang)( [^.!?]{0,30})? wurde ([^.!?]{0,20} )?(erstellt|angelegt|eröffnet)',
+    'eingangsbestätigung',
+    'automatisch (erstellte|generierte|versandte) (e-?mail|nachricht|bestätigung)',
+  ]),
+  ...cues('de', 1, [
+    '(wir haben|haben wir) ihre (anfrage|nachricht|e-?mail) erhalten',
+    'vielen dank für ihre (anfrage|nachricht) an (unseren |den |unser )?([^ .!?]+ ){0,2}(support|kundenservice|kundendienst|service|helpdesk)',
+    '(einer? unserer|unsere) (mitarbeiter(in|innen)?|kollegen|kolleginnen)( [^.!?]{0,40})? (wird|werden) sich ([^.!?]{0,30} )?melden',
+  ]),
+  ...cues('fr', 2, [
+    'votre (demande|requête|ticket|dossier)( [^.!?]{0,30})? (a bien été|a été) (reçue?|enregistrée?|créée?|prise en compte|ouverte?)',
+    '(un )?(ticket|dossier)( [^.!?]{0,30})? a été (créé|ouvert)',
+    'accusé de réception',
+    'généré automatiquement',
+  ]),
+  ...cues('fr', 1, [
+    'nous avons (bien )?reçu votre (demande|message|e-?mail|courriel)',
+    "merci d'avoir contacté (notre |le |l')?(support|service|assistance|service client|équipe)",
+    '(un membre de notre équipe|un de nos (conseillers|agents|techniciens)|notre équipe)( [^.!?]{0,30})? (vous répondra|reviendra vers vous|vous recontactera|vous contactera)',
+  ]),
+  ...cues('es', 2, [
+    'su (solicitud|petición|consulta|ticket|caso|incidencia)( [^.!?]{0,30})? (ha sido|fue) (recibid[oa]|registrad[oa]|cread[oa])',
+    '(se ha creado|hemos creado|se creó) (un|el) (ticket|caso)',
+    'acuse de recibo',
+    'generado automáticamente',
+  ]),
+  ...cues('es', 1, [
+    'hemos recibido su (solicitud|mensaje|consulta|correo|petición)',
+    'gracias por (contactar con|contactar a|ponerse en contacto con) (nuestro |el |nuestra |la )?(soporte|servicio|equipo de soporte|atención al cliente|servicio de atención)',
+    '(uno de nuestros|un) (agentes?|representantes?|técnicos?|asesores?)( [^.!?]{0,30})? (le responderá|se pondrá en contacto)',
+  ]),
+  ...cues('pt', 2, [
+    '(sua|a sua|seu|o seu) (solicitação|requisição|chamado|pedido|ticket)( [^.!?]{0,30})? (foi|já foi) (recebid[oa]|registrad[oa]|criad[oa]|abert[oa])',
+    '(um )?(chamado|ticket|protocolo)( [^.!?]{0,30})? foi (aberto|criado|registrado|gerado)',
+    'gerad[oa] automaticamente',
+  ]),
+  ...cues('pt', 1, [
+    'recebemos (a )?sua (solicitação|mensagem|consulta|requisição|pedido)',
+    'obrigad[oa] por (entrar em contato com|contatar) (o |nosso |a nossa |nossa )?(suporte|atendimento|central de atendimento|equipe de suporte)',
+    '(um de nossos|um|uma) (agentes?|atendentes?|analistas?|especialistas?)( [^.!?]{0,30})? (entrará em contato|responderá|retornará)',
+  ]),
+  ...cues('nl', 2, [
+    'uw (verzoek|aanvraag|vraag|ticket|melding)( [^.!?]{0,30})? is (in goede orde )?(ontvangen|aangemaakt|geregistreerd)',
+    '(er is )?een ticket( [^.!?]{0,30})? (aangemaakt|geopend)',
+    'ontvangstbevestiging',
+    'automatisch gegenereerd',
+  ]),
+  ...cues('nl', 1, [
+    'we hebben uw (verzoek|aanvraag|vraag|bericht|e-?mail) ontvangen',
+    'bedankt voor (uw bericht aan|het contact met|het contacteren van) (onze |de )?(support|klantenservice|helpdesk|servicedesk)',
+    '(een van onze|een) (medewerkers?|collega\'s)( [^.!?]{0,30})? (neemt|zal|nemen) ([^.!?]{0,30} )?contact',
+  ]),
+];
+
+/**
+ * A ticket system's subject ("[Ticket #123] Re: ...", "[#ABC-123] ...", "Request received: ...",
+ * "Eingangsbestätigung: ..."), read in the part of the subject that is not our own wording.
+ * One point at most, whatever matches: a person answering from a helpdesk keeps its tag.
+ */
+export const AUTO_ACK_SUBJECT: Cue[] = [
+  ...cues('en', 1, ['(ticket|request|case|inquiry|enquiry) (has been )?(received|created|opened|logged|confirmation|acknowledge?ment)', '#[a-z]{0,6}-?\\d+', '(ticket|case|request|incident)( number| no\\.?| id)?:? ?#? ?[a-z]{0,6}-?\\d{2,}', '(inc|req|ritm|cs)\\d{6,}']),
+  ...cues('de', 1, ['eingangsbestätigung', '(anfrage|ticket) (erhalten|eingegangen|erstellt|eröffnet)']),
+  ...cues('fr', 1, ['accusé de réception', '(demande|ticket) (reçue?|créée?|ouverte?)']),
+  ...cues('es', 1, ['acuse de recibo', '(solicitud|ticket|caso) (recibid[oa]|cread[oa])']),
+  ...cues('pt', 1, ['(solicitação|chamado|ticket) (recebid[oa]|criad[oa]|abert[oa])']),
+  ...cues('nl', 1, ['ontvangstbevestiging', '(aanvraag|ticket|verzoek) (ontvangen|aangemaakt)']),
+];
+
 // --- unsubscribe ---------------------------------------------------------------------------
 
 /** Asks to be removed or to stop: any one is enough. */
