@@ -418,6 +418,39 @@ describe('POST /v1/replies/:replyId/assign', function () {
     assert.equal(handoff.snapshot.lead.email, 'seven@lead.example');
   });
 
+  it("an out-of-office reply handed to an SDR: the desk's answer is threaded on the campaign message, not on the auto-reply", async () => {
+    const ours = (await db.query(`select message_id_header from outbound_messages where kind = 'campaign' and to_email = 'three@lead.example'`)).rows[0].message_id_header;
+    await imap.append(
+      SENDER,
+      'pw',
+      ['From: three@lead.example', `To: ${SENDER}`, 'Subject: Automatic reply: Idea for three Corp', `Date: ${new Date().toUTCString()}`, 'Message-ID: <ooo.three@lead.example>', `In-Reply-To: ${ours}`, 'Auto-Submitted: auto-replied', 'Content-Type: text/plain; charset=utf-8', '', 'I am out of the office until Monday with limited access to email.', ''].join('\r\n'),
+    );
+    let replyId: string | undefined;
+    for (let i = 0; i < 150 && !replyId; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      replyId = ((await app.request('GET', '/v1/replies?classification=out_of_office', { key })).body as Array<{ id: string; email: string }>).find((r) => r.email === 'three@lead.example')?.id;
+    }
+    assert.ok(replyId, 'the out-of-office is listed');
+    const BOX = 'otto@acme.example';
+    sink.users.set(BOX, 'otto-pw');
+    imap.addUser(BOX, 'otto-pw');
+    const { sdr, sdrKey } = await seedSdr(app, workspaceId, 'Otto Rep', BOX);
+    await app.services().sdrs.connectMail(sdr.id, { smtpUrl: sink.url(BOX, 'otto-pw'), imapUrl: imap.url(BOX, 'otto-pw') });
+    for (let i = 0; i < 100; i++) {
+      if ((await app.request('GET', '/v1/sdr/mail/status', { key: sdrKey })).body.data.connected) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const assigned = await assign(replyId!, { sdrId: sdr.id, skipIcpCheck: true });
+    assert.equal(assigned.status, 200, JSON.stringify(assigned.body));
+    assert.equal(assigned.body.data.mailThreadId, '<ooo.three@lead.example>');
+    sink.received.length = 0;
+    const sent = await app.request('POST', `/v1/sdr/threads/${assigned.body.data.threadId}/send-manual`, { key: sdrKey, body: { bodyText: 'Hi Three, when you are back: does Tuesday work?' } });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    const mail = sink.received.find((m) => m.to.includes('three@lead.example'))!;
+    assert.equal(mail.parsed.inReplyTo, ours);
+    assert.deepEqual([mail.parsed.references].flat(), [ours]);
+  });
+
   it('assigns of one reply sent at once: one forwards it and opens the thread, the others answer 409 already_forwarded', async () => {
     const { sdr } = await seedSdr(app, workspaceId, 'Quinn Rep');
     // Not forwarded yet: the errors test's attempts were all refused.

@@ -188,6 +188,50 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
     await db.query(`delete from prospect_threads where id = 'thr_late'`);
   });
 
+  it("a send from the desk answers the prospect's last message, not an auto-reply that came after it (In-Reply-To, References)", async () => {
+    const ours = sink.received[0].parsed.messageId!;
+    const inThread = async (id: string) => ((await thread()).messages as Array<{ messageIdHeader: string | null }>).some((m) => m.messageIdHeader === id);
+    // The prospect answers; then an auto-reply arrives in the same thread, later (dated ahead of
+    // the thread's other messages, so their order does not hang on whole-second arrival times).
+    await imap.append(
+      SDR,
+      'pw',
+      ['From: Pat <pat@lead.example>', `To: ${SDR}`, 'Subject: Re: Idea', `Date: ${new Date().toUTCString()}`, 'Message-ID: <p3@lead.example>', `In-Reply-To: ${ours}`, `References: <p1@lead.example> ${ours}`, 'Content-Type: text/plain; charset=utf-8', '', 'Could you send the pricing sheet too?', ''].join('\r\n'),
+      new Date(Date.now() + 60_000),
+    );
+    await waitFor('the answer in the thread', () => inThread('<p3@lead.example>'));
+    await imap.append(
+      SDR,
+      'pw',
+      [
+        'From: Pat <pat@lead.example>',
+        `To: ${SDR}`,
+        'Subject: Automatic reply: Re: Idea',
+        `Date: ${new Date().toUTCString()}`,
+        'Message-ID: <ooo2@lead.example>',
+        'In-Reply-To: <p3@lead.example>',
+        `References: <p1@lead.example> ${ours} <p3@lead.example>`,
+        'Auto-Submitted: auto-replied',
+        'Content-Type: text/plain; charset=utf-8',
+        '',
+        'I am out of the office until Monday with limited access to email.',
+        '',
+      ].join('\r\n'),
+      new Date(Date.now() + 120_000),
+    );
+    await waitFor('the auto-reply in the thread', () => inThread('<ooo2@lead.example>'));
+    const before = sink.received.length;
+    const res = await send({ bodyText: 'Here is the pricing sheet, Pat.\nSam' });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const m = sink.received[before].parsed;
+    assert.equal(m.inReplyTo, '<p3@lead.example>');
+    const refs = ([] as string[]).concat(m.references ?? []);
+    assert.equal(refs.at(-1), '<p3@lead.example>');
+    assert.ok(!refs.includes('<ooo2@lead.example>'), refs.join(' '));
+    const recorded = await db.query(`select in_reply_to from outbound_messages where message_id_header = $1`, [m.messageId]);
+    assert.equal(recorded.rows[0].in_reply_to, '<p3@lead.example>', 'the campaign record of the send says the same');
+  });
+
   it("a 421 from the SDR's SMTP server makes the mailbox rate_limited; the next send is tried, and once the server accepts it the mailbox is active again", async () => {
     const health = async () => (await app.request('GET', '/v1/sdr/mail/status', { key: sdrKey })).body.data;
     const before = sink.received.length;

@@ -26,6 +26,7 @@ import { Migration0025ThreadOfReply } from './0025_thread_of_reply.ts';
 import { Migration0026SuppressedEnrollments } from './0026_suppressed_enrollments.ts';
 import { Migration0027DeletionIndexes } from './0027_deletion_indexes.ts';
 import { Migration0028EventsWithoutWorkspaceFk } from './0028_events_without_workspace_fk.ts';
+import { Migration0029ThreadMessageAutomatic } from './0029_thread_message_automatic.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -57,4 +58,5 @@ export const migrations = [
   { name: '0026_suppressed_enrollments', class: Migration0026SuppressedEnrollments },
   { name: '0027_deletion_indexes', class: Migration0027DeletionIndexes },
   { name: '0028_events_without_workspace_fk', class: Migration0028EventsWithoutWorkspaceFk },
+  { name: '0029_thread_message_automatic', class: Migration0029ThreadMessageAutomatic },
 ];

@@ -145,7 +145,7 @@ export class AssignmentService {
             receivedAt,
             mailThreadId: reply.message_id_header,
           },
-          { from: contactEmail, to: [account.email], cc: addressesOf(original.cc), bodyText: originalText, bodyHtml: originalHtml },
+          { from: contactEmail, to: [account.email], cc: addressesOf(original.cc), bodyText: originalText, bodyHtml: originalHtml, automatic: reply.classification === 'out_of_office' },
           now,
         );
       }

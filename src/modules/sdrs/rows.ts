@@ -77,6 +77,8 @@ export interface ThreadMessageRow {
   subject: string;
   body_text: string;
   body_html: string | null;
+  /** An automatic answer (an out-of-office, a ticket system's acknowledgement): no send from the desk answers it. */
+  automatic: boolean;
   at: Timestamp;
   created_at: Timestamp;
 }

@@ -48,7 +48,9 @@ export async function threadOfSdr(em: EntityManager, sdrId: string, workspaceId:
  * A reply's References in the thread, oldest first (RFC 5322 3.6.4): the chain the handed-off
  * answer of the prospect carried (their References, else their In-Reply-To: the campaign's
  * messages they answered), then the thread's own Message-IDs. The thread's alone left the
- * campaign's messages out of every send from the desk.
+ * campaign's messages out of every send from the desk. Automatic answers (an out-of-office, a
+ * ticket system's acknowledgement) are left out: the last ID, the reply's In-Reply-To, is the
+ * last message a person wrote, not an auto-reply that came after the prospect's answer.
  */
 export async function threadReferences(em: EntityManager, threadId: string): Promise<string[]> {
   // prospect_threads, replies and inbound_messages by primary key.
@@ -62,7 +64,7 @@ export async function threadReferences(em: EntityManager, threadId: string): Pro
   );
   const history = await sql<Pick<ThreadMessageRow, 'message_id_header'>>(
     em,
-    `select message_id_header from thread_messages where thread_id = ? and message_id_header is not null order by at, created_at`,
+    `select message_id_header from thread_messages where thread_id = ? and message_id_header is not null and not automatic order by at, created_at`,
     [threadId],
   );
   const own = history.map((h) => h.message_id_header!);
@@ -148,7 +150,8 @@ export async function threadOfAnswer(em: EntityManager, sdrId: string, chain: st
 /**
  * A prospect's answer joins the thread; a person's answer (not an out-of-office) makes an open
  * thread `replied` and ends its snooze: the desk hides snoozed threads, so an answer to one
- * stayed out of sight until the snooze ran out (docs/decisions.md, 2026-11-29).
+ * stayed out of sight until the snooze ran out (docs/decisions.md, 2026-11-29). An
+ * out-of-office is stored `automatic`: no send from the desk answers it (threadReferences).
  */
 export async function addAnswer(
   em: EntityManager,
@@ -158,9 +161,9 @@ export async function addAnswer(
 ): Promise<void> {
   await sql(
     em,
-    `insert into thread_messages (id, thread_id, direction, inbound_message_id, message_id_header, from_email, subject, body_text, at, created_at)
-     values (?, ?, 'inbound', ?, ?, ?, ?, ?, ?, ?)`,
-    [newId('tmsg'), threadId, m.inboundMessageId, m.messageIdHeader, m.from, m.subject, m.bodyText, m.receivedAt, now],
+    `insert into thread_messages (id, thread_id, direction, inbound_message_id, message_id_header, from_email, subject, body_text, automatic, at, created_at)
+     values (?, ?, 'inbound', ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [newId('tmsg'), threadId, m.inboundMessageId, m.messageIdHeader, m.from, m.subject, m.bodyText, m.outOfOffice, m.receivedAt, now],
   );
   await sql(
     em,
@@ -216,7 +219,7 @@ export async function openThread(
     receivedAt: Date;
     mailThreadId: string | null;
   },
-  first: { from: string; to: string[]; cc: string[]; bodyText: string; bodyHtml: string | null },
+  first: { from: string; to: string[]; cc: string[]; bodyText: string; bodyHtml: string | null; automatic: boolean },
   now: Date,
 ): Promise<void> {
   await sql(
@@ -228,9 +231,9 @@ export async function openThread(
   );
   await sql(
     em,
-    `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, to_emails, cc_emails, subject, body_text, body_html, at, created_at)
-     values (?, ?, 'inbound', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [newId('tmsg'), t.id, t.mailThreadId, first.from, first.to, first.cc, t.subject, first.bodyText, first.bodyHtml, t.receivedAt, now],
+    `insert into thread_messages (id, thread_id, direction, message_id_header, from_email, to_emails, cc_emails, subject, body_text, body_html, automatic, at, created_at)
+     values (?, ?, 'inbound', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [newId('tmsg'), t.id, t.mailThreadId, first.from, first.to, first.cc, t.subject, first.bodyText, first.bodyHtml, first.automatic, t.receivedAt, now],
   );
 }
 
