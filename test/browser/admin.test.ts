@@ -442,6 +442,34 @@ describe('dashboard in Chromium: the admin', function () {
     assert.deepEqual(left, ['keep@lead.example']);
   });
 
+  it("the campaign's replied number opens the leads it counts: an unsubscribe reply's lead (now unsubscribed) with the interested one", async () => {
+    const p = u.page;
+    const sentTo = (email: string) => world.sink.received.find((r) => r.to.includes(email))!.parsed.messageId!;
+    const answer = (from: string, id: string, text: string) =>
+      [`From: ${from}`, `To: ${SENDER}`, 'Subject: Re: Hello', `Date: ${new Date().toUTCString()}`, `Message-ID: <${id}@lead.example>`, `In-Reply-To: ${sentTo(from)}`, 'Content-Type: text/plain; charset=utf-8', '', text, ''].join('\r\n');
+    await world.imap.append(SENDER, 'imap-pw', answer('ada@lead.example', 'ada-1', "Yes, interested. Let's talk on Thursday."));
+    await world.imap.append(SENDER, 'imap-pw', answer('grace@lead.example', 'grace-1', 'Please take me off your list.'));
+    await p.goto(`/campaigns/${campaignId}`);
+    await p.getByRole('heading', { name: 'Q4 outreach', level: 1 }).waitFor();
+    // The daemon reads both answers (IMAP polled every second); the stats poll shows them.
+    await waitFor('replied 2', async () => (await p.locator('[data-stat="replied"] .n').innerText()) === '2', 60_000);
+    assert.equal((await world.app.request('GET', `/v1/campaigns/${campaignId}/stats`, { key })).body.replied, 2);
+    await p.locator('[data-stat="replied"] a').click();
+    await waitFor('the replied filter', async () => await p.getByLabel('Replied (interested, not interested or unsubscribe)').isChecked());
+    const rows = p.locator('#leads tbody tr');
+    await waitFor('the two leads', async () => (await rows.count()) === 2);
+    const listed = (await rows.evaluateAll((trs) => trs.map((tr) => [tr.querySelector('td')?.textContent, tr.querySelector('.pill')?.textContent]))).sort();
+    assert.deepEqual(listed, [['ada@lead.example', 'replied'], ['grace@lead.example', 'unsubscribed']]);
+    assert.equal(await p.getByLabel('State').inputValue(), '', 'any state');
+    await u.check('campaign, leads who replied');
+    // The bounced number drops the filter: its link says which leads it opens.
+    await p.locator('[data-stat="bounced"] a').click();
+    await waitFor('the replied filter off', async () => !(await p.getByLabel('Replied (interested, not interested or unsubscribe)').isChecked()));
+    // Back where the tests after this one expect the page: on a page that polls no campaign.
+    await u.nav('Suppression');
+    await p.getByRole('heading', { name: 'Suppression list', level: 1 }).waitFor();
+  });
+
   it('fits a 390 px phone (and 200% zoom) without sideways scrolling', async () => {
     // A long campaign name makes the campaign pickers (the overview's chart, the replies' filter) wide.
     const long = await world.app.request('POST', '/v1/campaigns', { key, body: { name: 'Q1 enterprise re-engagement: EMEA and North America, VP Sales and RevOps, second wave' } });

@@ -111,7 +111,7 @@ export const campaignRoutes = [
     access: 'admin',
     tag: 'Campaigns',
     operationId: 'listCampaignLeads',
-    summary: 'The enrollments of a campaign with their leads, last event and next send time; filter by status, search',
+    summary: 'The enrollments of a campaign with their leads, last event and next send time; filter by status or reply, search',
     params: campaignParams,
     query: pageQuery.extend({
       status: z
@@ -119,11 +119,18 @@ export const campaignRoutes = [
         .transform((v) => (Array.isArray(v) ? v : [v]))
         .optional()
         .describe('repeatable: enrollments in any of the statuses given'),
+      replied: z
+        .enum(['true', 'false'])
+        .optional()
+        .describe(
+          "true: only the leads the campaign's `replied` counts (a reply classified interested, not_interested or unsubscribe; not a spam complaint), whatever their status now (an unsubscribe reply leaves a lead `unsubscribed`); false: only the others; omitted: both",
+        ),
       q: z.string().trim().max(320).optional().describe("case-insensitive substring of the lead's email, first or last name or company"),
     }),
     response: z.object({ data: z.array(enrollmentView), total: z.number().int(), hasMore: z.boolean() }),
     errors: notFound,
-    handler: ({ params, query, auth, services }) => services.campaigns.leads(auth.workspaceId, params.campaignId, query),
+    handler: ({ params, query, auth, services }) =>
+      services.campaigns.leads(auth.workspaceId, params.campaignId, { ...query, replied: query.replied === undefined ? undefined : query.replied === 'true' }),
   }),
   defineRoute({
     method: 'post',

@@ -317,7 +317,7 @@ export class CampaignService {
     };
   }
 
-  async leads(workspaceId: string, id: string, opts: { status?: string[]; q?: string; limit: number; offset: number }) {
+  async leads(workspaceId: string, id: string, opts: { status?: string[]; replied?: boolean; q?: string; limit: number; offset: number }) {
     await this.require(this.em, workspaceId, id);
     const { rows, total } = await listEnrollments(this.em, id, opts);
     return { data: rows.map(enrollmentView), total, hasMore: opts.offset + rows.length < total };

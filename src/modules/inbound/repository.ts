@@ -124,10 +124,25 @@ export async function dropInbound(em: EntityManager, id: string): Promise<void> 
   await sql(em, `delete from inbound_messages where id = ?`, [id]);
 }
 
-/** Whether the lead already answered this campaign with one of these classifications (a person's, not a report's). */
-export async function hasReplyClassified(em: EntityManager, campaignId: string, leadId: string, classifications: string[]): Promise<boolean> {
-  const rows = await sql(em, `select 1 from replies where campaign_id = ? and lead_id = ? and classification = any(?::text[]) and decided_by not like 'arf:%' limit 1`, [campaignId, leadId, classifications]);
-  return rows.length > 0;
+/** A person's answer as `replied` counts it (contract §4). */
+export const HUMAN_CLASSIFICATIONS: readonly string[] = ['interested', 'not_interested', 'unsubscribe'];
+
+/**
+ * A boolean SQL expression: the lead has a reply in the campaign that counts in `replied`
+ * (contract §4), classified interested, not_interested or unsubscribe and not a feedback-loop
+ * complaint (listed as `unsubscribe`, decided by `arf:`; it is no reply). One definition for the
+ * counter's check (hasCountedReply) and the leads list's `replied` filter (messages/queue.ts),
+ * so the campaign's `replied` and the leads it links to agree. Reads replies_lead_idx.
+ */
+export function countedReplySql(campaignId: string, leadId: string): string {
+  return `exists (select 1 from replies r where r.campaign_id = ${campaignId} and r.lead_id = ${leadId}
+                   and r.classification in (${HUMAN_CLASSIFICATIONS.map((c) => `'${c}'`).join(', ')}) and r.decided_by not like 'arf:%')`;
+}
+
+/** Whether the lead already answered this campaign in a way `replied` counts (a person's answer, not a report's). */
+export async function hasCountedReply(em: EntityManager, campaignId: string, leadId: string): Promise<boolean> {
+  const [row] = await sql<{ counted: boolean }>(em, `select ${countedReplySql('?', '?')} as counted`, [campaignId, leadId]);
+  return row.counted;
 }
 
 export interface NewReply {

@@ -16,7 +16,7 @@ import { oooResumeAt } from '../sending/postpone.ts';
 import { campaignExists } from '../campaigns/repository.ts';
 import { analyzeMessage, type InboundAnalysis } from './analyze.ts';
 import { advanceCursor } from '../mailboxes/repository.ts';
-import { alreadyIngested, dropInbound, ingestedElsewhere, hasReplyClassified, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
+import { alreadyIngested, dropInbound, ingestedElsewhere, hasCountedReply, HUMAN_CLASSIFICATIONS, insertReply, listReplies, storeInbound, type ReplyQuery } from './repository.ts';
 
 export interface IncomingMail {
   watchId: string;
@@ -36,7 +36,7 @@ export interface IncomingMail {
 export type IngestResult = 'reply' | 'bounce' | 'complaint' | 'unclassified' | 'unmatched' | 'ignored' | 'duplicate' | 'lost_lease';
 
 /** Classifications that count as a human reply (`replied`, contract §4). */
-const HUMAN = new Set(['interested', 'not_interested', 'unsubscribe']);
+const HUMAN = new Set(HUMAN_CLASSIFICATIONS);
 
 /**
  * What becomes of a person's answer in an SDR's mailbox: it joins one of the SDR's prospect
@@ -257,9 +257,7 @@ export class InboundService {
     // Two replies of the lead in this campaign (through two sender accounts' mailboxes, ingested
     // side by side) would both find no earlier one and both count: the enrollment is locked first.
     await lockEnrollment(tx, m.enrollment_id);
-    const firstHuman =
-      HUMAN.has(a.classification) &&
-      !(await hasReplyClassified(tx, m.campaign_id, m.lead_id, [...HUMAN]));
+    const firstHuman = HUMAN.has(a.classification) && !(await hasCountedReply(tx, m.campaign_id, m.lead_id));
     const replyId = await this.insertReply(tx, m, a, inboundId, receivedAt, {});
     if (a.classification === 'unsubscribe') {
       await suppress(tx, m.workspace_id, [m.to_email], 'reply_unsubscribe', replyId, now);

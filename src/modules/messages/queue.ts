@@ -4,6 +4,7 @@ import { likeSubstring } from '../../shared/text.ts';
 import { orderedIds } from '../../adapters/ids.ts';
 import { bumpCounters } from './counters.ts';
 import type { LeadColumns } from './send.ts';
+import { countedReplySql } from '../inbound/repository.ts';
 
 // Putting messages into the queue: enrolling leads, queueing first steps (and telling the
 // workers), promoting due follow-ups. outbound_messages and enrollments are owned by this
@@ -185,7 +186,7 @@ export interface EnrollmentRow extends LeadColumns {
   next_send_at: Date | string | null;
 }
 
-export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string[]; q?: string; limit: number; offset: number }) {
+export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string[]; replied?: boolean; q?: string; limit: number; offset: number }) {
   // enrollments_campaign_seq_idx for the page and the count; outbound_enrollment_step_key for each enrollment's messages.
   // A search (q) filters the campaign's enrollments by their lead (leads primary key), no index of its own.
   const conditions: string[] = [];
@@ -194,6 +195,9 @@ export async function listEnrollments(em: EntityManager, campaignId: string, opt
     conditions.push('and e.status = any(?::text[])');
     params.push(opts.status);
   }
+  // The leads the campaign's `replied` counts, whatever their status now (an unsubscribe reply
+  // leaves its lead `unsubscribed`): the counter's own definition, inbound's (replies_lead_idx).
+  if (opts.replied !== undefined) conditions.push(`and ${opts.replied ? '' : 'not '}${countedReplySql('e.campaign_id', 'e.lead_id')}`);
   if (opts.q) {
     // email_key is lower-cased by normalizeEmail (JavaScript), the names by PostgreSQL's
     // lower(): each compared with the term lower-cased the same way (likeSubstring).

@@ -67,7 +67,8 @@ export function CampaignPage({ id }: { id: string }) {
           <Stat label="sent" n={s.sent} />
           <Stat label="delivered" n={s.delivered} />
           <Stat label="opened" n={s.opened} extra={pct(s.openRate)} />
-          <Stat label="replied" n={s.replied} extra={pct(s.replyRate)} href={`/campaigns/${id}?status=replied#leads`} />
+          {/* The leads `replied` counts, whatever their state now (an unsubscribe reply leaves its lead unsubscribed). */}
+          <Stat label="replied" n={s.replied} extra={pct(s.replyRate)} href={`/campaigns/${id}?replied=true#leads`} />
           <Stat label="bounced" n={s.bounced} href={`/campaigns/${id}?status=bounced#leads`} />
           <Stat label="unsubscribed" n={s.unsubscribed} href={`/campaigns/${id}?status=unsubscribed#leads`} />
         </div>
@@ -412,12 +413,18 @@ const LEADS_PAGE = 50;
 function Leads({ id, version }: { id: string; version: number }) {
   const { query } = useLocation();
   const status = query.get('status') ?? '';
+  // Only the leads the campaign's `replied` counts (the replied stat links here).
+  const replied = query.get('replied') === 'true';
   const q = query.get('q') ?? '';
   const offset = Number(query.get('offset') ?? 0) || 0;
   const [search, setSearch] = useState(q);
   // The box says what the table is searched for: a stat's link (bounced 3) drops the search.
   useEffect(() => setSearch(q), [q]);
-  const leads = useLoad(() => get<Page<Enrollment>>(`/v1/campaigns/${id}/leads${qs({ limit: LEADS_PAGE, offset, status, q })}`), [id, status, q, offset, version], STATS_POLL_MS * 2);
+  const leads = useLoad(
+    () => get<Page<Enrollment>>(`/v1/campaigns/${id}/leads${qs({ limit: LEADS_PAGE, offset, status, replied: replied ? 'true' : undefined, q })}`),
+    [id, status, replied, q, offset, version],
+    STATS_POLL_MS * 2,
+  );
   return (
     <section class="card" aria-labelledby="leads-h" id="leads">
       <h2 id="leads-h">Leads</h2>
@@ -442,10 +449,14 @@ function Leads({ id, version }: { id: string; version: number }) {
             ))}
           </select>
         </Field>
+        <label class="checks">
+          <input type="checkbox" checked={replied} onChange={(e) => setQuery({ replied: e.currentTarget.checked ? 'true' : null, offset: null })} />
+          {' Replied (interested, not interested or unsubscribe)'}
+        </label>
         <button type="submit">Search</button>
       </form>
       <ErrorNote error={leads.error} />
-      {leads.data && leads.data.total === 0 && <p>No leads{q || status ? ' match' : ' yet: import a CSV file below'}.</p>}
+      {leads.data && leads.data.total === 0 && <p>No leads{q || status || replied ? ' match' : ' yet: import a CSV file below'}.</p>}
       {leads.data && leads.data.total > 0 && (
         <>
           {/* Focusable: on a narrow screen the table scrolls sideways, also by keyboard. */}

@@ -78,7 +78,7 @@ export function Overview() {
               <tbody>
                 {list.data.map((c) => {
                   const s = list.stats[c.id];
-                  const to = (status?: string) => `/campaigns/${c.id}${status ? `?status=${status}` : ''}`;
+                  const to = (filter?: string) => `/campaigns/${c.id}${filter ? `?${filter}` : ''}`;
                   return (
                     <tr key={c.id} data-campaign={c.id}>
                       <td>
@@ -108,12 +108,13 @@ export function Overview() {
                         <Num n={s?.opened} />
                       </td>
                       <td class="num" data-stat="replied">
-                        <Link href={to('replied')}>
+                        {/* The leads `replied` counts, whatever their state now (an unsubscribe reply leaves its lead unsubscribed). */}
+                        <Link href={to('replied=true')}>
                           <Num n={s?.replied} />
                         </Link>
                       </td>
                       <td class="num" data-stat="bounced">
-                        <Link href={to('bounced')}>
+                        <Link href={to('status=bounced')}>
                           <Num n={s?.bounced} />
                         </Link>
                       </td>
