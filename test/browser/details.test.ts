@@ -6,8 +6,9 @@
 // a phone; a double click creates one key, webhook, campaign or pool; the inbox's pager is in
 // view at 1280 x 800; a sign-out the daemon never answered is not taken for one; a campaign's
 // unsaved step edits survive a reload; a section that closes itself gives the focus back;
-// Deactivate asks first; the chart follows a theme change; a CSV file can be chosen twice; the
-// chart's and follow-ups' choices are in the address; a page's heading is focused at once.
+// Deactivate and Remove from campaign ask first; the chart follows a theme change; a CSV file
+// can be chosen twice; the chart's and follow-ups' choices are in the address; a page's
+// heading is focused at once.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
@@ -479,6 +480,49 @@ describe('dashboard in Chromium: details', function () {
     await card.getByRole('button', { name: 'Activate Dee Pause', exact: true }).click();
     await card.getByRole('button', { name: 'Deactivate Dee Pause', exact: true }).waitFor();
     assert.equal(await active(), true);
+  });
+
+  it('Remove from campaign asks first, naming the lead and what it changes; Escape changes nothing; by keyboard alone it removes the lead, and the focus goes to what happened', async () => {
+    const c = await world.app.request('POST', '/v1/campaigns', { key, body: { name: 'Signed deals', sequenceSteps: [{ subject: 'Hi', bodyHtml: '<p>Hi</p>' }] } });
+    const id = c.body.id;
+    await world.app.request('POST', `/v1/campaigns/${id}/leads/bulk`, { key, body: { leads: [{ email: 'jane@signed.example', firstName: 'Jane' }, { email: 'kim@signed.example' }] } });
+    const statusOf = async (email: string) => (await world.app.request('GET', `/v1/campaigns/${id}/leads`, { key })).body.data.find((l: { email: string }) => l.email === email).status;
+    const u = await open();
+    await u.signIn(key);
+    const p = u.page;
+    await p.goto(`/campaigns/${id}`);
+    const removeJane = p.getByRole('button', { name: 'Remove jane@signed.example from the campaign', exact: true });
+    await removeJane.waitFor();
+    await u.check('campaign, leads with Remove');
+    // Reached with the keyboard: the table's first control after its (scrollable) region.
+    await p.getByRole('region', { name: 'Leads table' }).focus();
+    await p.keyboard.press('Tab');
+    assert.equal((await activeElement(p)).label, 'Remove jane@signed.example from the campaign');
+    await p.keyboard.press('Enter');
+    const dialog = p.getByRole('dialog', { name: 'Remove jane@signed.example from this campaign?' });
+    await dialog.waitFor();
+    assert.match(await dialog.innerText(), /gets nothing more from this campaign: its waiting steps are cancelled/);
+    assert.match(await dialog.innerText(), /stays in your other campaigns and off the suppression list/);
+    await u.check('campaign, Remove from campaign asks');
+    await p.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    assert.equal(await statusOf('jane@signed.example'), 'active', 'Escape leaves the lead in the campaign');
+    await waitFor('the focus back on Remove', async () => (await activeElement(p)).label === 'Remove jane@signed.example from the campaign');
+    await p.keyboard.press('Enter');
+    await dialog.waitFor();
+    await waitFor('the focus on the confirming button', async () => (await activeElement(p)).text === 'Remove from campaign');
+    await p.keyboard.press('Enter');
+    await waitFor('the focus on the result', async () => (await activeElement(p)).text === 'jane@signed.example was removed from the campaign.');
+    assert.equal(await statusOf('jane@signed.example'), 'removed');
+    assert.equal(await statusOf('kim@signed.example'), 'active');
+    const row = p.locator('#leads tbody tr', { hasText: 'jane@signed.example' });
+    await row.locator('.pill', { hasText: 'removed' }).waitFor();
+    assert.equal(await removeJane.count(), 0, 'no Remove for a removed lead');
+    assert.equal(await p.getByRole('button', { name: 'Remove kim@signed.example from the campaign', exact: true }).count(), 1);
+    await u.check('campaign, a lead removed');
+    // The state filter has the new state.
+    await p.getByLabel('State').selectOption('removed');
+    await waitFor('only the removed lead', async () => (await p.locator('#leads tbody tr').count()) === 1 && (await p.locator('#leads tbody tr').innerText()).includes('jane@signed.example'));
   });
 
   it("the activity chart is drawn again in the theme's colours when the theme changes", async () => {

@@ -312,4 +312,30 @@ describe('sending engine: pool capacity, account limits and schedule', function 
     await dispatcher.runRound();
     assert.equal(to('win@lead.example').length, 1);
   });
+
+  it('a closed window is the reason even when the pool is at capacity; nextSendAt is when the window lets a message go', async () => {
+    // Monday 8 June 10:00Z is 12:00 in Berlin: the weekday window 12:00-13:00 is open.
+    clock.set('2026-06-08T10:00:00.000Z');
+    const t = await setup({
+      leads: [{ email: 'wa@lead.example' }, { email: 'wb@lead.example' }],
+      capacity: 1,
+      steps: [{ subject: 'one', bodyHtml: 'one' }, { subject: '', bodyHtml: 'two', delayHours: 4 }],
+      campaign: { schedule: { timezone: 'Europe/Berlin', days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '12:00', end: '13:00' } },
+    });
+    await dispatcher.runRound();
+    assert.deepEqual([to('wa@lead.example').length, to('wb@lead.example').length], [1, 0], 'the pool sent its one message');
+    const next = async () =>
+      Object.fromEntries((await app.request('GET', `/v1/campaigns/${t.campaignId}/leads`, { key: t.key })).body.data.map((l: { email: string; nextSendAt: string }) => [l.email, l.nextSendAt]));
+    // Window open: wb's step 0 is due now and waits for capacity; wa's step 1 falls due at 14:00Z
+    // (16:00 in Berlin, after the window): it can go when the window opens on Tuesday.
+    assert.equal((await stats(t)).blockedReason, 'pool_capacity_reached');
+    assert.deepEqual(await next(), { 'wa@lead.example': '2026-06-09T10:00:00.000Z', 'wb@lead.example': '2026-06-08T10:00:00.000Z' });
+    // 11:30Z: the window has closed with the pool still at capacity. The window holds them both.
+    clock.set('2026-06-08T11:30:00.000Z');
+    assert.equal((await stats(t)).blockedReason, 'outside_schedule');
+    assert.deepEqual(await next(), { 'wa@lead.example': '2026-06-09T10:00:00.000Z', 'wb@lead.example': '2026-06-09T10:00:00.000Z' });
+    // Tuesday's window: capacity is back (24 hours after the send); both go.
+    clock.set('2026-06-09T10:00:01.000Z');
+    assert.equal((await stats(t)).blockedReason, null);
+  });
 });

@@ -7,7 +7,7 @@ import { postponeNextStep } from '../../src/modules/messages/enrollments.ts';
 import { SendWakeup } from '../../src/modules/sending/wakeup.ts';
 import { transactionRetries } from '../../src/db/transaction.ts';
 import { waitFor } from '../support/wait.ts';
-import { sendingWorld } from './world.ts';
+import { afterFirstGuard, sendingWorld } from './world.ts';
 import type { TestApp } from '../support/harness.ts';
 
 describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', function () {
@@ -17,27 +17,11 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
   let app: TestApp, db: pg.Client, messenger: SmtpMessenger, dispatcher: SendDispatcher;
   before(() => ({ app, db, messenger, dispatcher } = w));
 
-  /** The real messenger, running `pause` once: after the first message's guard passed, before the end of its data. */
-  function afterFirstGuard(pause: () => Promise<void>): Messenger {
-    let paused = false;
-    return {
-      send: (account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) =>
-        messenger.send(account, mail, async () => {
-          await beforeEnd!();
-          if (!paused) {
-            paused = true;
-            await pause();
-          }
-        }),
-      close: async () => {},
-    };
-  }
-
   it('pause: a message whose guard passed finishes; nothing else is sent after the pause commits; resume sends the rest once', async () => {
     const leads = Array.from({ length: 6 }, (_, i) => ({ email: `pz${i}@lead.example` }));
     const t = await setup({ leads });
     // The pause commits after the first message's guard passed, before the end of its data.
-    const pausing = afterFirstGuard(async () => {
+    const pausing = afterFirstGuard(messenger, async () => {
       assert.equal((await app.request('POST', `/v1/campaigns/${t.campaignId}/pause`, { key: t.key })).status, 200);
     });
     const d = new SendDispatcher(app.deps, pausing, { maxConnections: 1, retryDelaysMs: [60_000] });
@@ -60,7 +44,7 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
   it("a sender account paused mid-round: its messages not yet past their guard go back to the queue; they go out once it resumes", async () => {
     const leads = Array.from({ length: 6 }, (_, i) => ({ email: `ap${i}@lead.example` }));
     const t = await setup({ leads });
-    const pausing = afterFirstGuard(async () => {
+    const pausing = afterFirstGuard(messenger, async () => {
       await app.services().senders.setStatus(t.senders[0], 'paused');
     });
     const d = new SendDispatcher(app.deps, pausing, { maxConnections: 1, retryDelaysMs: [60_000] });
@@ -85,7 +69,7 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     const fromOf = (r: (typeof sink.received)[number]) => r.parsed.from?.value[0].address;
     // The removal commits after the first message's guard passed: the whole batch (three
     // messages for each account, in rotation) was claimed before it.
-    const removing = afterFirstGuard(async () => {
+    const removing = afterFirstGuard(messenger, async () => {
       const r = await app.request('DELETE', `/v1/sender-pools/${t.poolId}/members/${t.senders[0]}`, { key: t.key });
       assert.equal(r.status, 200, r.text);
     });

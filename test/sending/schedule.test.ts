@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { firstSlot, inWindow, startOfDay } from '../../src/modules/sending/schedule.ts';
+import { firstSlot, inWindow, sendableAt, startOfDay } from '../../src/modules/sending/schedule.ts';
 import type { Schedule } from '../../src/modules/campaigns/entities.ts';
 
 // The first sending slot after an out-of-office return date (issue 19 §3).
@@ -15,6 +15,16 @@ describe('schedule: first sending slot', () => {
     assert.equal(iso(firstSlot(weekdays, sat)), '2026-11-16T14:00:00.000Z', 'Saturday -> Monday 09:00');
     assert.equal(iso(firstSlot(weekdays, new Date('2026-11-10T15:00:00Z'))), '2026-11-10T15:00:00.000Z', 'inside the window: now');
     assert.equal(iso(firstSlot(null, new Date('2026-11-10T00:00:00Z'))), '2026-11-10T00:00:00.000Z', 'no schedule: any time');
+  });
+
+  it("when a message can go (a lead's nextSendAt): its due time inside the window, else the next opening; a due time passed while the window is closed now, the next opening after now", () => {
+    const at = (due: string, now: string, schedule: Schedule | null = weekdays) => iso(sendableAt(schedule, new Date(due), new Date(now)));
+    // Tuesday 10 November: 15:00Z is 10:00 in New York, inside 09:00-17:00.
+    assert.equal(at('2026-11-10T15:00:00Z', '2026-11-10T12:00:00Z'), '2026-11-10T15:00:00.000Z', 'due inside the window');
+    assert.equal(at('2026-11-14T15:00:00Z', '2026-11-10T12:00:00Z'), '2026-11-16T14:00:00.000Z', 'due on Saturday: Monday 09:00');
+    assert.equal(at('2026-11-10T15:00:00Z', '2026-11-10T16:00:00Z'), '2026-11-10T15:00:00.000Z', 'overdue, the window open now: its due time');
+    assert.equal(at('2026-11-10T15:00:00Z', '2026-11-10T23:00:00Z'), '2026-11-11T14:00:00.000Z', 'overdue, the window closed now: the next opening');
+    assert.equal(at('2026-11-14T15:00:00Z', '2026-11-10T12:00:00Z', null), '2026-11-14T15:00:00.000Z', 'no schedule: the due time');
   });
 
   it('across a DST change and in an overnight window', () => {

@@ -8,7 +8,7 @@ import type { ParsedMail } from 'mailparser';
 import { startTestApp, seedWorkspace, subscribeEvents, ManualClock, type TestApp } from '../support/harness.ts';
 import type { EventType } from '../../src/modules/events/catalogue.ts';
 import { SmtpSink } from '../support/smtp.ts';
-import { SmtpMessenger } from '../../src/adapters/smtp.ts';
+import { SmtpMessenger, type Messenger, type MailAccount, type OutgoingMail } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
 
 export const HOUR = 3_600_000;
@@ -17,6 +17,25 @@ export const HOUR = 3_600_000;
 export function rawHeader(parsed: ParsedMail, name: string): string {
   const line = parsed.headerLines.find((h) => h.key === name)?.line ?? '';
   return line.slice(line.indexOf(':') + 1).replace(/\r?\n\s+/g, ' ').trim();
+}
+
+/**
+ * The real messenger, running `act` once: after the first message's guard passed, before the
+ * end of its data (a pause, a removal committed while that message is in flight).
+ */
+export function afterFirstGuard(messenger: Messenger, act: () => Promise<void>): Messenger {
+  let done = false;
+  return {
+    send: (account: MailAccount, mail: OutgoingMail, beforeEnd?: () => Promise<void>) =>
+      messenger.send(account, mail, async () => {
+        await beforeEnd!();
+        if (!done) {
+          done = true;
+          await act();
+        }
+      }),
+    close: async () => {},
+  };
 }
 
 export interface Setup {

@@ -50,7 +50,7 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[], pollMs?: numbe
 
 const TONE: Record<string, string> = {
   active: 'good', running: 'good', ok: 'good', delivered: 'good', interested: 'good', won: 'good', meeting_booked: 'good', enrolled: 'good', sent: 'good', completed: 'neutral', replied: 'info',
-  paused: 'muted', draft: 'muted', disabled: 'muted', revoked: 'muted', superseded: 'muted', discarded: 'muted', archived: 'muted', unknown: 'muted', skipped: 'muted', cancelled: 'muted', inactive: 'muted', disconnected: 'muted',
+  paused: 'muted', draft: 'muted', disabled: 'muted', revoked: 'muted', superseded: 'muted', discarded: 'muted', archived: 'muted', unknown: 'muted', skipped: 'muted', cancelled: 'muted', removed: 'muted', inactive: 'muted', disconnected: 'muted',
   needs_reauth: 'warn', rate_limited: 'warn', pending: 'warn', out_of_office: 'warn', needs_followup: 'warn', generated: 'info', edited: 'info', new: 'info', awaiting_reply: 'info',
   due_today: 'warn', overdue: 'bad',
   failed: 'bad', bounced: 'bad', bounce: 'bad', auth_failed: 'bad', unreachable: 'bad', suppressed: 'bad', unsubscribed: 'bad', unsubscribe: 'bad', not_interested: 'bad', lost_not_interested: 'bad', lost_timing: 'bad', lost_competitor: 'bad', blocked: 'bad',

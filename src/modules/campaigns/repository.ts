@@ -216,11 +216,11 @@ export async function lockCampaignStatus(em: EntityManager, workspaceId: string,
   return campaign;
 }
 
-/** Whether the campaign has leads and steps to start with. */
+/** Whether the campaign has leads (removed ones do not count) and steps to start with. */
 export async function startable(em: EntityManager, campaignId: string): Promise<{ leads: boolean; steps: boolean }> {
   const [row] = await sql<{ leads: boolean; steps: boolean }>(
     em,
-    `select exists (select 1 from enrollments where campaign_id = ?) as leads,
+    `select exists (select 1 from enrollments where campaign_id = ? and status <> 'removed') as leads,
             exists (select 1 from campaign_steps where campaign_id = ?) as steps`,
     [campaignId, campaignId],
   );

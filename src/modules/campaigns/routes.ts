@@ -11,7 +11,7 @@ import {
   statsView,
 } from './schemas.ts';
 
-const ENROLLMENT_STATUSES = ['active', 'completed', 'replied', 'bounced', 'unsubscribed', 'suppressed'] as const;
+const ENROLLMENT_STATUSES = ['active', 'completed', 'replied', 'bounced', 'unsubscribed', 'suppressed', 'removed'] as const;
 
 const notFound = { 404: 'campaign_not_found' };
 
@@ -24,9 +24,11 @@ const enrollmentView = z.object({
   company: z.string().nullable(),
   jobTitle: z.string().nullable(),
   customFields: z.record(z.string(), z.unknown()).describe('the custom fields as submitted (any JSON values)'),
-  status: z.enum(ENROLLMENT_STATUSES),
+  status: z.enum(ENROLLMENT_STATUSES).describe('`removed`: taken off the campaign by an operator (DELETE /v1/campaigns/:campaignId/leads/:leadId)'),
   currentStep: z.number().int().nullable(),
-  nextSendAt: isoTime.nullable(),
+  nextSendAt: isoTime
+    .nullable()
+    .describe("when its waiting message can go: the due time, or the next opening of the campaign's schedule window when the due time is outside it (null: nothing waiting)"),
   lastEvent: z.string().nullable(),
   lastEventAt: isoTime.nullable(),
   failureReason: z.string().nullable().describe('why the lead\'s last message failed (lastEvent `failed`: rendering or composing it threw), else null'),
@@ -131,6 +133,20 @@ export const campaignRoutes = [
     errors: notFound,
     handler: ({ params, query, auth, services }) =>
       services.campaigns.leads(auth.workspaceId, params.campaignId, { ...query, replied: query.replied === undefined ? undefined : query.replied === 'true' }),
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/v1/campaigns/:campaignId/leads/:leadId',
+    access: 'admin',
+    tag: 'Campaigns',
+    operationId: 'removeCampaignLead',
+    summary: 'Remove a lead from the campaign: it gets nothing more from it',
+    description:
+      "The lead's enrollment ends `removed` and its queued and scheduled messages are cancelled, in one transaction (the stats' `queued` and `scheduled` with them); a message already being sent finishes and schedules nothing further. The lead stays in the workspace, in its other campaigns and off the suppression list. Enrolling the address again (bulk enroll) updates the lead but does not bring it back into this campaign. An enrollment that has already ended (completed, replied, bounced, unsubscribed, removed) is left as it is, with the same 204. 404 `lead_not_found` when the lead is not enrolled in this campaign.",
+    params: campaignParams.extend({ leadId: z.string().describe('the lead id (`lead_...`): the `id` of a row of GET /v1/campaigns/:campaignId/leads') }),
+    status: 204,
+    errors: { 404: 'campaign_not_found | lead_not_found' },
+    handler: ({ params, auth, services }) => services.campaigns.removeLead(auth.workspaceId, params.campaignId, params.leadId),
   }),
   defineRoute({
     method: 'post',

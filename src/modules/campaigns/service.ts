@@ -7,7 +7,7 @@ import type { Deps } from '../../deps.ts';
 import { firstPool, poolOfWorkspace } from '../senders/repository.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { campaignStarted } from '../events/catalogue.ts';
-import type { Campaign, CampaignStep } from './entities.ts';
+import type { Campaign, CampaignStep, Schedule } from './entities.ts';
 import { LIMITS, type createCampaignBody, type patchCampaignBody } from './schemas.ts';
 import { parseLeads } from './leads.ts';
 import {
@@ -28,8 +28,8 @@ import {
 } from './repository.ts';
 import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, reactivateUnsuppressed, suppressedEnrollmentsOf, type EnrollmentRow } from '../messages/queue.ts';
 import { bumpCounters, createCounters, readCounters, type Counters } from '../messages/counters.ts';
-import { inWindow } from '../sending/schedule.ts';
-import { completeBeyondLastStep, lockWaitingMessages, rescheduleFollowUps } from '../messages/enrollments.ts';
+import { inWindow, sendableAt } from '../sending/schedule.ts';
+import { completeBeyondLastStep, endEnrollments, enrollmentInCampaign, lockWaitingMessages, rescheduleFollowUps } from '../messages/enrollments.ts';
 import { transaction } from '../../db/transaction.ts';
 
 const DEFAULT_DELAY_HOURS = 48;
@@ -52,7 +52,24 @@ export function campaignView(c: Campaign, steps: CampaignStep[]) {
   };
 }
 
-function enrollmentView(r: EnrollmentRow) {
+/**
+ * A listing's rows, with `nextSendAt` the time its message can go (sendableAt): the waiting
+ * message's due time, or the opening of the campaign's window when it falls outside it. Rows of
+ * one step queued together share a due time: each is worked out once.
+ */
+function enrollmentViews(rows: EnrollmentRow[], schedule: Schedule | null, now: Date) {
+  const slots = new Map<number, string>();
+  const nextSendAt = (due: Date | string | null) => {
+    if (due === null) return null;
+    const t = new Date(due).getTime();
+    let at = slots.get(t);
+    if (at === undefined) slots.set(t, (at = sendableAt(schedule, new Date(t), now).toISOString()));
+    return at;
+  };
+  return rows.map((r) => enrollmentView(r, nextSendAt(r.next_send_at)));
+}
+
+function enrollmentView(r: EnrollmentRow, nextSendAt: string | null) {
   return {
     id: r.lead_id,
     enrollmentId: r.enrollment_id,
@@ -64,7 +81,7 @@ function enrollmentView(r: EnrollmentRow) {
     customFields: r.custom,
     status: r.status,
     currentStep: r.current_step,
-    nextSendAt: iso(r.next_send_at),
+    nextSendAt,
     lastEvent: r.last_event,
     lastEventAt: iso(r.last_event_at),
     failureReason: r.failure_reason,
@@ -318,9 +335,29 @@ export class CampaignService {
   }
 
   async leads(workspaceId: string, id: string, opts: { status?: string[]; replied?: boolean; q?: string; limit: number; offset: number }) {
-    await this.require(this.em, workspaceId, id);
+    const campaign = await this.require(this.em, workspaceId, id);
     const { rows, total } = await listEnrollments(this.em, id, opts);
-    return { data: rows.map(enrollmentView), total, hasMore: opts.offset + rows.length < total };
+    return { data: enrollmentViews(rows, campaign.schedule, this.deps.clock.now()), total, hasMore: opts.offset + rows.length < total };
+  }
+
+  /**
+   * Takes a lead off the campaign (not off the workspace's other campaigns, nor onto the
+   * suppression list): an active enrollment (or one suppressed at enrollment) ends `removed`,
+   * its queued and scheduled messages are cancelled and the counters follow, in one
+   * transaction. A message already being sent finishes and schedules nothing further. An
+   * enrollment that has ended already stays as it is: the answer is the same (204).
+   */
+  async removeLead(workspaceId: string, campaignId: string, leadId: string): Promise<void> {
+    const now = this.deps.clock.now();
+    const removed = await transaction(this.em, async (em) => {
+      // The share lock an enrollment takes: a start or resume in progress has queued the lead's
+      // step 0 before this reads it (cancelled here), or queues nothing for it after.
+      if (!(await lockCampaignStatus(em, workspaceId, campaignId))) throw ApiError.notFound('campaign', `campaign ${campaignId} not found`);
+      const enrollmentId = await enrollmentInCampaign(em, campaignId, leadId);
+      if (!enrollmentId) throw ApiError.notFound('lead', `lead ${leadId} is not enrolled in campaign ${campaignId}`);
+      return (await endEnrollments(em, [enrollmentId], 'removed', 'removed', now)).length > 0;
+    });
+    if (removed) this.deps.log.info({ workspaceId, campaignId, leadId }, 'lead removed from the campaign');
   }
 
   private async require(em: EntityManager, workspaceId: string, id: string, forUpdate = false): Promise<Campaign> {
@@ -351,15 +388,16 @@ export class CampaignService {
 }
 
 /**
- * Why a campaign's due messages cannot be sent now, in the order the claim meets the reasons
- * (the contract's: no active sender, no remaining capacity, outside the schedule window); null
- * when one could be.
+ * Why a campaign's due messages cannot be sent now; null when one could be. What the operator
+ * must fix comes first (no pool, no account that may send); then a closed window, which holds
+ * every message whatever the pool has left (a round claims nothing for a campaign outside its
+ * window); then the limits that free themselves as the 24 hours move on.
  */
 function blockedReason(c: Counters, now: Date) {
   if (!c.sender_pool_id) return 'no_sender_pool' as const;
   if (c.senders_available === 0) return 'no_sender_available' as const;
+  if (!inWindow(c.schedule, now)) return 'outside_schedule' as const;
   if ((c.pool_remaining ?? 0) <= 0) return 'pool_capacity_reached' as const;
   if (c.senders_with_room === 0) return 'sender_limits_reached' as const;
-  if (!inWindow(c.schedule, now)) return 'outside_schedule' as const;
   return null;
 }

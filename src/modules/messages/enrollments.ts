@@ -5,15 +5,21 @@ import { bumpCounters } from './counters.ts';
 // Enrollment transitions: ending enrollments (which cancels their pending messages), noting an
 // event on one, postponing its waiting step.
 
-export type EndStatus = 'completed' | 'replied' | 'bounced' | 'unsubscribed' | 'suppressed';
+export type EndStatus = 'completed' | 'replied' | 'bounced' | 'unsubscribed' | 'suppressed' | 'removed';
 
-/** Which statuses each ending may replace (contract §7: unsubscribe overrides completed). */
+/**
+ * Which statuses each ending may replace (contract §7: unsubscribe overrides completed). An
+ * operator's removal ends what may still send (an active enrollment, or one suppressed at
+ * enrollment, which taking the address off the list would make active again); what the lead's
+ * mail does afterwards (a reply, a bounce, an unsubscribe) replaces it as it replaces completed.
+ */
 const REPLACES: Record<EndStatus, string[]> = {
   completed: ['active'],
-  replied: ['active', 'completed'],
-  bounced: ['active', 'completed'],
+  replied: ['active', 'completed', 'removed'],
+  bounced: ['active', 'completed', 'removed'],
   suppressed: ['active'],
-  unsubscribed: ['active', 'completed', 'replied'],
+  unsubscribed: ['active', 'completed', 'replied', 'removed'],
+  removed: ['active', 'suppressed'],
 };
 
 /**
@@ -134,6 +140,12 @@ export async function lockWaitingMessages(em: EntityManager, campaignId: string)
       order by m.enrollment_id, m.step_index for no key update of e, m`,
     [campaignId],
   );
+}
+
+/** The id of the lead's enrollment in the campaign (enrollments_campaign_lead_key), or undefined. */
+export async function enrollmentInCampaign(em: EntityManager, campaignId: string, leadId: string): Promise<string | undefined> {
+  const [e] = await sql<{ id: string }>(em, `select id from enrollments where campaign_id = ? and lead_id = ?`, [campaignId, leadId]);
+  return e?.id;
 }
 
 /** Every enrollment of a lead, locked in id order (ending them all: unsubscribe, complaint). */

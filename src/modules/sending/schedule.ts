@@ -110,3 +110,14 @@ function openingNear(schedule: Schedule, start: number, guess: Date, from: Date)
   }
   return null;
 }
+
+/**
+ * When a message due at `due` can go, as far as the campaign's window says (`nextSendAt` of the
+ * leads' listing): its due time when that is inside the window, else the window's next opening
+ * after it. A time that has come while the window is closed now (a message due on Saturday,
+ * waiting past Monday's window for capacity) is the next opening after `now`.
+ */
+export function sendableAt(schedule: Schedule | null, due: Date, now: Date): Date {
+  const at = firstSlot(schedule, due);
+  return at <= now && !inWindow(schedule, now) ? firstSlot(schedule, now) : at;
+}

@@ -1,15 +1,17 @@
 // One campaign: state and start/pause/resume, live stats and the time chart, the steps with a
 // live preview, the schedule, the leads table and the CSV import.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { fieldErrors, get, patch, post, qs } from '../api.ts';
+import { del, fieldErrors, get, patch, post, qs } from '../api.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Action, ActionRow, Ago, ErrorNote, Field, Num, PageHead, Pager, Pill, pct, useLoad, useUnsentText } from '../ui.tsx';
+import { Action, ActionRow, Ago, ErrorNote, Field, Num, PageHead, Pager, Pill, pct, useLoad, useResultNote, useUnsentText } from '../ui.tsx';
 import { Timeline, STATS_POLL_MS } from './overview.tsx';
 import { CsvImport } from './csv-import.tsx';
 import type { Campaign, CampaignStats, Day, Enrollment, Page, SenderPool, SequenceStep } from '../types.ts';
 import { BLOCKED } from '../types.ts';
 
-const LEAD_STATUSES = ['active', 'completed', 'replied', 'bounced', 'unsubscribed', 'suppressed'];
+const LEAD_STATUSES = ['active', 'completed', 'replied', 'bounced', 'unsubscribed', 'suppressed', 'removed'];
+/** The states in which a lead may still get mail from the campaign: those the Remove control ends. */
+const REMOVABLE = new Set(['active', 'suppressed']);
 
 export function CampaignPage({ id }: { id: string }) {
   const campaign = useLoad(() => get<Campaign>(`/v1/campaigns/${id}`), [id], STATS_POLL_MS);
@@ -81,7 +83,7 @@ export function CampaignPage({ id }: { id: string }) {
       <Timeline campaigns={[c]} campaignId={id} fixed />
       <Steps campaign={c} onSaved={campaign.reload} onDirty={setStepsDirty} />
       <Settings campaign={c} onSaved={campaign.reload} />
-      <Leads id={id} version={leadsVersion} />
+      <Leads id={id} version={leadsVersion} onRemoved={stats.reload} />
       <CsvImport
         campaignId={id}
         onImported={() => {
@@ -410,7 +412,7 @@ function Settings({ campaign, onSaved }: { campaign: Campaign; onSaved: () => Pr
 
 const LEADS_PAGE = 50;
 
-function Leads({ id, version }: { id: string; version: number }) {
+function Leads({ id, version, onRemoved }: { id: string; version: number; onRemoved: () => Promise<void> }) {
   const { query } = useLocation();
   const status = query.get('status') ?? '';
   // Only the leads the campaign's `replied` counts (the replied stat links here).
@@ -425,6 +427,7 @@ function Leads({ id, version }: { id: string; version: number }) {
     [id, status, replied, q, offset, version],
     STATS_POLL_MS * 2,
   );
+  const result = useResultNote();
   return (
     <section class="card" aria-labelledby="leads-h" id="leads">
       <h2 id="leads-h">Leads</h2>
@@ -456,6 +459,7 @@ function Leads({ id, version }: { id: string; version: number }) {
         <button type="submit">Search</button>
       </form>
       <ErrorNote error={leads.error} />
+      {result.note}
       {leads.data && leads.data.total === 0 && <p>No leads{q || status || replied ? ' match' : ' yet: import a CSV file below'}.</p>}
       {leads.data && leads.data.total > 0 && (
         <>
@@ -471,6 +475,9 @@ function Leads({ id, version }: { id: string; version: number }) {
                   <th scope="col" class="num">step</th>
                   <th scope="col">last event</th>
                   <th scope="col">next send</th>
+                  <th scope="col">
+                    <span class="sr-only">actions</span>
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -495,6 +502,27 @@ function Leads({ id, version }: { id: string; version: number }) {
                     </td>
                     <td>
                       <Ago at={l.nextSendAt} />
+                    </td>
+                    <td>
+                      {REMOVABLE.has(l.status) && (
+                        <Action
+                          class="secondary"
+                          label={`Remove ${l.email} from the campaign`}
+                          confirm={{
+                            title: `Remove ${l.email} from this campaign?`,
+                            body: `${l.email} gets nothing more from this campaign: its waiting steps are cancelled (a message being sent right now still goes out). The lead stays in your other campaigns and off the suppression list; importing the address again does not put it back into this campaign.`,
+                            yes: 'Remove from campaign',
+                          }}
+                          run={async () => {
+                            await del(`/v1/campaigns/${id}/leads/${encodeURIComponent(l.id)}`);
+                            await Promise.all([leads.reload(), onRemoved()]);
+                            // The button pressed is gone with the lead's state: the result takes the focus.
+                            result.show(`${l.email} was removed from the campaign.`);
+                          }}
+                        >
+                          Remove
+                        </Action>
+                      )}
                     </td>
                   </tr>
                 ))}
