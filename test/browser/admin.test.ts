@@ -283,11 +283,12 @@ describe('dashboard in Chromium: the admin', function () {
     assert.match(await p.locator('#leads tbody tr').innerText(), /grace@lead.example/);
 
     const leadRow = p.locator('#leads tbody tr');
-    assert.deepEqual(await leadRow.locator('td').evaluateAll((tds) => tds.slice(-2).map((td) => td.textContent)), ['—', '—'], 'nothing sent or queued yet');
+    // The last event and next send columns (the row ends with its Remove button).
+    assert.deepEqual(await leadRow.locator('td').evaluateAll((tds) => tds.slice(5, 7).map((td) => td.textContent)), ['—', '—'], 'nothing sent or queued yet');
     await p.getByRole('button', { name: 'Start' }).click();
     await p.locator('.page-head .pill', { hasText: 'running' }).waitFor();
     // The leads table shows the start (queued or sent) at once, not at its next poll (20 s).
-    await waitFor('the lead queued or sent', async () => (await leadRow.locator('td').evaluateAll((tds) => tds.slice(-2).map((td) => td.textContent))).some((t) => t !== '—'), 8_000);
+    await waitFor('the lead queued or sent', async () => (await leadRow.locator('td').evaluateAll((tds) => tds.slice(5, 7).map((td) => td.textContent))).some((t) => t !== '—'), 8_000);
     // The same button, now Pause, still has the focus.
     assert.equal((await activeElement(p)).text, 'Pause');
   });
