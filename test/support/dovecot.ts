@@ -2,7 +2,7 @@
 // (as root, through apt-get: apt.ts) and started from a config written into a temp dir. Users live in
 // a passwd-file; mail in Maildirs; no TLS.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, mkdirSync, chmodSync, chownSync, rmSync, appendFileSync, utimesSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync, mkdirSync, chmodSync, chownSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
@@ -41,7 +41,6 @@ export class ImapTestServer {
   private proc?: ChildProcess;
   private binary = '';
   private users = new Set<string>();
-  private mtime = 0;
 
   constructor() {
     this.dir = mkdtempSync(path.join(os.tmpdir(), 'mailgate-imap-'));
@@ -52,7 +51,7 @@ export class ImapTestServer {
     this.port = await freePort();
     chmodSync(this.dir, 0o755);
     for (const d of ['run', 'home']) mkdirSync(path.join(this.dir, d), { recursive: true, mode: 0o755 });
-    writeFileSync(path.join(this.dir, 'users'), '');
+    mkdirSync(path.join(this.dir, 'users'), { recursive: true, mode: 0o755 });
     const root = process.getuid?.() === 0;
     const mailUser = root ? 'dovecot' : os.userInfo().username;
     const conf = `
@@ -69,7 +68,7 @@ first_valid_gid = 1
 ${root ? '' : `default_internal_user = ${mailUser}\ndefault_login_user = ${mailUser}\n`}
 passdb {
   driver = passwd-file
-  args = scheme=PLAIN username_format=%u ${this.dir}/users
+  args = scheme=PLAIN username_format=%u ${this.dir}/users/%u
 }
 userdb {
   driver = static
@@ -150,13 +149,10 @@ service stats {
 
   addUser(user: string, password: string): void {
     if (this.users.has(user)) return;
-    const users = path.join(this.dir, 'users');
-    appendFileSync(users, `${user}:{PLAIN}${password}\n`);
-    // Dovecot re-reads a passwd-file when its mtime (whole seconds) changes: two users added in
-    // the same second would leave an auth process with the older copy. Give every change its own
-    // second.
-    this.mtime = Math.max(this.mtime + 1, Math.ceil(Date.now() / 1000) + 1);
-    utimesSync(users, this.mtime, this.mtime);
+    // A passwd-file per user: Dovecot looks at a loaded passwd-file for changes at most once a
+    // second, so a user appended to one shared file right after a login was refused until the
+    // next second (every time, measured); a file it has never read is read at the first login.
+    writeFileSync(path.join(this.dir, 'users', user), `${user}:{PLAIN}${password}\n`);
     const home = path.join(this.dir, 'home', user);
     mkdirSync(home, { recursive: true });
     if (process.getuid?.() === 0) {
