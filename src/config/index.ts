@@ -125,7 +125,7 @@ export const settings = {
     env: 'MAILGATE_IMAP_TIMEOUT',
     schema: timer.refine((ms) => ms >= 1_000, 'must be at least 1s'),
     default: '30s',
-    doc: 'how long a watched mailbox\'s IMAP server has to answer the check of its connection (a NOOP every MAILGATE_IMAP_POLL_INTERVAL); silent for longer, the connection is taken for dead: the mailbox is marked unreachable (an SDR\'s disconnected) and the watch reconnects',
+    doc: 'how long a watched mailbox\'s IMAP server may send nothing while a command waits on it: the check of its connection (a NOOP every MAILGATE_IMAP_POLL_INTERVAL) and every SELECT, SEARCH and FETCH of a sync; silent for longer, the connection is taken for dead: the mailbox is marked unreachable (an SDR\'s disconnected) and the watch reconnects',
   },
   inboundMaxBytes: {
     env: 'MAILGATE_INBOUND_MAX_BYTES',

@@ -24,7 +24,7 @@ describe('mailbox health from real IMAP outcomes', function () {
   before(async () => {
     await imap.start();
     await smtp.start();
-    for (const user of ['box@acme.example', 'rep@acme.example', 'far@acme.example', 'move@acme.example', 'moved@acme.example', 'swap-old@acme.example', 'swap-new@acme.example', 'early@acme.example', 'cut@acme.example']) imap.addUser(user, 'right');
+    for (const user of ['box@acme.example', 'rep@acme.example', 'far@acme.example', 'move@acme.example', 'moved@acme.example', 'swap-old@acme.example', 'swap-new@acme.example', 'early@acme.example', 'cut@acme.example', 'quiet-search@acme.example', 'quiet-fetch@acme.example']) imap.addUser(user, 'right');
     // At debug, each retry of a failing connection is logged too: the test sees them happen.
     app = await startTestApp({ config: { logLevel: 'debug' } });
     db = new pg.Client({ connectionString: app.databaseUrl });
@@ -255,6 +255,54 @@ describe('mailbox health from real IMAP outcomes', function () {
       await proxy.close();
     }
   });
+
+  // Found in CI (2026-11-30): the test above failed once when the freeze came during a sync, not
+  // during the wait: only the NOOP between two waits was bounded, and the SEARCH or FETCH the
+  // server left unanswered held the watch (its mailbox `ok`) for imapflow's socket timeout.
+  for (const [what, command, user] of [
+    ['a SEARCH', /UID SEARCH/, 'quiet-search@acme.example'],
+    ['a FETCH', /BODY\.PEEK\[\]/, 'quiet-fetch@acme.example'],
+  ] as const) {
+    it(`a server that goes silent under ${what} of a sync: the mailbox is unreachable within the answer timeout, and the reply it held is read on the new connection`, async () => {
+      await watcher?.stop();
+      watcher = undefined;
+      const { workspace } = await seedWorkspace(app);
+      const proxy = await freezingProxy({ hostname: '127.0.0.1', port: imap.port });
+      const w = new MailboxWatcher(app.deps, () => app.services().inbound, { pollIntervalMs: 300, answerTimeoutMs: 1_000, tickMs: 300, leaseMs: 3_000 });
+      try {
+        const sender = await app.services().senders.add({
+          workspaceId: workspace.id,
+          email: user,
+          name: 'Quiet',
+          smtpUrl: 'smtp://u:p@127.0.0.1:1',
+          imapUrl: `imap://${encodeURIComponent(user)}:right@127.0.0.1:${proxy.port}`,
+        });
+        const watch = async () =>
+          (await db.query<{ status: string; last_uid: number }>(`select status, last_uid::int as last_uid from mailbox_watches where sender_account_id = $1`, [sender.id])).rows[0];
+        await w.start();
+        await waitFor('the first sync', async () => (await db.query(`select last_synced_at from mailbox_watches where sender_account_id = $1`, [sender.id])).rows[0]?.last_synced_at);
+        // The next such command is not forwarded, and its connection freezes.
+        proxy.freezeOn(command);
+        await imap.append(user, 'right', ['From: someone@else.example', `To: ${user}`, 'Subject: hello', `Message-ID: <${user}-1@else.example>`, '', 'Hello.', ''].join('\r\n'));
+        await waitFor('the mailbox unreachable', async () => (await watch()).status === 'unreachable');
+        await waitFor('the reply read on a new connection, the mailbox ok again', async () => {
+          const now = await watch();
+          return now.status === 'ok' && now.last_uid > 0;
+        });
+        await waitFor('the frozen connection closed', async () => proxy.connections === 1);
+        const changes = lines(sender.id);
+        assert.deepEqual(changes.map((l) => l.msg), [
+          'sender account IMAP health unknown -> ok',
+          'sender account IMAP health ok -> unreachable',
+          'sender account IMAP health unreachable -> ok',
+        ]);
+        assert.match(changes[1].response ?? '', new RegExp(`did not answer ${what} within 1 s`));
+      } finally {
+        await w.stop();
+        await proxy.close();
+      }
+    });
+  }
 
   it("reconnecting an SDR to another mailbox starts its watch afresh; the same mailbox again keeps the cursor", async () => {
     const { workspace } = await seedWorkspace(app);

@@ -8,13 +8,21 @@ import net from 'node:net';
 export async function freezingProxy(target: { hostname: string; port: string | number }) {
   const open = new Set<{ client: net.Socket; upstream: net.Socket; frozen: boolean }>();
   let down = false;
+  // Set by freezeOn: the first client bytes matching it freeze their connection, unforwarded.
+  let trigger: RegExp | undefined;
   const server = net.createServer((client) => {
     // Down: every new connection is cut at once (as by a server that is not there).
     if (down) return void client.destroy();
     const upstream = net.connect(Number(target.port), target.hostname);
     const pair = { client, upstream, frozen: false };
     open.add(pair);
-    client.on('data', (d) => !pair.frozen && upstream.write(d));
+    client.on('data', (d) => {
+      if (trigger?.test(d.toString('latin1'))) {
+        trigger = undefined;
+        pair.frozen = true;
+      }
+      if (!pair.frozen) upstream.write(d);
+    });
     upstream.on('data', (d) => !pair.frozen && client.write(d));
     const close = () => {
       open.delete(pair);
@@ -32,6 +40,13 @@ export async function freezingProxy(target: { hostname: string; port: string | n
       return open.size;
     },
     freeze: () => open.forEach((p) => (p.frozen = true)),
+    /**
+     * The server goes silent under a command: the first client bytes from now on that match
+     * `command` are not forwarded, and their connection freezes (the others flow).
+     */
+    freezeOn: (command: RegExp) => {
+      trigger = command;
+    },
     /** The server goes away: open connections are cut and new ones cut at once, until `up`. */
     down: () => {
       down = true;

@@ -13,8 +13,9 @@ export interface WatcherOptions {
   /** Fallback poll when a server has no IDLE (MAILGATE_IMAP_POLL_INTERVAL). */
   pollIntervalMs: number;
   /**
-   * How long the server has to answer the check of the connection after each poll interval
-   * (MAILGATE_IMAP_TIMEOUT): silent for longer, the connection is taken for dead.
+   * How long the server may send nothing while a command waits on it (MAILGATE_IMAP_TIMEOUT):
+   * the check of the connection after each poll interval, and every command of a sync; silent
+   * for longer, the connection is taken for dead.
    */
   answerTimeoutMs?: number;
   /** Use IDLE when the server offers it (tests turn it off to exercise polling). */
@@ -60,28 +61,49 @@ const LOGOUT_MS = 2_000;
 const ANSWER_TIMEOUT_MS = 30_000;
 
 /**
- * The server did not answer the check of the connection in time: it went silent without closing
- * the connection (a hung server, a NAT mapping or firewall state dropped on the way). Not our
- * side's failure: the mailbox is unreachable (an SDR's disconnected) until a reconnect works.
+ * The server sent nothing for too long while a command of ours waited on it: it went silent
+ * without closing the connection (a hung server, a NAT mapping or firewall state dropped on the
+ * way). Not our side's failure: the mailbox is unreachable (an SDR's disconnected) until a
+ * reconnect works.
  */
 class SilentServer extends Error {
-  constructor(ms: number) {
-    super(`the IMAP server did not answer a NOOP within ${ms / 1000} s (the connection went silent)`);
+  constructor(what: string, ms: number) {
+    super(`the IMAP server did not answer ${what} within ${ms / 1000} s (the connection went silent)`);
   }
 }
 
 /**
- * The check of a connection between two waits: a NOOP (which ends an IDLE first), answered
- * within `ms`, or SilentServer is thrown (the NOOP's own failure is thrown as it is). imapflow's
- * own limit on a silent connection is its socket timeout, 5 minutes without traffic and then 5
- * more for a NOOP of its own: a watch in IDLE on a silent server stayed `ok` for about 10 minutes
- * while no reply was read.
+ * Waits for `work`, a command of `client`, for as long as the server is seen answering: when no
+ * byte at all has come from it for `ms` (imapflow's count of bytes read), SilentServer is thrown
+ * (the command's own failure is thrown as it is). Silence, not the command's length, is bounded:
+ * a FETCH of large messages takes as long as its bytes keep coming. Every command of a session
+ * goes through here, the check of the connection between two waits (a NOOP, which ends an IDLE
+ * first) as much as the SELECT, SEARCH and FETCHes of a sync: only the NOOP was bounded, and a
+ * server that went silent under a SEARCH kept its watch waiting, the mailbox `ok`, for imapflow's
+ * socket timeout (5 minutes without traffic, then 5 more for a NOOP of its own) while no reply
+ * was read.
  */
-async function answered(client: ImapFlow, ms: number): Promise<void> {
+async function answered<T>(client: ImapFlow, ms: number, what: string, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const silent = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new SilentServer(ms)), ms)));
+  const step = Math.min(1_000, Math.max(50, Math.floor(ms / 10)));
+  const silent = new Promise<never>((_, reject) => {
+    let seen = client.stats().received;
+    let quietSince = performance.now();
+    const check = () => {
+      const read = client.stats().received;
+      if (read !== seen) {
+        seen = read;
+        quietSince = performance.now();
+      } else if (performance.now() - quietSince >= ms) {
+        return reject(new SilentServer(what, ms));
+      }
+      timer = setTimeout(check, step);
+    };
+    timer = setTimeout(check, step);
+  });
   try {
-    await Promise.race([client.noop(), silent]);
+    // race subscribes to `work`: its failure once the connection is cut is not left unhandled.
+    return await Promise.race([work, silent]);
   } finally {
     clearTimeout(timer);
   }
@@ -98,6 +120,11 @@ async function logoutWithin(client: ImapFlow, ms: number): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
+  cut(client);
+}
+
+/** Closes the connection without a word to the server. */
+function cut(client: ImapFlow): void {
   try {
     client.close();
   } catch {
@@ -291,7 +318,7 @@ class MailboxSession {
       }
       this.watch.uid_validity = cursor.uid_validity;
       this.watch.last_uid = cursor.last_uid;
-      const mailbox = await client.mailboxOpen(this.watch.mailbox);
+      const mailbox = await this.ask(client, 'a SELECT', client.mailboxOpen(this.watch.mailbox));
       await this.record('ok', null);
       const idle = this.opts.useIdle && client.capabilities.has('IDLE');
       let uidValidity = mailbox.uidValidity;
@@ -326,19 +353,31 @@ class MailboxSession {
           const idling = client.idle().catch(() => {});
           await this.sleep(this.opts.pollIntervalMs);
           // A failed NOOP is left to the 'close' event (the connection dropped), as before.
-          if (!closed && !this.stopped) await answered(client, this.opts.answerTimeoutMs).catch((err: unknown) => {
+          if (!closed && !this.stopped) await this.ask(client, 'a NOOP', client.noop()).catch((err: unknown) => {
             if (err instanceof SilentServer) throw err;
           });
           await idling;
         } else {
           await this.sleep(this.opts.pollIntervalMs);
-          if (!closed && !this.stopped) await answered(client, this.opts.answerTimeoutMs);
+          if (!closed && !this.stopped) await this.ask(client, 'a NOOP', client.noop());
         }
       }
+    } catch (err) {
+      // A silent server answers no LOGOUT either: the connection is cut at once.
+      if (err instanceof SilentServer) {
+        cut(client);
+        closed = true;
+      }
+      throw err;
     } finally {
       if (!closed) await logoutWithin(client, LOGOUT_MS);
     }
     if (!this.stopped) throw new Error('IMAP connection closed');
+  }
+
+  /** A command of this session, given up when the server goes silent under it (answered). */
+  private ask<T>(client: ImapFlow, what: string, work: Promise<T>): Promise<T> {
+    return answered(client, this.opts.answerTimeoutMs, what, work);
   }
 
   /**
@@ -369,7 +408,7 @@ class MailboxSession {
     if (failed.uid <= last) return void (this.unconfirmed = null);
     const other = todo.find((u) => u > failed.uid) ?? (last > 0 ? last : undefined);
     if (other !== undefined) {
-      const got = await client.fetchAll(String(other), { uid: true, source: { start: 0, maxLength: 1 } }, { uid: true });
+      const got = await this.ask(client, 'a FETCH', client.fetchAll(String(other), { uid: true, source: { start: 0, maxLength: 1 } }, { uid: true }));
       if (got.length > 0) {
         const seen = this.unreadable.get(failed.uid);
         this.unreadable.set(failed.uid, { attempts: (seen?.attempts ?? 0) + 1, error: failed.error });
@@ -408,7 +447,7 @@ class MailboxSession {
     const since = new Date(Math.floor(toDate(this.watch.since).getTime() / 1000) * 1000);
     const last = Number(this.watch.last_uid);
     for (const uid of [...this.suspects, ...this.unreadable.keys()]) if (uid <= last) this.forget(uid);
-    const uids = (await client.search(last > 0 ? { uid: `${last + 1}:*` } : { since: new Date(since.getTime() - 86_400_000) }, { uid: true })) || [];
+    const uids = (await this.ask(client, 'a SEARCH', client.search(last > 0 ? { uid: `${last + 1}:*` } : { since: new Date(since.getTime() - 86_400_000) }, { uid: true }))) || [];
     const todo = uids.filter((u) => u > last).sort((a, b) => a - b);
     await this.confirm(client, todo, last);
     const inbound = this.inbound();
@@ -417,7 +456,7 @@ class MailboxSession {
       // Date and size first; then the sources in batches of bounded bytes, each only up to
       // maxBytes (BODY.PEEK[]<0.maxBytes>), so a mailbox of large attachments costs neither
       // their download nor the memory. Mail older than the watch is never downloaded.
-      const heads = await client.fetchAll(todo.slice(i, i + FETCH_CHUNK).join(','), { uid: true, size: true, internalDate: true }, { uid: true });
+      const heads = await this.ask(client, 'a FETCH', client.fetchAll(todo.slice(i, i + FETCH_CHUNK).join(','), { uid: true, size: true, internalDate: true }, { uid: true }));
       heads.sort((a, b) => a.uid - b.uid);
       const byUid = new Map(heads.map((m) => {
         const receivedAt = m.internalDate ? new Date(m.internalDate) : this.deps.clock.now();
@@ -450,7 +489,7 @@ class MailboxSession {
         }
         let fetched: Awaited<ReturnType<ImapFlow['fetchAll']>>;
         try {
-          fetched = wanted.length ? await client.fetchAll(wanted.join(','), { uid: true, source: { start: 0, maxLength: maxBytes } }, { uid: true }) : [];
+          fetched = wanted.length ? await this.ask(client, 'a FETCH', client.fetchAll(wanted.join(','), { uid: true, source: { start: 0, maxLength: maxBytes } }, { uid: true })) : [];
         } catch (err) {
           if (!this.stopped) this.fetchFailed(wanted, err);
           throw err;
