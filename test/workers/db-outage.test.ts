@@ -169,7 +169,9 @@ describe('a worker process sending while its database is unreachable', function 
         return blocked > 0 && sink.dataBegun.some((to) => to.includes(c.lead));
       }, 30_000);
       proxy.down();
-      await waitFor('the message given up for now', async () => w.output().includes('messages that did not go out cannot be given back to the queue'), 30_000);
+      await waitFor('the message given up for now', async () => w.output().includes('messages that did not go out cannot be given back to the queue'), 30_000).catch((err: Error) => {
+        throw new Error(`${err.message}; the worker said:\n${w.output().slice(-6000)}`);
+      });
       await lock.query('rollback');
       proxy.up();
       // The lease is 10 minutes (MAILGATE_SEND_LEASE): until 2026-11-30 the message waited for it.
