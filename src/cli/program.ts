@@ -17,6 +17,7 @@ import { registerSuppressionCommands } from './suppression.ts';
 import { registerServeCommands } from './serve.ts';
 import { registerClassifyCommands } from './classify.ts';
 import { registerKbCommands } from './kb.ts';
+import { registerCampaignCommands } from './campaign.ts';
 import { registerInspectCommands } from './inspect.ts';
 import { registerDevSinkCommands } from './dev-sink.ts';
 
@@ -113,6 +114,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
   registerSuppressionCommands(program, ctx);
   registerClassifyCommands(program, ctx);
   registerKbCommands(program, ctx);
+  registerCampaignCommands(program, ctx);
   registerDevSinkCommands(program, ctx, () => {
     keepRunning = true;
   });

@@ -305,6 +305,9 @@ describe('dashboard in Chromium: the admin', function () {
     await waitFor('the overview to show 2 sent', async () => (await sent.innerText()) === '2', 30_000);
     assert.deepEqual(navigations, [], 'the stats changed in place');
     assert.equal(await p.locator(`tr[data-campaign="${campaignId}"] td[data-stat="delivered"]`).innerText(), '2');
+    // The bounced column counts messages, says so, and opens the leads with a bounced message.
+    assert.equal(await p.getByRole('columnheader', { name: 'bounced messages' }).count(), 1);
+    assert.equal(await p.locator(`tr[data-campaign="${campaignId}"] td[data-stat="bounced"] a`).getAttribute('href'), `/campaigns/${campaignId}?bounced=true`);
     await p.locator('.chart canvas').first().waitFor();
     // The time chart (GET /v1/campaigns/{id}/timeline) counts the same two sends.
     await waitFor('the chart to count 2 sent', async () => /sent 2\b/.test(await p.locator('.legend').innerText()), 30_000);
@@ -331,12 +334,18 @@ describe('dashboard in Chromium: the admin', function () {
 
     // "delivered 2" style numbers with #leads scroll to the rows they count.
     assert.ok((await p.locator('#leads').boundingBox())!.y > 860, 'the leads start below the fold');
+    // The stats' bounced counts messages (contract §4), and the tile says so; it opens the leads
+    // with a bounced message, whatever their state now, and the list says a lead is one row.
+    assert.equal(await p.locator('[data-stat="bounced"] .l').innerText(), 'bounced messages');
     await p.locator('[data-stat="bounced"] a').click();
     await waitFor('the page scrolled to the leads', async () => {
       const box = (await p.locator('#leads').boundingBox())!;
       return box.y > -1 && box.y + box.height <= 860 && (await p.evaluate(() => window.scrollY)) > 0;
     });
-    assert.equal(await p.getByLabel('State').inputValue(), 'bounced');
+    assert.ok(await p.getByLabel('A message bounced').isChecked());
+    assert.equal(await p.getByLabel('State').inputValue(), '', 'any state: a bounce after an unsubscribe or a reply leaves that state');
+    assert.match(await p.getByTestId('bounced-note').innerText(), /a lead two of whose messages bounced is one row/);
+    assert.match(new URL(p.url()).search, /^\?bounced=true$/);
 
     await u.nav('Senders');
     const row = p.locator(`tr[data-sender="${SENDER}"]`);
@@ -466,6 +475,7 @@ describe('dashboard in Chromium: the admin', function () {
     // The bounced number drops the filter: its link says which leads it opens.
     await p.locator('[data-stat="bounced"] a').click();
     await waitFor('the replied filter off', async () => !(await p.getByLabel('Replied (interested, not interested or unsubscribe)').isChecked()));
+    assert.ok(await p.getByLabel('A message bounced').isChecked());
     // Back where the tests after this one expect the page: on a page that polls no campaign.
     await u.nav('Suppression');
     await p.getByRole('heading', { name: 'Suppression list', level: 1 }).waitFor();

@@ -30,6 +30,7 @@ describe('mailgate CLI: a malformed argument exits 2 whoever finds it', function
       [['followup-rule', 'add', '--workspace', 'w', '--name', 'n', '--after', '1d', '--category', 'D', '--json'], /"D" is not one of A, B, C/],
       [['kb', 'add', '--workspace', 'w', '--title', 'T', '--json'], /exactly one of --file or --text/],
       [['sdr', 'add', '--workspace', 'w', '--name', 'S', '--email', 'nope', '--json'], /nope/],
+      [['campaign', 'remove-lead', 'cmp_missing', 'jane', '--json'], /"jane" is neither a lead id/],
     ];
     for (const [argv, pattern] of cases) {
       const r = await cli(...argv);
@@ -41,7 +42,7 @@ describe('mailgate CLI: a malformed argument exits 2 whoever finds it', function
   });
 
   it('what is not a malformed argument still exits 1: a missing thing, a file that cannot be read', async () => {
-    for (const argv of [['sender', 'pause', 'snd_missing', '--json'], ['kb', 'add', '--workspace', 'w', '--title', 'T', '--file', '/nonexistent/kb.txt', '--json'], ['kb', 'add', '--workspace', 'nope', '--title', 'T', '--text', 'x']]) {
+    for (const argv of [['sender', 'pause', 'snd_missing', '--json'], ['kb', 'add', '--workspace', 'w', '--title', 'T', '--file', '/nonexistent/kb.txt', '--json'], ['kb', 'add', '--workspace', 'nope', '--title', 'T', '--text', 'x'], ['campaign', 'remove-lead', 'cmp_missing', 'jane@example.com', '--json']]) {
       const r = await cli(...argv);
       assert.equal(r.code, 1, `${argv.join(' ')}: ${r.err}`);
     }

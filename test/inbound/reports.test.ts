@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { waitFor } from '../support/wait.ts';
+import { dsn } from '../support/mail.ts';
 import { startTestApp, seedWorkspace, seedSdr, subscribeEvents, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
@@ -306,5 +307,73 @@ describe('inbound reports: bounces without a DSN part, automatic mail, feedback-
     const bad = await app.request('GET', `/v1/campaigns/${campaignId}/leads?replied=yes`, { key });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.code, 'invalid_request');
+  });
+
+  it("the leads list's bounced filter lists the leads of the messages the campaign's bounced counts: a bounce reported after a complaint leaves its lead unsubscribed, and is listed", async () => {
+    const leads = async (q: string) => {
+      const res = await app.request('GET', `/v1/campaigns/${campaignId}/leads${q}`, { key });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body as { data: Array<{ id: string; email: string; status: string }>; total: number };
+    };
+    const before = await stats();
+    // The complainer's message (accepted, complained about) is reported undeliverable after all.
+    await imap.append(
+      SENDER,
+      PW,
+      dsn({ to: SENDER, messageId: '<dsn-complainer@mx.lead.example>', original: sent.get('complainer@lead.example')!, recipient: 'complainer@lead.example', status: '5.1.1', diagnostic: '550 5.1.1 mailbox disabled' }),
+    );
+    await waitFor('the late bounce', async () => (await stats()).bounced === before.bounced + 1);
+    const s = await stats();
+    assert.equal(s.bounced, 2, 'nodsn and the complainer: messages');
+    assert.equal(s.delivered, before.delivered - 1);
+    assert.equal(await leadStatus('complainer@lead.example'), 'unsubscribed', 'a bounce does not replace an unsubscribe');
+    // The status alone lists one lead for a number of 2.
+    assert.deepEqual((await leads('?status=bounced')).data.map((l) => l.email), ['nodsn@lead.example']);
+    const bounced = await leads('?bounced=true');
+    assert.deepEqual(bounced.data.map((l) => [l.email, l.status]).sort(), [['complainer@lead.example', 'unsubscribed'], ['nodsn@lead.example', 'bounced']]);
+    // The number counts messages; the list holds the leads of exactly those messages.
+    const counted = (await db.query(`select lead_id, count(*)::int as n from outbound_messages where campaign_id = $1 and state = 'bounced' group by lead_id`, [campaignId])).rows;
+    assert.deepEqual(counted.map((r) => r.lead_id).sort(), bounced.data.map((l) => l.id).sort());
+    assert.equal(counted.reduce((sum, r) => sum + r.n, 0), s.bounced);
+    const others = await leads('?bounced=false');
+    assert.equal(others.total, s.totalEnrolled - bounced.total);
+    assert.ok(!others.data.some((l) => l.email === 'complainer@lead.example' || l.email === 'nodsn@lead.example'));
+    assert.deepEqual((await leads('?bounced=true&status=unsubscribed')).data.map((l) => l.email), ['complainer@lead.example']);
+    const bad = await app.request('GET', `/v1/campaigns/${campaignId}/leads?bounced=1`, { key });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, 'invalid_request');
+  });
+
+  it("the time chart's replied counts the leads the campaign's replied counts, once each: no complaint, no bounce report, no second answer", async () => {
+    // Tess answers a second time: still one replied lead.
+    await imap.append(
+      SENDER,
+      PW,
+      lines([
+        'From: Tess Ticket <ticket@lead.example>',
+        `To: ${SENDER}`,
+        'Subject: Re: Quick question',
+        `Date: ${new Date().toUTCString()}`,
+        'Message-ID: <tess-2@lead.example>',
+        `In-Reply-To: ${sent.get('ticket@lead.example')}`,
+        'MIME-Version: 1.0',
+        'Content-Type: text/plain; charset=utf-8',
+        '',
+        'Also, please bring your pricing for 50 seats, we are interested in the annual plan.',
+      ]),
+    );
+    await waitFor('the second answer', async () => (await replies()).filter((x) => x.email === 'ticket@lead.example').length === 3);
+    const counted = (await db.query(`select classification, decided_by from replies where campaign_id = $1 and email = 'ticket@lead.example' order by received_at, id`, [campaignId])).rows;
+    assert.equal(counted.filter((r) => ['interested', 'not_interested'].includes(r.classification)).length, 2, `two answers of hers a reply count would count: ${JSON.stringify(counted)}`);
+    const s = await stats();
+    assert.equal(s.replied, 2, 'mailto and ticket');
+    for (const bucket of ['hour', 'day']) {
+      const res = await app.request('GET', `/v1/campaigns/${campaignId}/timeline?bucket=${bucket}`, { key });
+      assert.equal(res.status, 200, res.text);
+      const total = (k: string) => (res.body.data as Array<Record<string, number>>).reduce((sum, p) => sum + p[k], 0);
+      // The complaint (listed as unsubscribe), the two bounce reports and Tess's second answer are not replied leads.
+      assert.equal(total('replied'), s.replied, `${bucket}: the chart's replied and the stats' agree`);
+      assert.equal(total('bounced'), s.bounced, `${bucket}: the chart's bounced counts the same messages`);
+    }
   });
 });

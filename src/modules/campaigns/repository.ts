@@ -15,6 +15,25 @@ export async function insertCampaign(em: EntityManager, campaign: Campaign): Pro
   await em.insert(CampaignSchema, campaign);
 }
 
+/** The workspace of a campaign named by its id alone (the CLI), or undefined. */
+export async function workspaceOfCampaign(em: EntityManager, campaignId: string): Promise<string | undefined> {
+  const [c] = await sql<{ workspace_id: string }>(em, 'select workspace_id from campaigns where id = ?', [campaignId]);
+  return c?.workspace_id;
+}
+
+/** The lead enrolled in the campaign with this address (compared as normalizeEmail keys them), or undefined. */
+export async function enrolledLeadByEmail(em: EntityManager, campaignId: string, emailKey: string): Promise<string | undefined> {
+  // leads_workspace_email_key through the campaign's workspace, then enrollments_campaign_lead_key
+  const [l] = await sql<{ id: string }>(
+    em,
+    `select l.id from campaigns c join leads l on l.workspace_id = c.workspace_id and l.email_key = ?
+       join enrollments e on e.campaign_id = c.id and e.lead_id = l.id
+      where c.id = ?`,
+    [emailKey, campaignId],
+  );
+  return l?.id;
+}
+
 /** A campaign of the workspace, or null; `forUpdate` locks its row (FOR UPDATE) for a transition. */
 export async function findCampaign(em: EntityManager, workspaceId: string, id: string, forUpdate = false): Promise<Campaign | null> {
   return em.findOne(CampaignSchema, { id, workspaceId }, forUpdate ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});

@@ -113,7 +113,7 @@ export const campaignRoutes = [
     access: 'admin',
     tag: 'Campaigns',
     operationId: 'listCampaignLeads',
-    summary: 'The enrollments of a campaign with their leads, last event and next send time; filter by status or reply, search',
+    summary: 'The enrollments of a campaign with their leads, last event and next send time; filter by status, reply or bounce, search',
     params: campaignParams,
     query: pageQuery.extend({
       status: z
@@ -127,12 +127,22 @@ export const campaignRoutes = [
         .describe(
           "true: only the leads the campaign's `replied` counts (a reply classified interested, not_interested or unsubscribe; not a spam complaint), whatever their status now (an unsubscribe reply leaves a lead `unsubscribed`); false: only the others; omitted: both",
         ),
+      bounced: z
+        .enum(['true', 'false'])
+        .optional()
+        .describe(
+          "true: only the leads with a message the campaign's `bounced` counts (it counts messages: a lead two of whose messages bounced is listed once), whatever their status now (a bounce reported after an unsubscribe or a reply leaves that status); false: only the others; omitted: both",
+        ),
       q: z.string().trim().max(320).optional().describe("case-insensitive substring of the lead's email, first or last name or company"),
     }),
     response: z.object({ data: z.array(enrollmentView), total: z.number().int(), hasMore: z.boolean() }),
     errors: notFound,
     handler: ({ params, query, auth, services }) =>
-      services.campaigns.leads(auth.workspaceId, params.campaignId, { ...query, replied: query.replied === undefined ? undefined : query.replied === 'true' }),
+      services.campaigns.leads(auth.workspaceId, params.campaignId, {
+        ...query,
+        replied: query.replied === undefined ? undefined : query.replied === 'true',
+        bounced: query.bounced === undefined ? undefined : query.bounced === 'true',
+      }),
   }),
   defineRoute({
     method: 'delete',

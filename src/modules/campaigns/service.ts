@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
 import { isoOrNull } from '../../shared/time.ts';
+import { normalizeEmail } from '../../shared/email.ts';
 import { newId } from '../../adapters/ids.ts';
 import type { Deps } from '../../deps.ts';
 import { firstPool, poolOfWorkspace } from '../senders/repository.ts';
@@ -24,6 +25,8 @@ import {
   insertSteps,
   deleteSteps,
   noteFinished,
+  workspaceOfCampaign,
+  enrolledLeadByEmail,
   type CampaignChanges,
 } from './repository.ts';
 import { enroll, listEnrollments, notifyQueued, queueFirstSteps, queueFirstStepsFor, reactivateUnsuppressed, suppressedEnrollmentsOf, type EnrollmentRow } from '../messages/queue.ts';
@@ -334,7 +337,7 @@ export class CampaignService {
     };
   }
 
-  async leads(workspaceId: string, id: string, opts: { status?: string[]; replied?: boolean; q?: string; limit: number; offset: number }) {
+  async leads(workspaceId: string, id: string, opts: { status?: string[]; replied?: boolean; bounced?: boolean; q?: string; limit: number; offset: number }) {
     const campaign = await this.require(this.em, workspaceId, id);
     const { rows, total } = await listEnrollments(this.em, id, opts);
     return { data: enrollmentViews(rows, campaign.schedule, this.deps.clock.now()), total, hasMore: opts.offset + rows.length < total };
@@ -358,6 +361,37 @@ export class CampaignService {
       return (await endEnrollments(em, [enrollmentId], 'removed', 'removed', now)).length > 0;
     });
     if (removed) this.deps.log.info({ workspaceId, campaignId, leadId }, 'lead removed from the campaign');
+  }
+
+  /** The workspace of a campaign named by its id alone (the CLI); 404 `campaign_not_found`. */
+  async workspaceOf(campaignId: string): Promise<string> {
+    const workspaceId = await workspaceOfCampaign(this.em, campaignId);
+    if (!workspaceId) throw ApiError.notFound('campaign', `campaign ${campaignId} not found`);
+    return workspaceId;
+  }
+
+  /**
+   * The id of the lead a command names, by its id or by its address (as enrollment compares
+   * addresses: trimmed, case-insensitive), among the campaign's enrolled leads. 404
+   * `campaign_not_found`, or `lead_not_found` as removeLead answers for a lead not enrolled.
+   */
+  async enrolledLead(workspaceId: string, campaignId: string, lead: { id: string } | { email: string }): Promise<string> {
+    await this.require(this.em, workspaceId, campaignId);
+    if ('id' in lead) {
+      if (await enrollmentInCampaign(this.em, campaignId, lead.id)) return lead.id;
+      throw ApiError.notFound('lead', `lead ${lead.id} is not enrolled in campaign ${campaignId}`);
+    }
+    const id = await enrolledLeadByEmail(this.em, campaignId, normalizeEmail(lead.email));
+    if (!id) throw ApiError.notFound('lead', `no lead with the address ${lead.email.trim()} is enrolled in campaign ${campaignId}`);
+    return id;
+  }
+
+  /** One enrolled lead as GET /v1/campaigns/:id/leads shows it; 404 as enrolledLead. */
+  async enrollment(workspaceId: string, campaignId: string, leadId: string) {
+    const campaign = await this.require(this.em, workspaceId, campaignId);
+    const { rows } = await listEnrollments(this.em, campaignId, { leadId, limit: 1, offset: 0 });
+    if (!rows.length) throw ApiError.notFound('lead', `lead ${leadId} is not enrolled in campaign ${campaignId}`);
+    return enrollmentViews(rows, campaign.schedule, this.deps.clock.now())[0];
   }
 
   private async require(em: EntityManager, workspaceId: string, id: string, forUpdate = false): Promise<Campaign> {

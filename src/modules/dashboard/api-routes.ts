@@ -40,8 +40,13 @@ const timelinePoint = z
     sent: z.number().int().describe('SMTP transactions finished in the bucket'),
     delivered: z.number().int().describe('of those, accepted and not bounced since'),
     opened: z.number().int().describe('first opens'),
-    bounced: z.number().int().describe('bounces recorded (hard and soft)'),
-    replied: z.number().int().describe('replies classified interested, not_interested or unsubscribe'),
+    bounced: z.number().int().describe("messages that bounced in the bucket (hard and soft), as the stats' `bounced` counts them"),
+    replied: z
+      .number()
+      .int()
+      .describe(
+        "leads whose first reply counted by the stats' `replied` (classified interested, not_interested or unsubscribe; not a feedback-loop complaint, not a bounce report) came in the bucket, each lead once: summed over the campaign's life, the stats' `replied`",
+      ),
   })
   .meta({ id: 'TimelinePoint' });
 
@@ -77,7 +82,7 @@ export const dashboardApiRoutes: AnyRoute[] = [
     access: 'admin',
     tag: 'Campaigns',
     operationId: 'getCampaignTimeline',
-    summary: 'Sends, deliveries, opens, bounces and replies of a campaign per UTC hour or day',
+    summary: 'Sends, deliveries, opens, bounces and replied leads of a campaign per UTC hour or day',
     description:
       'One entry per bucket from `from` to `to` (each rounded down to its bucket), zero-filled, oldest first. Defaults: `to` now, `from` 47 hours (`hour`) or 29 days (`day`) before it. At most 1,000 buckets.',
     params: campaignParams,

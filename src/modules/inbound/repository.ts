@@ -135,8 +135,17 @@ export const HUMAN_CLASSIFICATIONS: readonly string[] = ['interested', 'not_inte
  * so the campaign's `replied` and the leads it links to agree. Reads replies_lead_idx.
  */
 export function countedReplySql(campaignId: string, leadId: string): string {
-  return `exists (select 1 from replies r where r.campaign_id = ${campaignId} and r.lead_id = ${leadId}
-                   and r.classification in (${HUMAN_CLASSIFICATIONS.map((c) => `'${c}'`).join(', ')}) and r.decided_by not like 'arf:%')`;
+  return `exists (select 1 from replies r where r.campaign_id = ${campaignId} and r.lead_id = ${leadId} and ${countedReplyRowSql('r')})`;
+}
+
+/**
+ * A boolean SQL expression on one row of `replies` (alias `r`): a reply `replied` counts, a
+ * person's answer classified interested, not_interested or unsubscribe, not a feedback-loop
+ * complaint. countedReplySql's condition, and the time chart's (messages/activity.ts), so the
+ * chart's `replied` counts what the counter does.
+ */
+export function countedReplyRowSql(r: string): string {
+  return `${r}.classification in (${HUMAN_CLASSIFICATIONS.map((c) => `'${c}'`).join(', ')}) and ${r}.decided_by not like 'arf:%'`;
 }
 
 /** Whether the lead already answered this campaign in a way `replied` counts (a person's answer, not a report's). */

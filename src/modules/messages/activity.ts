@@ -2,6 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { tallyWindow, usedSql } from './tallies.ts';
 import { toIso } from '../../shared/time.ts';
+import { countedReplyRowSql } from '../inbound/repository.ts';
+import { bouncedMessageSql } from './counters.ts';
 
 // Counts over the sent log for the dashboard: a campaign's timeline and each sender account's
 // rolling 24-hour sends. Read-only; the timeline also counts the campaign's replies (inbound's
@@ -22,8 +24,12 @@ interface TimelineRow {
 /**
  * Counts per UTC hour or day of one campaign, from `from` to `to` (both bucket starts),
  * zero-filled. Sends by sent_at (outbound_campaign_sent_idx), opens and bounces by their own
- * time among the campaign's messages (the same index's campaign prefix), replies by received_at
- * (replies_campaign_received_idx).
+ * time among the campaign's messages (the same index's campaign prefix; bounces as the `bounced`
+ * counter counts them, bouncedMessageSql). Replied leads as the `replied` counter counts them
+ * (countedReplyRowSql: a person's answer, not a complaint or a bounce report), each lead once,
+ * in the bucket of its first such reply: the replies received in the span
+ * (replies_campaign_received_idx) that no earlier counted reply of the lead precedes
+ * (replies_lead_idx). Summed over all time, the stats' `replied`.
  */
 export async function campaignTimeline(em: EntityManager, campaignId: string, bucket: Bucket, from: Date, to: Date) {
   const end = new Date(to.getTime() + BUCKET_MS[bucket]);
@@ -37,11 +43,13 @@ export async function campaignTimeline(em: EntityManager, campaignId: string, bu
                     from outbound_messages where campaign_id = ? and kind = 'campaign' and sent_at >= ? and sent_at < ? group by 1) s on s.t = b.t
        left join (select date_trunc(?, opened_at, 'UTC') as t, count(*) as opened
                     from outbound_messages where campaign_id = ? and kind = 'campaign' and opened_at >= ? and opened_at < ? group by 1) o on o.t = b.t
-       left join (select date_trunc(?, bounced_at, 'UTC') as t, count(*) as bounced
-                    from outbound_messages where campaign_id = ? and kind = 'campaign' and bounced_at >= ? and bounced_at < ? group by 1) x on x.t = b.t
-       left join (select date_trunc(?, received_at, 'UTC') as t, count(*) as replied
-                    from replies where campaign_id = ? and classification in ('interested', 'not_interested', 'unsubscribe')
-                     and received_at >= ? and received_at < ? group by 1) r on r.t = b.t
+       left join (select date_trunc(?, m.bounced_at, 'UTC') as t, count(*) as bounced
+                    from outbound_messages m where m.campaign_id = ? and ${bouncedMessageSql('m')} and m.bounced_at >= ? and m.bounced_at < ? group by 1) x on x.t = b.t
+       left join (select date_trunc(?, f.received_at, 'UTC') as t, count(*) as replied
+                    from replies f where f.campaign_id = ? and ${countedReplyRowSql('f')} and f.received_at >= ? and f.received_at < ?
+                     and not exists (select 1 from replies e where e.campaign_id = f.campaign_id and e.lead_id = f.lead_id and ${countedReplyRowSql('e')}
+                                        and (e.received_at, e.id) < (f.received_at, f.id))
+                   group by 1) r on r.t = b.t
       order by b.t`,
     [from, to, step, ...[0, 1, 2, 3].flatMap(() => [bucket, campaignId, from, end])],
   );

@@ -9,6 +9,16 @@ import type { Schedule } from '../campaigns/entities.ts';
 
 export type CounterName = 'enrolled' | 'queued' | 'scheduled' | 'sent' | 'delivered' | 'bounced' | 'replied' | 'opened' | 'unsubscribed' | 'complained';
 
+/**
+ * A boolean SQL expression on one row of `outbound_messages` (alias `m`): a message the
+ * `bounced` counter counts (contract §4: hard + soft bounces, messages). The transitions that
+ * set this state bump the counter by one (transitions.ts: bounce, bounceDelivered); the leads
+ * list's `bounced` filter (queue.ts) and the time chart's `bounced` (activity.ts) read it.
+ */
+export function bouncedMessageSql(m: string): string {
+  return `${m}.kind = 'campaign' and ${m}.state = 'bounced'`;
+}
+
 export async function createCounters(em: EntityManager, campaignId: string): Promise<void> {
   await sql(em, 'insert into campaign_counters (campaign_id) values (?)', [campaignId]);
 }

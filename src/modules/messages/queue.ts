@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { likeSubstring } from '../../shared/text.ts';
 import { orderedIds } from '../../adapters/ids.ts';
-import { bumpCounters } from './counters.ts';
+import { bouncedMessageSql, bumpCounters } from './counters.ts';
 import type { LeadColumns } from './send.ts';
 import { countedReplySql } from '../inbound/repository.ts';
 
@@ -186,11 +186,16 @@ export interface EnrollmentRow extends LeadColumns {
   next_send_at: Date | string | null;
 }
 
-export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string[]; replied?: boolean; q?: string; limit: number; offset: number }) {
+export async function listEnrollments(em: EntityManager, campaignId: string, opts: { status?: string[]; replied?: boolean; bounced?: boolean; q?: string; leadId?: string; limit: number; offset: number }) {
   // enrollments_campaign_seq_idx for the page and the count; outbound_enrollment_step_key for each enrollment's messages.
   // A search (q) filters the campaign's enrollments by their lead (leads primary key), no index of its own.
   const conditions: string[] = [];
   const params: unknown[] = [campaignId];
+  // One lead's row (the CLI's `campaign remove-lead` prints it): enrollments_campaign_lead_key.
+  if (opts.leadId !== undefined) {
+    conditions.push('and e.lead_id = ?');
+    params.push(opts.leadId);
+  }
   if (opts.status?.length) {
     conditions.push('and e.status = any(?::text[])');
     params.push(opts.status);
@@ -198,6 +203,11 @@ export async function listEnrollments(em: EntityManager, campaignId: string, opt
   // The leads the campaign's `replied` counts, whatever their status now (an unsubscribe reply
   // leaves its lead `unsubscribed`): the counter's own definition, inbound's (replies_lead_idx).
   if (opts.replied !== undefined) conditions.push(`and ${opts.replied ? '' : 'not '}${countedReplySql('e.campaign_id', 'e.lead_id')}`);
+  // The leads of the messages the campaign's `bounced` counts (messages: a lead two of whose
+  // messages bounced is one row), whatever their status now (a bounce after an unsubscribe or a
+  // reply leaves that status): outbound_enrollment_step_key.
+  if (opts.bounced !== undefined)
+    conditions.push(`and ${opts.bounced ? '' : 'not '}exists (select 1 from outbound_messages bm where bm.enrollment_id = e.id and ${bouncedMessageSql('bm')})`);
   if (opts.q) {
     // email_key is lower-cased by normalizeEmail (JavaScript), the names by PostgreSQL's
     // lower(): each compared with the term lower-cased the same way (likeSubstring).

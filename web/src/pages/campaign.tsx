@@ -71,7 +71,8 @@ export function CampaignPage({ id }: { id: string }) {
           <Stat label="opened" n={s.opened} extra={pct(s.openRate)} />
           {/* The leads `replied` counts, whatever their state now (an unsubscribe reply leaves its lead unsubscribed). */}
           <Stat label="replied" n={s.replied} extra={pct(s.replyRate)} href={`/campaigns/${id}?replied=true#leads`} />
-          <Stat label="bounced" n={s.bounced} href={`/campaigns/${id}?status=bounced#leads`} />
+          {/* `bounced` counts messages (contract §4: hard + soft bounces), and says so; it opens the leads they went to, whatever their state now. */}
+          <Stat name="bounced" label="bounced messages" n={s.bounced} href={`/campaigns/${id}?bounced=true#leads`} />
           <Stat label="unsubscribed" n={s.unsubscribed} href={`/campaigns/${id}?status=unsubscribed#leads`} />
         </div>
       )}
@@ -95,9 +96,9 @@ export function CampaignPage({ id }: { id: string }) {
   );
 }
 
-function Stat({ label, n, extra, href }: { label: string; n: number; extra?: string; href?: string }) {
+function Stat({ name, label, n, extra, href }: { name?: string; label: string; n: number; extra?: string; href?: string }) {
   return (
-    <div class="stat" data-stat={label}>
+    <div class="stat" data-stat={name ?? label}>
       <div class="n">{href ? <Link href={href}>{n.toLocaleString('en')}</Link> : <Num n={n} />}</div>
       <div class="l">
         {label}
@@ -417,14 +418,16 @@ function Leads({ id, version, onRemoved }: { id: string; version: number; onRemo
   const status = query.get('status') ?? '';
   // Only the leads the campaign's `replied` counts (the replied stat links here).
   const replied = query.get('replied') === 'true';
+  // Only the leads with a message the campaign's `bounced` counts (the bounced stat links here).
+  const bounced = query.get('bounced') === 'true';
   const q = query.get('q') ?? '';
   const offset = Number(query.get('offset') ?? 0) || 0;
   const [search, setSearch] = useState(q);
   // The box says what the table is searched for: a stat's link (bounced 3) drops the search.
   useEffect(() => setSearch(q), [q]);
   const leads = useLoad(
-    () => get<Page<Enrollment>>(`/v1/campaigns/${id}/leads${qs({ limit: LEADS_PAGE, offset, status, replied: replied ? 'true' : undefined, q })}`),
-    [id, status, replied, q, offset, version],
+    () => get<Page<Enrollment>>(`/v1/campaigns/${id}/leads${qs({ limit: LEADS_PAGE, offset, status, replied: replied ? 'true' : undefined, bounced: bounced ? 'true' : undefined, q })}`),
+    [id, status, replied, bounced, q, offset, version],
     STATS_POLL_MS * 2,
   );
   const result = useResultNote();
@@ -456,11 +459,20 @@ function Leads({ id, version, onRemoved }: { id: string; version: number; onRemo
           <input type="checkbox" checked={replied} onChange={(e) => setQuery({ replied: e.currentTarget.checked ? 'true' : null, offset: null })} />
           {' Replied (interested, not interested or unsubscribe)'}
         </label>
+        <label class="checks">
+          <input type="checkbox" checked={bounced} onChange={(e) => setQuery({ bounced: e.currentTarget.checked ? 'true' : null, offset: null })} />
+          {' A message bounced'}
+        </label>
         <button type="submit">Search</button>
       </form>
       <ErrorNote error={leads.error} />
       {result.note}
-      {leads.data && leads.data.total === 0 && <p>No leads{q || status || replied ? ' match' : ' yet: import a CSV file below'}.</p>}
+      {bounced && leads.data && (
+        <p class="hint" data-testid="bounced-note">
+          The leads of the campaign's bounced messages, whatever their state now: a lead two of whose messages bounced is one row, so there can be fewer rows than bounced messages.
+        </p>
+      )}
+      {leads.data && leads.data.total === 0 && <p>No leads{q || status || replied || bounced ? ' match' : ' yet: import a CSV file below'}.</p>}
       {leads.data && leads.data.total > 0 && (
         <>
           {/* Focusable: on a narrow screen the table scrolls sideways, also by keyboard. */}

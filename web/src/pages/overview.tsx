@@ -71,7 +71,7 @@ export function Overview() {
                   <th scope="col" class="num">delivered</th>
                   <th scope="col" class="num">opened</th>
                   <th scope="col" class="num">replied</th>
-                  <th scope="col" class="num">bounced</th>
+                  <th scope="col" class="num">bounced messages</th>
                   <th scope="col">started</th>
                 </tr>
               </thead>
@@ -114,7 +114,8 @@ export function Overview() {
                         </Link>
                       </td>
                       <td class="num" data-stat="bounced">
-                        <Link href={to('status=bounced')}>
+                        {/* Messages, as the campaign's `bounced` counts them; the link opens the leads they went to, whatever their state now. */}
+                        <Link href={to('bounced=true')}>
                           <Num n={s?.bounced} />
                         </Link>
                       </td>
