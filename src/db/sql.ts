@@ -103,5 +103,10 @@ export function databaseUnreachable(err: unknown): boolean {
   const code = e?.code ?? e?.cause?.code;
   if (typeof code === 'string' && SOCKET_FAILURES.has(code)) return true;
   if (e?.name === 'KnexTimeoutError') return true;
-  return typeof e?.message === 'string' && /^Connection terminated( unexpectedly)?$/.test(e.message);
+  // node-postgres's own words: a connection ended or cut under a query (also `due to connection
+  // timeout`: a pool's connect that took too long), and a query handed to a client whose
+  // connection is already gone (a pool can hand out an idle client in the moment an outage cuts
+  // it). Those were taken for a failure of ours: a message's guard failing so was left claimed
+  // for its lease instead of given back, and the API answered 500 instead of 503.
+  return typeof e?.message === 'string' && /^(Connection terminated( unexpectedly| due to connection timeout)?|Client (has encountered a connection error|was closed) and is not queryable)$/.test(e.message);
 }

@@ -4,7 +4,8 @@ import pg from 'pg';
 import { withDatabase } from '../support/global.ts';
 import { openOrm, type MikroORM } from '../../src/db/orm.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../src/db/sql.ts';
+import { sql, databaseUnreachable } from '../../src/db/sql.ts';
+import net from 'node:net';
 import { toIso } from '../../src/shared/time.ts';
 
 /**
@@ -88,5 +89,40 @@ describe('sql(): the direct path and the transaction path', () => {
     });
     // The pool is still usable afterwards.
     assert.deepEqual(await sql(orm.em.fork(), `select 1 as one`), [{ one: 1 }]);
+  });
+
+  it("node-postgres's words for a connection that is gone are the database unreachable: a client cut or closed under a query, a pool's connect timing out", async () => {
+    const url = withDatabase(process.env.MAILGATE_TEST_ADMIN_URL!, name);
+    // Cut by the server: the next query on that client is refused without reaching it.
+    const cut = new pg.Client({ connectionString: url });
+    await cut.connect();
+    const gone = new Promise((r) => cut.on('error', r));
+    const { rows: [{ pid }] } = await cut.query<{ pid: number }>('select pg_backend_pid() as pid');
+    await admin.query('select pg_terminate_backend($1)', [pid]);
+    assert.ok(databaseUnreachable(await gone), 'the cut itself');
+    const afterCut = await cut.query('select 1').then(() => null, (e: unknown) => e);
+    assert.match(String(afterCut), /not queryable/);
+    assert.ok(databaseUnreachable(afterCut), String(afterCut));
+    // Closed: as a pool's client ended under a query.
+    const closed = new pg.Client({ connectionString: url });
+    await closed.connect();
+    await closed.end();
+    const afterEnd = await closed.query('select 1').then(() => null, (e: unknown) => e);
+    assert.match(String(afterEnd), /not queryable/);
+    assert.ok(databaseUnreachable(afterEnd), String(afterEnd));
+    // A server that takes the connection and never answers: the pool's connect times out.
+    const mute = net.createServer(() => {});
+    await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
+    const pool = new pg.Pool({ host: '127.0.0.1', port: (mute.address() as net.AddressInfo).port, user: 'x', database: 'x', connectionTimeoutMillis: 200 });
+    try {
+      const timedOut = await pool.query('select 1').then(() => null, (e: unknown) => e);
+      assert.match(String(timedOut), /connection timeout/);
+      assert.ok(databaseUnreachable(timedOut), String(timedOut));
+    } finally {
+      await pool.end();
+      mute.close();
+    }
+    // A statement of ours that fails is not.
+    assert.equal(databaseUnreachable(new Error('Client has no idea')), false);
   });
 });
