@@ -14,7 +14,8 @@ import { WebhookService } from './modules/webhooks/service.ts';
 import { ThreadService } from './modules/sdrs/threads.ts';
 import { FollowupService } from './modules/sdrs/followups.ts';
 import { KbService } from './modules/drafts/kb.ts';
-import { DraftService, draftsOnManualReply } from './modules/drafts/service.ts';
+import { DraftService, draftsOnManualReply, draftsOnReassign } from './modules/drafts/service.ts';
+import { ReassignService, type ReassignReactions } from './modules/sdrs/reassign.ts';
 import { DashboardService } from './modules/dashboard/service.ts';
 import { DashboardSessionService } from './modules/dashboard/sessions.ts';
 import { DashboardSenderService } from './modules/dashboard/senders.ts';
@@ -30,6 +31,12 @@ export function createServices(deps: Deps, em: EntityManager) {
   // and the dashboard's flows reach other modules through DashboardOwners.
   const deskReactions: DeskReactions = { manualReply: (tx, threadId) => draftsOnManualReply(tx, deps.clock, threadId) };
   const deskMail = new DeskMailService(deps, em, deskReactions);
+  // Threads moved to another SDR: their open drafts are locked first (a send's lock order), then
+  // discarded, and every draft of the threads becomes the new SDR's.
+  const reassignReactions: ReassignReactions = {
+    lock: (tx, threadIds) => draftsOnReassign.lock(tx, threadIds),
+    moved: (tx, threadIds, toSdrId) => draftsOnReassign.moved(tx, deps.clock, threadIds, toSdrId),
+  };
   // Addresses taken off the suppression list: the campaigns enroll their leads again.
   const suppressionReactions: SuppressionReactions = { removed: (tx, workspaceId, keys) => new CampaignService(deps, tx).enrollUnsuppressed(workspaceId, keys) };
   const kb = new KbService(deps, em);
@@ -54,6 +61,7 @@ export function createServices(deps: Deps, em: EntityManager) {
     deskMail,
     webhooks: new WebhookService(deps, em),
     sdrThreads: new ThreadService(deps, em),
+    reassignments: new ReassignService(deps, em, reassignReactions),
     followups: new FollowupService(deps, em),
     kb,
     drafts: new DraftService(deps, em, deskMail, kb),

@@ -6,7 +6,7 @@ const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
 
 export type IdPrefix =
   | 'ws' | 'key' | 'snd' | 'pool' | 'cmp' | 'step' | 'lead' | 'enr' | 'msg' | 'inb' | 'rpl'
-  | 'whk' | 'evt' | 'dlv' | 'fan' | 'mbx' | 'sdr' | 'thr' | 'tmsg' | 'hof' | 'drf' | 'fur' | 'fup' | 'kb';
+  | 'whk' | 'evt' | 'dlv' | 'fan' | 'mbx' | 'sdr' | 'thr' | 'tmsg' | 'hof' | 'drf' | 'fur' | 'fup' | 'kb' | 'rsg';
 
 // Random bytes drawn 4 KB at a time: one randomBytes call per 256 ids instead of one per id
 // (the sending hot path makes two ids per message).

@@ -47,6 +47,26 @@ export function registerSdrCommands(program: Command, ctx: CliContext) {
   }
   jsonOption(
     sdr
+      .command('reassign-threads')
+      .description("move an SDR's prospect threads to another active SDR with a connected mailbox (every open thread, or those given with --thread)")
+      .argument('<sdrId>', 'the SDR whose threads move')
+      .requiredOption('--to <sdrId>', 'the SDR who takes them over (same workspace)')
+      .option('--thread <threadId>', 'a thread to move (repeatable; any status); omitted: every open thread', (v: string, all: string[]) => [...all, v], [] as string[]),
+  ).action(async (sdrId: string, opts: { to: string; thread: string[]; json?: boolean }) => {
+    const r = await ctx.withServices(async (services) => {
+      const from = await services.sdrs.get(sdrId);
+      return services.reassignments.reassign(from.workspaceId, from.id, { toSdrId: opts.to, threadIds: opts.thread.length ? opts.thread : undefined });
+    });
+    const d = r.data;
+    ctx.print(
+      opts,
+      d,
+      `moved ${d.threadIds.length} thread${d.threadIds.length === 1 ? '' : 's'} from ${d.fromSdrId} to ${d.toSdrId}` +
+        ` (${d.followupIds.length} pending follow-up${d.followupIds.length === 1 ? '' : 's'} moved, ${d.discardedDraftIds.length} open draft${d.discardedDraftIds.length === 1 ? '' : 's'} discarded)`,
+    );
+  });
+  jsonOption(
+    sdr
       .command('set-profile')
       .description("set the SDR's profile used for drafts (an empty value clears a field)")
       .argument('<sdrId>', 'SDR id')

@@ -37,6 +37,7 @@ describe('dashboard /v1 admin: SDR profiles, step preview, lead search', functio
         healthState: 'disconnected',
         lastSyncError: null,
         lastSyncedAt: null,
+        openThreads: 0,
         createdAt: 'string',
       },
     );

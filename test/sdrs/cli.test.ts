@@ -79,6 +79,42 @@ describe('mailgate CLI: SDR desk commands', () => {
     });
   });
 
+  describe('sdr reassign-threads', () => {
+    it("moves the SDR's open threads to another SDR with a usable mailbox; refuses a bad target and moves nothing", async () => {
+      const bo = await cli('sdr', 'add', '--workspace', 'desk', '--name', 'Bo', '--email', 'bo@example.com', '--json');
+      ok(bo);
+      const boId = bo.json.id;
+      for (const [id, status] of [['thr_cli_open', 'replied'], ['thr_cli_won', 'won']]) {
+        await client.query(
+          `insert into prospect_threads (id, workspace_id, sdr_id, contact_email, contact_name, subject, status, category, priority_score, last_message_at, created_at, updated_at)
+           values ($1, $2, $3, 'lee@lead.example', 'Lee', 'Re: hi', $4, 'B', 10, now(), now(), now())`,
+          [id, wsId, sdrId, status],
+        );
+      }
+      const holders = async () => (await client.query(`select id, sdr_id from prospect_threads where id like 'thr_cli_%' order by id`)).rows.map((r) => `${r.id}:${r.sdr_id === sdrId ? 'ann' : 'bo'}`);
+      // Bo has no mailbox yet: refused (exit code non-zero, one line on stderr), nothing moved.
+      fails(await cli('sdr', 'reassign-threads', sdrId, '--to', boId, '--json'), /mailbox is not connected/);
+      fails(await cli('sdr', 'reassign-threads', sdrId, '--to', 'sdr_nope', '--json'), /toSdrId: sdr_nope is not an SDR of this workspace/);
+      fails(await cli('sdr', 'reassign-threads', sdrId, '--to', sdrId, '--json'), /toSdrId/);
+      fails(await cli('sdr', 'reassign-threads', 'sdr_nope', '--to', boId, '--json'), /not found/);
+      assert.deepEqual(await holders(), ['thr_cli_open:ann', 'thr_cli_won:ann']);
+      await client.query(
+        `insert into sdr_mailboxes (sdr_id, workspace_id, email, smtp_url_enc, imap_url_enc, health_state, connected_at, updated_at)
+         values ($1, $2, 'bo@example.com', 'x', 'x', 'active', now(), now())`,
+        [boId, wsId],
+      );
+      const r = await cli('sdr', 'reassign-threads', sdrId, '--to', boId, '--json');
+      ok(r);
+      assert.deepEqual(r.json, { fromSdrId: sdrId, toSdrId: boId, threadIds: ['thr_cli_open'], discardedDraftIds: [], followupIds: [] });
+      assert.deepEqual(await holders(), ['thr_cli_open:bo', 'thr_cli_won:ann'], 'a closed thread stays unless named');
+      const named = await cli('sdr', 'reassign-threads', sdrId, '--to', boId, '--thread', 'thr_cli_won');
+      assert.equal(named.code, 0, named.err);
+      assert.match(named.out, /^moved 1 thread from sdr_\w+ to sdr_\w+ \(0 pending follow-ups moved, 0 open drafts discarded\)\n$/);
+      assert.deepEqual(await holders(), ['thr_cli_open:bo', 'thr_cli_won:bo']);
+      fails(await cli('sdr', 'reassign-threads', sdrId, '--to', boId, '--thread', 'thr_cli_won', '--json'), /threadIds: thr_cli_won is not a thread of Ann; nothing was moved/);
+    });
+  });
+
   describe('icp set', () => {
     it('stores the canonical values in icp_criteria and prints them', async () => {
       const r = await cli('icp', 'set', '--workspace', 'desk', '--seniority', 'VP, cxo,director', '--employee-count', '51-200,201-500', '--json');

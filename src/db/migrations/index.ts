@@ -28,6 +28,7 @@ import { Migration0027DeletionIndexes } from './0027_deletion_indexes.ts';
 import { Migration0028EventsWithoutWorkspaceFk } from './0028_events_without_workspace_fk.ts';
 import { Migration0029ThreadMessageAutomatic } from './0029_thread_message_automatic.ts';
 import { Migration0030RemovedEnrollments } from './0030_removed_enrollments.ts';
+import { Migration0031ThreadReassignments } from './0031_thread_reassignments.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -61,4 +62,5 @@ export const migrations = [
   { name: '0028_events_without_workspace_fk', class: Migration0028EventsWithoutWorkspaceFk },
   { name: '0029_thread_message_automatic', class: Migration0029ThreadMessageAutomatic },
   { name: '0030_removed_enrollments', class: Migration0030RemovedEnrollments },
+  { name: '0031_thread_reassignments', class: Migration0031ThreadReassignments },
 ];

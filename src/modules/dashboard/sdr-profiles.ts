@@ -23,6 +23,7 @@ function view(r: SdrProfileRow) {
     healthState: r.health_state ?? 'disconnected',
     lastSyncError: r.last_sync_error,
     lastSyncedAt: isoOrNull(r.last_synced_at),
+    openThreads: r.open_threads,
     createdAt: toIso(r.created_at),
   };
 }

@@ -22,6 +22,7 @@ const sdrAdminProfile = z
     healthState: z.enum(['active', 'needs_reauth', 'rate_limited', 'disconnected']),
     lastSyncError: z.string().nullable().describe("the mail server's answer behind a health other than active"),
     lastSyncedAt: isoTime.nullable(),
+    openThreads: z.number().int().describe('threads of the SDR that are open (new, awaiting_reply, needs_followup, replied): what a reassignment without threadIds moves'),
     createdAt: isoTime,
   })
   .meta({ id: 'SdrAdminProfile' });
@@ -34,6 +35,16 @@ const profileFields = {
 };
 
 const sdrParams = z.object({ sdrId: z.string().min(1).max(200).describe('an SDR id (`sdr_...`)') });
+
+const reassignment = z
+  .object({
+    fromSdrId: z.string(),
+    toSdrId: z.string(),
+    threadIds: z.array(z.string()).describe('the threads moved, by id; empty when the SDR had none to move'),
+    discardedDraftIds: z.array(z.string()).describe("the moved threads' open drafts, discarded (written in the old SDR's voice)"),
+    followupIds: z.array(z.string()).describe('the pending follow-up tasks that moved with the threads, due when they were'),
+  })
+  .meta({ id: 'ThreadReassignment' });
 
 export const sdrProfileRoutes: AnyRoute[] = [
   defineRoute({
@@ -92,5 +103,33 @@ export const sdrProfileRoutes: AnyRoute[] = [
     response: sdrAdminProfile,
     errors: { 404: 'sdr_not_found' },
     handler: ({ params, body, auth, services }) => services.sdrProfiles.update(auth.workspaceId, params.sdrId, body),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/v1/sdr-profiles/:sdrId/reassign-threads',
+    access: 'admin',
+    tag: 'SDR admin',
+    operationId: 'reassignSdrThreads',
+    summary: "Move an SDR's prospect threads to another active SDR (all open threads, or the ones listed)",
+    description:
+      'The threads keep their messages, status, snooze, category and handoff; their pending follow-ups move with them, due when they were; their open drafts are discarded. ' +
+      "The new SDR answers from their own mailbox, in the prospect's mail thread; an answer that reaches the old SDR's mailbox still joins the thread. " +
+      'A send of the old SDR in progress on a thread finishes first; one after the move is refused. One transaction: a refusal moves nothing (docs/sdr-desk.md).',
+    params: sdrParams,
+    body: z.strictObject({
+      toSdrId: z.string().trim().min(1, 'must not be empty').max(200).describe('the SDR who takes the threads over: active, of this workspace, with a mailbox that can send'),
+      threadIds: z
+        .array(z.string().trim().min(1, 'must not be empty').max(200))
+        .min(1, 'must name at least one thread (omit it to move every open thread)')
+        .max(500, 'at most 500 threads per request')
+        .optional()
+        .describe('threads of the SDR to move (any status); omitted: every open thread (new, awaiting_reply, needs_followup, replied)'),
+    }),
+    response: z.object({ data: reassignment }),
+    errors: { 404: 'sdr_not_found', 409: 'sdr_inactive | mail_not_connected | reply_already_assigned', 422: 'validation_failed' },
+    errorFields: {
+      409: { threadIds: z.array(z.string()).optional().describe('reply_already_assigned: the listed threads whose reply the new SDR already has a thread of') },
+    },
+    handler: ({ params, body, auth, services }) => services.reassignments.reassign(auth.workspaceId, params.sdrId, body),
   }),
 ];

@@ -130,6 +130,40 @@ export async function lockOpenDrafts(em: EntityManager, threadId: string): Promi
   await sql(em, `select id from drafts where thread_id = ? and state = any(?::text[]) order by id for update`, [threadId, OPEN_STATES]);
 }
 
+/** The open drafts of these threads locked in id order (a reassignment's first lock, as lockOpenDrafts is a send's). */
+export async function lockOpenDraftsOf(em: EntityManager, threadIds: string[]): Promise<void> {
+  if (threadIds.length === 0) return;
+  await sql(em, `select id from drafts where thread_id = any(?::text[]) and state = any(?::text[]) order by id for update`, [threadIds, OPEN_STATES]);
+}
+
+/**
+ * The threads moved to another SDR (sdrs/reassign.ts): their open drafts become `discarded`
+ * (written in the old SDR's voice, signed with their name), and every draft of the threads
+ * becomes the new SDR's. The caller locked the open ones (lockOpenDraftsOf). Returns the
+ * discarded drafts.
+ */
+export async function discardAndMoveDrafts(em: EntityManager, threadIds: string[], toSdrId: string, now: Date) {
+  const discarded = await sql<{ id: string; thread_id: string }>(
+    em,
+    `update drafts set state = 'discarded', updated_at = ? where thread_id = any(?::text[]) and state = any(?::text[]) returning id, thread_id`,
+    [now, threadIds, OPEN_STATES],
+  );
+  await sql(em, `update drafts set sdr_id = ? where thread_id = any(?::text[]) and sdr_id <> ?`, [toSdrId, threadIds, toSdrId]);
+  return discarded;
+}
+
+/**
+ * Before a draft of the thread is stored (generate, regenerate): the thread's open drafts, then
+ * the thread (`for share`), a send's lock order; false when the thread is no longer the SDR's (an
+ * admin moved it while the draft was being written: it would land in another SDR's thread,
+ * in this SDR's voice).
+ */
+export async function lockThreadForDraft(em: EntityManager, workspaceId: string, sdrId: string, threadId: string): Promise<boolean> {
+  await lockOpenDrafts(em, threadId);
+  const rows = await sql<{ id: string }>(em, `select id from prospect_threads where id = ? and workspace_id = ? and sdr_id = ? for share`, [threadId, workspaceId, sdrId]);
+  return rows.length > 0;
+}
+
 /** The thread's other open drafts become superseded by the one just sent (locked by lockOpenDrafts). */
 export async function supersedeSiblings(em: EntityManager, threadId: string, sentDraftId: string, now: Date): Promise<number> {
   const rows = await sql<{ id: string }>(

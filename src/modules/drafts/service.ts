@@ -3,7 +3,7 @@
 // the SDR's own mailbox. LLM calls run outside any transaction; what a request writes, it
 // writes in one transaction at the end, so a failed request writes nothing.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { OPEN_STATES, discard, draftOf, edit, insertDraft, insightOf, lockDraft, lockOpenDrafts, markDraftSent, supersede, supersedeByManualReply, supersedeSiblings, type Approach, type DraftRow, type DraftState, type InsightRow } from './repository.ts';
+import { OPEN_STATES, discard, draftOf, edit, insertDraft, insightOf, lockDraft, discardAndMoveDrafts, lockOpenDrafts, lockOpenDraftsOf, lockThreadForDraft, markDraftSent, supersede, supersedeByManualReply, supersedeSiblings, type Approach, type DraftRow, type DraftState, type InsightRow } from './repository.ts';
 import { newId } from '../../adapters/ids.ts';
 import { LlmError, type LlmProvider } from '../../adapters/llm.ts';
 import { ApiError } from '../../shared/errors.ts';
@@ -38,6 +38,17 @@ export async function draftsOnManualReply(em: EntityManager, clock: Clock, threa
   await lockOpenDrafts(em, threadId);
   return supersedeByManualReply(em, threadId, clock.now());
 }
+
+/**
+ * Threads moved to another SDR (the desk's reassignment, wired in services.ts): their open
+ * drafts are locked first, in id order (a send's lock order: drafts, then the thread), then
+ * discarded (written in the old SDR's voice and signed with their name, they must not go out
+ * from the new SDR's mailbox), and every draft of the threads becomes the new SDR's.
+ */
+export const draftsOnReassign = {
+  lock: (em: EntityManager, threadIds: string[]) => lockOpenDraftsOf(em, threadIds),
+  moved: (em: EntityManager, clock: Clock, threadIds: string[], toSdrId: string) => discardAndMoveDrafts(em, threadIds, toSdrId, clock.now()),
+};
 
 export function draftView(d: DraftRow) {
   return {
@@ -111,6 +122,7 @@ export class DraftService {
     const styles = APPROACHES.slice(0, input.variantCount);
     const variants = await Promise.all(styles.map((style) => this.write(ctx, style, input.instructions ?? null)));
     const stored = await transaction(this.em, async (tx) => {
+      await this.threadStillMine(tx, scope, ctx.threadId);
       const out = [];
       for (const v of variants) out.push(await this.insert(tx, scope, ctx, v, input.instructions ?? null));
       return out;
@@ -128,12 +140,18 @@ export class DraftService {
     const chosen = instructions ?? old.instructions;
     const variant = await this.write(ctx, style, chosen);
     return transaction(this.em, async (tx) => {
+      await this.threadStillMine(tx, scope, old.thread_id);
       const now = this.deps.clock.now();
       const stored = await this.insert(tx, scope, ctx, variant, chosen);
       // Compare-and-set: a concurrent send, discard or regenerate of the old draft wins.
       if (!(await supersede(tx, draftId, stored.draft.id, now))) throw notEditable(await this.row(scope, draftId, tx));
       return { data: stored };
     });
+  }
+
+  /** Drafts are stored only in a thread the SDR still holds (an admin may have moved it while the model wrote): else 404 thread_not_found. */
+  private async threadStillMine(tx: EntityManager, scope: ThreadScope, threadId: string): Promise<void> {
+    if (!(await lockThreadForDraft(tx, scope.workspaceId, scope.sdrId, threadId))) throw ApiError.notFound('thread', `thread ${threadId} not found`);
   }
 
   /** GET /v1/sdr/drafts/:id. */
@@ -195,8 +213,11 @@ export class DraftService {
       // what the draft says now.
       if (toDate(locked.updated_at).getTime() !== toDate(d.updated_at).getTime())
         throw new ApiError(409, 'draft_changed', `draft ${draftId} was changed while it was being sent; nothing was sent: send it again`, { state: locked.state });
-      const sent = await this.desk.transmit(prepared, mail, { stableKey: draftId });
-      await this.desk.record(tx, prepared, mail, sent);
+      // Then the thread, held through the SMTP transaction: an admin's reassignment of it waits
+      // for this send, and a thread moved before it is refused (404), never sent from here.
+      const ready = await this.desk.lockForSend(tx, scope.sdrId, prepared);
+      const sent = await this.desk.transmit(ready, mail, { stableKey: draftId });
+      await this.desk.record(tx, ready, mail, sent);
       await markDraftSent(tx, draftId, prepared.thread.campaign_id && prepared.thread.lead_id ? sent.id : null, mail, this.deps.clock.now());
       await supersedeSiblings(tx, d.thread_id, draftId, this.deps.clock.now());
       return { data: { messageId: sent.id, guardrails } };

@@ -9,10 +9,9 @@ import type { InboundAnalysis } from '../inbound/analyze.ts';
 import { escapeHtml, replySubject } from '../sending/render.ts';
 import { followupsOnAnswer, followupsOnSend } from './followups.ts';
 import { endMailboxRateLimit, mailboxOf, setMailboxHealth, type DeskMailbox } from './repository.ts';
-import { addAnswer, addSentMessage, recordedSend, recordedSendOfKey, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
+import { addAnswer, addSentMessage, lockThreadOfSdr, recordedSend, recordedSendOfKey, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
 import { recordSdrReply } from '../messages/desk.ts';
 import { suppressedAmong } from '../suppression/repository.ts';
-import { transaction } from '../../db/transaction.ts';
 
 /** A send checked and ready to go out through the SDR's mailbox (prepare). */
 export interface DeskSend {
@@ -88,28 +87,36 @@ export class DeskMailService {
       bodyHtml: input.bodyHtml ?? `<p>${escapeHtml(input.bodyText).replace(/\r?\n/g, '<br>')}</p>`,
       cc: input.cc ?? [],
     };
-    if (!keyed) {
-      const sent = await this.transmit(prepared, mail);
-      return transaction(this.em, async (tx) => ({ data: await this.recordManual(tx, prepared, mail, sent) }));
-    }
+    // One transaction around the SMTP transaction (it sends mail, so it runs once): the thread's
+    // open drafts and then the thread are locked before the mail goes out, a draft's send's
+    // order. An admin's reassignment of the thread (sdrs/reassign.ts, the same locks) waits for
+    // this send; a thread moved before it is 404 thread_not_found, and nothing goes out from this
+    // SDR's mailbox (until 2026-11-30 a send without a key held no lock while the server answered).
     return this.em.transactional(async (tx) => {
-      // Locked and looked up by the key, not by the Message-ID, whose domain is the mailbox's.
-      await advisoryXactLock(tx, keyed.stableKey);
-      const done = await recordedSendOfKey(tx, { workspaceId, sdrId }, threadId, keyed.stableKey);
-      if (done) return { data: { messageId: keyed.id, threadId, status: done.status } };
-      const sent = await this.transmit(prepared, mail, keyed);
-      return { data: await this.recordManual(tx, prepared, mail, sent) };
+      if (keyed) {
+        // Locked and looked up by the key, not by the Message-ID, whose domain is the mailbox's.
+        await advisoryXactLock(tx, keyed.stableKey);
+        const done = await recordedSendOfKey(tx, { workspaceId, sdrId }, threadId, keyed.stableKey);
+        if (done) return { data: { messageId: keyed.id, threadId, status: done.status } };
+      }
+      // The reactions first: the thread's open drafts superseded (rolled back with the rest when
+      // the send fails). Until 2026-11-30 the drafts stayed open, and one of them could go out as
+      // a second answer to the same message.
+      await this.reactions?.manualReply(tx, threadId);
+      const ready = await this.lockForSend(tx, sdrId, prepared);
+      const sent = await this.transmit(ready, mail, keyed ?? {});
+      return { data: await this.record(tx, ready, mail, sent) };
     });
   }
 
   /**
-   * A manual reply recorded: the reactions first (the thread's open drafts superseded, locked
-   * before the thread as a draft's send locks them), then the send (record). Until 2026-11-30
-   * the drafts stayed open, and one of them could go out as a second answer to the same message.
+   * Locks the thread for a send (after its open drafts: a send's lock order) and checks it is
+   * still the SDR's; reads its References again under the lock (an answer may have joined it
+   * since prepare). 404 thread_not_found when an admin moved it to another SDR meanwhile.
    */
-  private async recordManual(tx: EntityManager, p: DeskSend, mail: ThreadMail, sent: SentMail) {
-    await this.reactions?.manualReply(tx, p.thread.id);
-    return this.record(tx, p, mail, sent);
+  async lockForSend(tx: EntityManager, sdrId: string, p: DeskSend): Promise<DeskSend> {
+    if (!(await lockThreadOfSdr(tx, sdrId, p.thread.workspace_id, p.thread.id))) throw ApiError.notFound('thread', `thread ${p.thread.id} not found`);
+    return { ...p, references: await threadReferences(tx, p.thread.id) };
   }
 
   /** The ids of a send-manual with an `Idempotency-Key`: its `msg_` id and the local part of its Message-ID. */

@@ -172,3 +172,12 @@ export async function deleteRule(em: EntityManager, id: string): Promise<boolean
   const rows = await sql<{ id: string }>(em, 'delete from followup_rules where id = ? returning id', [id]);
   return rows.length > 0;
 }
+
+/**
+ * Every task of these threads (moved to another SDR, sdrs/reassign.ts) becomes that SDR's; a
+ * pending one keeps its due time. Returns the pending ones' ids, sorted.
+ */
+export async function moveTasksOfThreads(em: EntityManager, threadIds: string[], toSdrId: string): Promise<string[]> {
+  const tasks = await sql<{ id: string; status: string }>(em, `update followup_tasks set sdr_id = ? where thread_id = any(?::text[]) returning id, status`, [toSdrId, threadIds]);
+  return tasks.filter((t) => t.status === 'pending').map((t) => t.id).sort();
+}

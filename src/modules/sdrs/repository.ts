@@ -111,10 +111,14 @@ export type SdrProfileRow = Pick<SdrRow, 'id' | 'name' | 'email' | 'active' | 't
   health_state: SdrMailboxRow['health_state'] | null;
   last_sync_error: SdrMailboxRow['last_sync_error'];
   last_synced_at: SdrMailboxRow['last_synced_at'];
+  /** The SDR's open threads (new, awaiting_reply, needs_followup, replied), from prospect_thread_counts. */
+  open_threads: number;
 };
 
 const PROFILE_SELECT = `select s.id, s.name, s.email, s.active, s.tone, s.signature, s.calendar_url, s.language, s.created_at,
-                       m.email as mail_email, m.health_state, m.last_sync_error, m.last_synced_at
+                       m.email as mail_email, m.health_state, m.last_sync_error, m.last_synced_at,
+                       (select coalesce(sum(c.n), 0)::int from prospect_thread_counts c
+                         where c.sdr_id = s.id and c.status in ('new', 'awaiting_reply', 'needs_followup', 'replied')) as open_threads
                   from sdrs s left join sdr_mailboxes m on m.sdr_id = s.id`;
 
 /** A page of the workspace's SDRs in creation order, optionally only the (in)active ones, and how many there are. */

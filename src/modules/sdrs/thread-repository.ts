@@ -45,6 +45,65 @@ export async function threadOfSdr(em: EntityManager, sdrId: string, workspaceId:
 }
 
 /**
+ * Locks the SDR's own thread in the workspace (`for update`) for a send from the desk, after the
+ * thread's open drafts (a send's lock order: drafts, then the thread). False when the thread is
+ * not (or no longer) the SDR's: an admin moved it to another SDR (reassignThreads takes the same
+ * locks), so nothing may go out from this SDR's mailbox in it.
+ */
+export async function lockThreadOfSdr(em: EntityManager, sdrId: string, workspaceId: string, threadId: string): Promise<boolean> {
+  const rows = await sql<{ id: string }>(em, `select id from prospect_threads where id = ? and sdr_id = ? and workspace_id = ? for update`, [threadId, sdrId, workspaceId]);
+  return rows.length > 0;
+}
+
+/** The SDR's threads among `ids` (any status), or the SDR's open threads when `ids` is null; not locked. */
+export async function threadsOfSdr(em: EntityManager, workspaceId: string, sdrId: string, ids: string[] | null): Promise<string[]> {
+  const rows = ids
+    ? await sql<{ id: string }>(em, `select id from prospect_threads where id = any(?::text[]) and workspace_id = ? and sdr_id = ? order by id`, [ids, workspaceId, sdrId])
+    : await sql<{ id: string }>(em, `select id from prospect_threads where workspace_id = ? and sdr_id = ? and status = any(?::text[]) order by id`, [workspaceId, sdrId, OPEN]);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Locks the threads among `ids` that the SDR still holds (`for update`, in id order), as a send
+ * locks its thread: a send in progress finishes first, and one that comes after finds the thread
+ * moved. With `openOnly`, only those still open. Returns the locked ones with their reply.
+ */
+export async function lockThreadsOfSdr(em: EntityManager, workspaceId: string, sdrId: string, ids: string[], openOnly: boolean) {
+  return sql<{ id: string; reply_id: string | null }>(
+    em,
+    `select id, reply_id from prospect_threads where id = any(?::text[]) and workspace_id = ? and sdr_id = ? ${openOnly ? 'and status = any(?::text[])' : ''}
+      order by id for update`,
+    openOnly ? [ids, workspaceId, sdrId, OPEN] : [ids, workspaceId, sdrId],
+  );
+}
+
+/** The SDR's threads of these replies (a thread of the same reply the SDR already holds). */
+export async function threadsOfRepliesHeldBy(em: EntityManager, sdrId: string, replyIds: string[]) {
+  if (replyIds.length === 0) return [];
+  return sql<{ id: string; reply_id: string }>(em, `select id, reply_id from prospect_threads where sdr_id = ? and reply_id = any(?::text[]) order by id`, [sdrId, replyIds]);
+}
+
+/**
+ * The threads (locked by lockThreadsOfSdr) move to another SDR, and the move is recorded per
+ * thread. Status, snooze, category, priority and messages stay; the handoffs keep the SDR the
+ * reply was handed to. (Their follow-up tasks: moveTasksOfThreads.)
+ */
+export async function moveThreads(
+  em: EntityManager,
+  m: { workspaceId: string; fromSdrId: string; toSdrId: string; threadIds: string[]; discardedByThread: Map<string, number> },
+  now: Date,
+): Promise<void> {
+  await sql(em, `update prospect_threads set sdr_id = ?, updated_at = ? where id = any(?::text[])`, [m.toSdrId, now, m.threadIds]);
+  const ids = m.threadIds.map(() => newId('rsg'));
+  await sql(
+    em,
+    `insert into thread_reassignments (id, workspace_id, thread_id, from_sdr_id, to_sdr_id, drafts_discarded, created_at)
+     select x.id, ?, x.thread_id, ?, ?, x.discarded, ? from unnest(?::text[], ?::text[], ?::int[]) as x(id, thread_id, discarded)`,
+    [m.workspaceId, m.fromSdrId, m.toSdrId, now, ids, m.threadIds, m.threadIds.map((t) => m.discardedByThread.get(t) ?? 0)],
+  );
+}
+
+/**
  * A reply's References in the thread, oldest first (RFC 5322 3.6.4): the chain the handed-off
  * answer of the prospect carried (their References, else their In-Reply-To: the campaign's
  * messages they answered), then the thread's own Message-IDs. The thread's alone left the
@@ -130,19 +189,28 @@ export async function addSentMessage(
  * and cancelled its follow-up before the SDR had written a word.
  */
 export async function threadOfAnswer(em: EntityManager, sdrId: string, chain: string[], from: string | null, receivedAt: Date): Promise<string | undefined> {
+  // The SDR's threads, and those moved away from the SDR (thread_reassignments): the prospect
+  // answers the message they were sent, from the mailbox that sent it, and the answer joins the
+  // thread wherever it is now (docs/sdr-desk.md, "Reassigning threads").
+  const heldOrMovedAway = `(t.sdr_id = ? or exists (select 1 from thread_reassignments r where r.from_sdr_id = ? and r.thread_id = t.id))`;
   let [thread] = chain.length
     ? await sql<{ id: string }>(
         em,
         `select t.id from thread_messages m join prospect_threads t on t.id = m.thread_id
-          where t.sdr_id = ? and m.message_id_header = any(?::text[]) order by m.at desc limit 1`,
-        [sdrId, chain],
+          where ${heldOrMovedAway} and m.message_id_header = any(?::text[]) order by m.at desc limit 1`,
+        [sdrId, sdrId, chain],
       )
     : [];
   if (!thread && from)
     [thread] = await sql<{ id: string }>(
       em,
-      `select id from prospect_threads where sdr_id = ? and lower(contact_email) = ? and created_at <= ? order by last_message_at desc limit 1`,
-      [sdrId, from, new Date(receivedAt.getTime() + MATCH_CLOCK_SLACK_MS)],
+      // The SDR's threads by the sdr_id indexes, the moved ones by thread_reassignments_from_idx
+      // (an `or exists` here could not use an index for the SDR's own threads).
+      `select t.id from prospect_threads t
+        where t.id in (select id from prospect_threads where sdr_id = ? union all select thread_id from thread_reassignments where from_sdr_id = ?)
+          and lower(t.contact_email) = ? and t.created_at <= ?
+        order by (t.sdr_id = ?) desc, t.last_message_at desc limit 1`,
+      [sdrId, sdrId, from, new Date(receivedAt.getTime() + MATCH_CLOCK_SLACK_MS), sdrId],
     );
   return thread?.id;
 }
