@@ -8,10 +8,11 @@ import { SdrService } from './modules/sdrs/service.ts';
 import { CampaignService } from './modules/campaigns/service.ts';
 import { TrackingService } from './modules/tracking/service.ts';
 import { InboundService } from './modules/inbound/service.ts';
+import { ReplyClassificationService, type ReplyReactions } from './modules/inbound/reclassify.ts';
 import { AssignmentService } from './modules/sdrs/assign.ts';
 import { DeskMailService, type DeskReactions } from './modules/sdrs/desk-mail.ts';
 import { WebhookService } from './modules/webhooks/service.ts';
-import { ThreadService } from './modules/sdrs/threads.ts';
+import { ThreadService, threadsOnReclassified } from './modules/sdrs/threads.ts';
 import { FollowupService } from './modules/sdrs/followups.ts';
 import { KbService } from './modules/drafts/kb.ts';
 import { DraftService, draftsOnManualReply, draftsOnReassign } from './modules/drafts/service.ts';
@@ -26,7 +27,8 @@ import type { DashboardOwners } from './modules/dashboard/owners.ts';
 /** The services of one unit of work (an HTTP request, a CLI command, a job run). */
 export function createServices(deps: Deps, em: EntityManager) {
   // Cross-module reactions are wired here, so modules depend one way: inbound mail in an SDR's
-  // mailbox joins the SDR's threads through InboundService's ProspectAnswers, drafts send
+  // mailbox joins the SDR's threads through InboundService's ProspectAnswers (and a reply's
+  // corrected classification through ReplyReactions), drafts send
   // through the SDR desk, the desk's manual replies supersede drafts through DeskReactions,
   // and the dashboard's flows reach other modules through DashboardOwners.
   const deskReactions: DeskReactions = { manualReply: (tx, threadId) => draftsOnManualReply(tx, deps.clock, threadId) };
@@ -39,6 +41,9 @@ export function createServices(deps: Deps, em: EntityManager) {
   };
   // Addresses taken off the suppression list: the campaigns enroll their leads again.
   const suppressionReactions: SuppressionReactions = { removed: (tx, workspaceId, keys) => new CampaignService(deps, tx).enrollUnsuppressed(workspaceId, keys) };
+  // A reply an operator classified again: its threads on the SDR desk follow (their opening
+  // message automatic or not, their priority).
+  const replyReactions: ReplyReactions = { reclassified: (tx, replyId, classification) => threadsOnReclassified(tx, deps.clock, replyId, classification) };
   const kb = new KbService(deps, em);
   // The dashboard's flows call the services of the modules that own what they change, built on
   // the EntityManager the flow gives (the request's, or a transaction it opened).
@@ -57,6 +62,7 @@ export function createServices(deps: Deps, em: EntityManager) {
     campaigns: new CampaignService(deps, em),
     tracking: new TrackingService(deps, em),
     inbound: new InboundService(deps, em, deskMail),
+    replies: new ReplyClassificationService(deps, em, replyReactions),
     assignments: new AssignmentService(deps, em),
     deskMail,
     webhooks: new WebhookService(deps, em),

@@ -39,7 +39,8 @@ export class Metrics {
   readonly sent = this.counter('mailgate_messages_sent_total', 'Messages accepted by an SMTP server', []);
   readonly bounces = this.counter('mailgate_bounces_total', 'Bounces by type: hard (5xx or a hard DSN), soft (4xx after the last retry, or a soft DSN)', ['type']);
   readonly replies = this.counter('mailgate_replies_total', 'Replies recorded, by classification', ['classification']);
-  readonly unsubscribes = this.counter('mailgate_unsubscribes_total', 'Unsubscribes, by source (link, reply)', ['source']);
+  readonly unsubscribes = this.counter('mailgate_unsubscribes_total', 'Unsubscribes, by source (link, reply, reclassified: an operator made a reply an unsubscribe)', ['source']);
+  readonly repliesReclassified = this.counter('mailgate_replies_reclassified_total', "Replies whose classification an operator corrected, by the classification before and after (the classifier's mistakes)", ['from', 'to']);
   readonly opens = this.counter('mailgate_opens_total', 'First opens of messages (tracking pixel)', []);
   readonly inboundSkipped = this.counter(
     'mailgate_inbound_skipped_total',

@@ -14,6 +14,7 @@ import { registerSdrCommands } from './sdr.ts';
 import { registerIcpCommands } from './icp.ts';
 import { registerFollowupCommands } from './followup.ts';
 import { registerSuppressionCommands } from './suppression.ts';
+import { registerReplyCommands } from './reply.ts';
 import { registerServeCommands } from './serve.ts';
 import { registerClassifyCommands } from './classify.ts';
 import { registerKbCommands } from './kb.ts';
@@ -112,6 +113,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | null> 
   registerIcpCommands(program, ctx);
   registerFollowupCommands(program, ctx);
   registerSuppressionCommands(program, ctx);
+  registerReplyCommands(program, ctx);
   registerClassifyCommands(program, ctx);
   registerKbCommands(program, ctx);
   registerCampaignCommands(program, ctx);

@@ -19,6 +19,7 @@ describe('dashboard in Chromium: the admin', function () {
   let ctx: BrowserContext;
   let u: UserPage;
   let key: string;
+  let keyId: string;
   let workspaceId: string;
   const SENDER = 'outreach@acme.example';
 
@@ -27,6 +28,7 @@ describe('dashboard in Chromium: the admin', function () {
     await world.start();
     const ws = await seedWorkspace(world.app, 'Acme');
     key = ws.adminKey;
+    keyId = ws.adminKeyId;
     workspaceId = ws.workspace.id;
     world.sink.users.set(SENDER, 'smtp-pw');
     world.imap.addUser(SENDER, 'imap-pw');
@@ -274,7 +276,7 @@ describe('dashboard in Chromium: the admin', function () {
     // The leads are there now: the Start error's cause is gone, and so is the error.
     await noLeads.waitFor({ state: 'detached' });
     await u.check('campaign, imported');
-    await u.screenshot('campaign.png');
+    await u.screenshot('campaign.png', { top: true });
 
     // Search the leads table (server side).
     await p.getByLabel('Search leads').fill('grace');
@@ -479,6 +481,58 @@ describe('dashboard in Chromium: the admin', function () {
     // Back where the tests after this one expect the page: on a page that polls no campaign.
     await u.nav('Suppression');
     await p.getByRole('heading', { name: 'Suppression list', level: 1 }).waitFor();
+  });
+
+  it("corrects a reply's class on the Replies page: it says what the change does, then what it did; replied follows; an unsubscribe's suppression stays, and the page says so", async () => {
+    const p = u.page;
+    const replyOf = async (email: string) => ((await world.app.request('GET', '/v1/replies', { key })).body as Array<Record<string, any>>).find((r) => r.email === email)!;
+    const ada = await replyOf('ada@lead.example');
+    const grace = await replyOf('grace@lead.example');
+    assert.deepEqual([ada.classification, grace.classification], ['interested', 'unsubscribe']);
+    await u.nav('Replies');
+    await p.getByRole('heading', { name: 'Replies', level: 1 }).waitFor();
+    const adaRow = p.locator(`tr[data-reply="${ada.id}"]`);
+    await adaRow.getByRole('button', { name: 'Change class…' }).click();
+    const form = p.getByRole('form', { name: 'Change the class of the reply from ada@lead.example' });
+    await form.waitFor();
+    assert.match(await form.innerText(), /Now interested \(the classifier's decision\)\./);
+    // What the change does is said before it is made.
+    await form.getByLabel('New class').selectOption('out_of_office');
+    assert.match(await form.getByTestId('change-words').innerText(), /no longer counts in replied .*not started again/);
+    await u.check('replies, changing a class');
+    await form.getByRole('button', { name: 'Change class', exact: true }).click();
+    const status = form.getByRole('status');
+    await status.getByText("ada@lead.example's reply is out of office now (it was interested). The lead no longer counts in replied.").waitFor();
+    assert.match(await status.innerText(), /The lead's sequence in the campaign stays ended \(replied\)/);
+    // The result has the focus (the select's choices changed under it), and the row says what the classifier said.
+    await waitFor('the focus on the result', async () => (await activeElement(p)).text.startsWith("ada@lead.example's reply is out of office now"));
+    await adaRow.locator('.pill', { hasText: 'out of office' }).waitFor();
+    assert.match(await adaRow.innerText(), /classifier said interested; changed/);
+    const changed = await replyOf('ada@lead.example');
+    assert.deepEqual([changed.classification, changed.classifierClassification, changed.reclassifiedBy], ['out_of_office', 'interested', `dashboard:${keyId}`]);
+    assert.equal((await world.app.request('GET', `/v1/campaigns/${campaignId}/stats`, { key })).body.replied, 1);
+    await u.check('replies, a class changed');
+    await form.getByRole('button', { name: 'Close' }).click();
+    await form.waitFor({ state: 'detached' });
+
+    // Out of unsubscribe: the address stays on the list, said before and after, with the way to it.
+    const graceRow = p.locator(`tr[data-reply="${grace.id}"]`);
+    await graceRow.getByRole('button', { name: 'Change class…' }).click();
+    const graceForm = p.getByRole('form', { name: 'Change the class of the reply from grace@lead.example' });
+    await graceForm.getByLabel('New class').selectOption('not_interested');
+    assert.match(await graceForm.getByTestId('change-words').innerText(), /grace@lead.example stays on the suppression list: take it off on the Suppression page/);
+    await graceForm.getByRole('button', { name: 'Change class', exact: true }).click();
+    await graceForm.getByRole('status').getByText(/^grace@lead.example stays on the suppression list: taking it off is a separate step/).waitFor();
+    await u.check('replies, out of unsubscribe: the suppression stays');
+    assert.deepEqual(
+      (await world.app.request('GET', '/v1/suppression-list', { key })).body.data.filter((s: { email: string }) => s.email === 'grace@lead.example').length,
+      1,
+    );
+    await graceForm.getByRole('link', { name: 'Open grace@lead.example on the suppression list' }).click();
+    await p.getByRole('heading', { name: 'Suppression list', level: 1 }).waitFor();
+    await p.getByText('grace@lead.example').first().waitFor();
+    // As it was for the tests after this one: ada's answer counted again.
+    assert.equal((await world.app.request('PATCH', `/v1/replies/${ada.id}`, { key, body: { classification: 'interested' } })).body.effects.replied, 1);
   });
 
   it('fits a 390 px phone (and 200% zoom) without sideways scrolling', async () => {

@@ -35,7 +35,7 @@ async function oneReply(p: Page, campaignId: string): Promise<void> {
       status: 200,
       contentType: 'application/json',
       headers: { 'x-total-count': '1' },
-      body: JSON.stringify([{ id: 'rep_one', email: 'ada@lead.example', campaignId, classification: 'interested', receivedAt: new Date().toISOString(), threadSnippet: 'Yes, interested!', forwardedAt: null, assignedTo: [] }]),
+      body: JSON.stringify([{ id: 'rep_one', email: 'ada@lead.example', campaignId, classification: 'interested', receivedAt: new Date().toISOString(), threadSnippet: 'Yes, interested!', forwardedAt: null, assignedTo: [], classifierClassification: 'interested', decidedBy: 'lexicon:interest', reclassifiedAt: null, reclassifiedBy: null }]),
     }),
   );
 }

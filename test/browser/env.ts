@@ -217,10 +217,12 @@ export class UserPage {
     }
   }
 
-  async screenshot(file: string): Promise<void> {
+  /** The viewport as docs/screenshots/`file` (MAILGATE_SCREENSHOTS=1); `top`: scrolled to the page's top first. */
+  async screenshot(file: string, opts: { top?: boolean } = {}): Promise<void> {
     if (process.env.MAILGATE_SCREENSHOTS !== '1') return;
     const to = path.join(repo, 'docs/screenshots', file);
     mkdirSync(path.dirname(to), { recursive: true });
+    if (opts.top) await this.page.evaluate(() => window.scrollTo(0, 0));
     writeFileSync(to, await this.page.screenshot({ fullPage: false }));
   }
 }

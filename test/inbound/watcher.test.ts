@@ -353,8 +353,23 @@ describe('inbound: IMAP watching, matching, classification effects', function ()
     const sorted = [...all.body].sort((a: { receivedAt: string }, b: { receivedAt: string }) => b.receivedAt.localeCompare(a.receivedAt));
     assert.deepEqual(all.body.map((r: { id: string }) => r.id), sorted.map((r: { id: string }) => r.id));
     // The spec's fields, and the dashboard's extension (who has it: docs/dashboard.md).
-    assert.deepEqual(Object.keys(all.body[0]).sort(), ['assignedTo', 'campaignId', 'classification', 'email', 'forwardedAt', 'id', 'receivedAt', 'threadSnippet']);
+    assert.deepEqual(Object.keys(all.body[0]).sort(), [
+      'assignedTo',
+      'campaignId',
+      'classification',
+      'classifierClassification',
+      'decidedBy',
+      'email',
+      'forwardedAt',
+      'id',
+      'receivedAt',
+      'reclassifiedAt',
+      'reclassifiedBy',
+      'threadSnippet',
+    ]);
     assert.deepEqual([all.body[0].forwardedAt, all.body[0].assignedTo], [null, []]);
+    // Nobody changed it: the classifier's decision is the classification.
+    assert.deepEqual([all.body[0].classifierClassification, all.body[0].reclassifiedAt, all.body[0].reclassifiedBy], [all.body[0].classification, null, null]);
     const interested = await app.request('GET', '/v1/replies?classification=interested&classification=bounce', { key });
     assert.ok(interested.body.length >= 3 && interested.body.every((r: { classification: string }) => ['interested', 'bounce'].includes(r.classification)));
     const page = await app.request('GET', `/v1/replies?campaignId=${campaignId}&pageSize=2&page=2`, { key });

@@ -121,6 +121,11 @@ export interface Reply {
   /** Its last forward to an SDR, and the SDRs it went to (GET /v1/replies' extension). */
   forwardedAt: string | null;
   assignedTo: Array<{ sdrId: string; name: string }>;
+  /** What the classifier decided, and its rule; an operator's change (PATCH /v1/replies/:replyId), when and by whom. */
+  classifierClassification: string;
+  decidedBy: string;
+  reclassifiedAt: string | null;
+  reclassifiedBy: string | null;
 }
 
 export interface Webhook {

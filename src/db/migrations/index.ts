@@ -29,6 +29,7 @@ import { Migration0028EventsWithoutWorkspaceFk } from './0028_events_without_wor
 import { Migration0029ThreadMessageAutomatic } from './0029_thread_message_automatic.ts';
 import { Migration0030RemovedEnrollments } from './0030_removed_enrollments.ts';
 import { Migration0031ThreadReassignments } from './0031_thread_reassignments.ts';
+import { Migration0032ReplyReclassification } from './0032_reply_reclassification.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -63,4 +64,5 @@ export const migrations = [
   { name: '0029_thread_message_automatic', class: Migration0029ThreadMessageAutomatic },
   { name: '0030_removed_enrollments', class: Migration0030RemovedEnrollments },
   { name: '0031_thread_reassignments', class: Migration0031ThreadReassignments },
+  { name: '0032_reply_reclassification', class: Migration0032ReplyReclassification },
 ];

@@ -44,6 +44,11 @@ export interface ReplyRow {
   received_at: Timestamp;
   forwarded_at: Timestamp | null;
   created_at: Timestamp;
+  /** What the classifier said, once an operator changed `classification` (0031); null: never changed. */
+  classifier_classification: string | null;
+  reclassified_at: Timestamp | null;
+  /** Who changed it last: `key:<key id>`, `dashboard:<key id>` (a signed-in session), `cli`. */
+  reclassified_by: string | null;
 }
 
 /**
@@ -183,6 +188,25 @@ export async function insertReply(em: EntityManager, r: NewReply): Promise<void>
   );
 }
 
+/** A reply as GET /v1/replies shows it (and PATCH /v1/replies/:replyId answers). */
+export type ReplyListRow = Pick<
+  ReplyRow,
+  | 'id'
+  | 'email'
+  | 'campaign_id'
+  | 'classification'
+  | 'decided_by'
+  | 'received_at'
+  | 'thread_snippet'
+  | 'forwarded_at'
+  | 'classifier_classification'
+  | 'reclassified_at'
+  | 'reclassified_by'
+>;
+
+const REPLY_LIST_COLUMNS = `r.id, r.email, r.campaign_id, r.classification, r.decided_by, r.received_at, r.thread_snippet, r.forwarded_at,
+            r.classifier_classification, r.reclassified_at, r.reclassified_by`;
+
 export type ReplyQuery = { campaignId?: string; classification?: string[]; since?: Date; page: number; pageSize: number };
 
 export async function listReplies(em: EntityManager, workspaceId: string, q: ReplyQuery) {
@@ -201,9 +225,9 @@ export async function listReplies(em: EntityManager, workspaceId: string, q: Rep
     params.push(q.since);
   }
   // replies_workspace_received_idx / replies_campaign_received_idx
-  const rows = await sql<Pick<ReplyRow, 'id' | 'email' | 'campaign_id' | 'classification' | 'received_at' | 'thread_snippet' | 'forwarded_at'>>(
+  const rows = await sql<ReplyListRow>(
     em,
-    `select r.id, r.email, r.campaign_id, r.classification, r.received_at, r.thread_snippet, r.forwarded_at from replies r
+    `select ${REPLY_LIST_COLUMNS} from replies r
       where ${where.join(' and ')} order by r.received_at desc, r.id desc limit ? offset ?`,
     [...params, q.pageSize, (q.page - 1) * q.pageSize],
   );
@@ -242,3 +266,37 @@ export async function markForwarded(em: EntityManager, replyId: string, now: Dat
   await sql(em, `update replies set forwarded_at = ? where id = ?`, [now, replyId]);
 }
 
+
+/** A reply to correct, locked (see reclassify.ts for why not `for update`); undefined: none of the workspace's. */
+export type ReplyToReclassify = ReplyListRow & Pick<ReplyRow, 'lead_id' | 'enrollment_id' | 'workspace_id'>;
+
+export async function lockReplyForReclassification(em: EntityManager, workspaceId: string, replyId: string): Promise<ReplyToReclassify | undefined> {
+  // replies primary key; the workspace in the condition: another workspace's reply is none.
+  const [row] = await sql<ReplyToReclassify>(
+    em,
+    `select ${REPLY_LIST_COLUMNS}, r.lead_id, r.enrollment_id, r.workspace_id from replies r where r.id = ? and r.workspace_id = ? for no key update`,
+    [replyId, workspaceId],
+  );
+  return row;
+}
+
+/**
+ * An operator's classification of a reply (0031): the classifier's own decision is kept in
+ * `classifier_classification` the first time (decided_by and confidence stay the classifier's).
+ */
+export async function setClassification(em: EntityManager, workspaceId: string, replyId: string, classification: string, by: string, now: Date): Promise<ReplyListRow> {
+  const [row] = await sql<ReplyListRow>(
+    em,
+    `update replies r set classifier_classification = coalesce(r.classifier_classification, r.classification),
+                          classification = ?, reclassified_at = ?, reclassified_by = ?
+      where r.id = ? and r.workspace_id = ? returning ${REPLY_LIST_COLUMNS}`,
+    [classification, now, by, replyId, workspaceId],
+  );
+  return row;
+}
+
+/** The workspace a reply belongs to (the CLI names a reply by its id alone), or undefined. */
+export async function workspaceOfReply(em: EntityManager, replyId: string): Promise<string | undefined> {
+  const [row] = await sql<Pick<ReplyRow, 'workspace_id'>>(em, `select workspace_id from replies where id = ?`, [replyId]);
+  return row?.workspace_id;
+}

@@ -165,6 +165,12 @@ export async function lockEnrollment(em: EntityManager, enrollmentId: string): P
   await sql(em, `select 1 from enrollments where id = ? for no key update`, [enrollmentId]);
 }
 
+/** lockEnrollment that also answers the enrollment's status (undefined: no such enrollment). */
+export async function lockEnrollmentStatus(em: EntityManager, enrollmentId: string): Promise<string | undefined> {
+  const [e] = await sql<{ status: string }>(em, `select status from enrollments where id = ? for no key update`, [enrollmentId]);
+  return e?.status;
+}
+
 /** The lead's last event on an enrollment that goes on (an open, an out-of-office). */
 export async function noteEnrollmentEvent(em: EntityManager, enrollmentId: string, event: 'opened' | 'out_of_office', now: Date): Promise<void> {
   await sql(em, `update enrollments set last_event = ?, last_event_at = ?, updated_at = ? where id = ?`, [event, now, now, enrollmentId]);

@@ -102,6 +102,10 @@ export class AssignmentService {
       if (!current) throw ApiError.notFound('reply', `reply ${replyId} not found`);
       if (current.forwarded_at && !input.forceForward)
         throw new ApiError(409, 'already_forwarded', `reply ${replyId} was already forwarded (${isoOrNull(current.forwarded_at)}); set forceForward to forward it again`);
+      // Its classification as of now: an operator may have changed it since the first read
+      // (PATCH /v1/replies/:replyId takes this lock too), into an unsubscribe for one.
+      const refusedNow = notAssignable(current);
+      if (refusedNow) throw new ApiError(409, 'reply_not_assignable', `reply ${replyId} ${refusedNow}`);
       const outcome = await this.deps.mailer.send(this.deps.crypto.decrypt(account.smtp_url_enc), mail);
       if (outcome.kind !== 'accepted') throw new ApiError(502, 'forward_failed', `the forward was not accepted by the SMTP server: ${outcome.response}`);
       await recordForward(
@@ -127,7 +131,7 @@ export class AssignmentService {
         if (category !== existing.category) await recategorize(tx, threadId, category, now);
         await recomputeThreadPriority(tx, this.deps.clock, threadId);
       } else {
-        const score = priorityScore({ category, classification: reply.classification, lastMessageAt: receivedAt, now, overdueFollowups: 0 });
+        const score = priorityScore({ category, classification: current.classification, lastMessageAt: receivedAt, now, overdueFollowups: 0 });
         await openThread(
           tx,
           {
@@ -145,7 +149,7 @@ export class AssignmentService {
             receivedAt,
             mailThreadId: reply.message_id_header,
           },
-          { from: contactEmail, to: [account.email], cc: addressesOf(original.cc), bodyText: originalText, bodyHtml: originalHtml, automatic: reply.classification === 'out_of_office' },
+          { from: contactEmail, to: [account.email], cc: addressesOf(original.cc), bodyText: originalText, bodyHtml: originalHtml, automatic: current.classification === 'out_of_office' },
           now,
         );
       }

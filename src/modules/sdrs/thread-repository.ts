@@ -250,6 +250,28 @@ export async function lockThreadOfReply(em: EntityManager, replyId: string, sdrI
   return existing;
 }
 
+/**
+ * A handed-off reply's classification was corrected by an operator (inbound/reclassify.ts): the
+ * message each of its threads opened with (the reply itself, openThread's first message: no
+ * inbound message of the SDR's mailbox, the thread's own Message-ID) is automatic exactly when the
+ * reply is now an out-of-office, as openThread would have stored it. Returns the reply's threads,
+ * in id order (their priority is computed again after).
+ */
+export async function setOpeningAnswerAutomatic(em: EntityManager, replyId: string, automatic: boolean): Promise<string[]> {
+  // prospect_threads_reply_idx, then thread_messages by thread (thread_messages_thread_idx).
+  const threads = await sql<Pick<ProspectThreadRow, 'id'>>(em, `select id from prospect_threads where reply_id = ? order by id`, [replyId]);
+  if (!threads.length) return [];
+  await sql(
+    em,
+    `update thread_messages m set automatic = ?
+       from prospect_threads t
+      where t.id = any(?::text[]) and m.thread_id = t.id and m.direction = 'inbound' and m.inbound_message_id is null
+        and m.message_id_header is not distinct from t.mail_thread_id and m.automatic <> ?`,
+    [automatic, threads.map((t) => t.id), automatic],
+  );
+  return threads.map((t) => t.id);
+}
+
 /** The SDRs holding a thread of each reply (a reply forwarded to two SDRs has two), by name. */
 export async function holdersOfReplies(em: EntityManager, workspaceId: string, replyIds: string[]) {
   if (replyIds.length === 0) return [];

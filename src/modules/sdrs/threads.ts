@@ -9,6 +9,7 @@ import {
   priorityInputs,
   scopedThread,
   setPriorities,
+  setOpeningAnswerAutomatic,
   setPriority,
   setSnooze,
   setStatusIf,
@@ -69,6 +70,18 @@ export async function recomputeThreadPriority(em: EntityManager, clock: Clock, t
   const score = priorityScore({ category: r.category, classification: r.classification, lastMessageAt: toDate(r.last_message_at), overdueFollowups: r.overdue, now });
   await setPriority(em, threadId, score);
   return score;
+}
+
+/**
+ * A reply handed to SDRs was classified again by an operator (wired in services.ts as the
+ * inbound module's ReplyReactions), in the change's transaction: each of its threads opens with
+ * an automatic message exactly when the reply is now an out-of-office (a desk send answers the
+ * last message a person wrote), and its priority is computed from the new classification.
+ * Nothing else of the thread moves: its status is the SDR's, and the handoff's snapshot is
+ * what the SDR was handed at the time.
+ */
+export async function threadsOnReclassified(em: EntityManager, clock: Clock, replyId: string, classification: string): Promise<void> {
+  for (const threadId of await setOpeningAnswerAutomatic(em, replyId, classification === 'out_of_office')) await recomputeThreadPriority(em, clock, threadId);
 }
 
 export class ThreadService {

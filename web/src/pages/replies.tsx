@@ -1,14 +1,16 @@
-// Replies: classification filters, each reply's snippet with its campaign and lead, and the
-// assignment to an SDR with the ICP gate's answer shown.
+// Replies: classification filters, each reply's snippet with its campaign and lead, the
+// assignment to an SDR with the ICP gate's answer shown, and the operator's correction of a
+// reply's classification (saying beforehand what the change does, and after what it did).
 import { Fragment } from 'preact';
-import { useState } from 'preact/hooks';
-import { ApiError, call, get, post, qs } from '../api.ts';
+import { useRef, useState } from 'preact/hooks';
+import { ApiError, call, get, patch, post, qs } from '../api.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Ago, ErrorNote, Field, PageHead, Pager, Pill, useLoad, useFocusBackOnClose } from '../ui.tsx';
 import type { Campaign, Page, Reply } from '../types.ts';
 import { EMPLOYEE_COUNT_VALUES, SENIORITY_VALUES } from '../../../src/modules/sdrs/icp.ts';
+import { OPERATOR_CLASSIFICATIONS, REPLY_CLASSIFICATIONS } from '../../../src/modules/inbound/classification.ts';
 
-const CLASSES = ['interested', 'not_interested', 'out_of_office', 'bounce', 'unsubscribe'];
+const CLASSES: readonly string[] = REPLY_CLASSIFICATIONS;
 const PAGE = 50;
 
 interface SdrRow {
@@ -35,7 +37,9 @@ export function RepliesPage() {
   );
   const campaigns = useLoad(() => get<Page<Campaign>>('/v1/campaigns?limit=200'), []);
   const sdrs = useLoad(() => get<Page<SdrRow>>('/v1/sdr-profiles?active=true&limit=200'), []);
-  const [open, setOpen] = useState<string | null>(null);
+  // The one row form open: a reply's assignment or its classification.
+  const [open, setOpen] = useState<{ id: string; form: 'assign' | 'classify' } | null>(null);
+  const toggle = (id: string, form: 'assign' | 'classify') => setOpen(open?.id === id && open.form === form ? null : { id, form });
   const nameOf = (id: string) => campaigns.data?.data.find((c) => c.id === id)?.name ?? id;
   // The rows wait for the campaigns too, so a campaign's column never shows its id first and
   // its name a moment later (a failed campaign list still shows the rows, with the ids).
@@ -90,6 +94,11 @@ export function RepliesPage() {
                       <td>{r.email}</td>
                       <td>
                         <Pill state={r.classification} />
+                        {r.reclassifiedAt && r.classifierClassification !== r.classification && (
+                          <p class="muted">
+                            classifier said {words(r.classifierClassification)}; changed <Ago at={r.reclassifiedAt} />
+                          </p>
+                        )}
                       </td>
                       <td class="mailtext">{r.threadSnippet}</td>
                       <td>
@@ -100,17 +109,28 @@ export function RepliesPage() {
                       </td>
                       <td>
                         {r.assignedTo.length > 0 && <p class="muted">With {r.assignedTo.map((a) => a.name).join(', ')}</p>}
-                        {(r.classification === 'interested' || r.classification === 'out_of_office' || r.classification === 'not_interested') && (
-                          <button type="button" class="secondary" aria-expanded={open === r.id} onClick={() => setOpen(open === r.id ? null : r.id)}>
-                            Assign…
-                          </button>
-                        )}
+                        <div class="row">
+                          {(r.classification === 'interested' || r.classification === 'out_of_office' || r.classification === 'not_interested') && (
+                            <button type="button" class="secondary" aria-expanded={open?.id === r.id && open.form === 'assign'} onClick={() => toggle(r.id, 'assign')}>
+                              Assign…
+                            </button>
+                          )}
+                          {reclassifiable(r) && (
+                            <button type="button" class="secondary" aria-expanded={open?.id === r.id && open.form === 'classify'} onClick={() => toggle(r.id, 'classify')}>
+                              Change class…
+                            </button>
+                          )}
+                        </div>
                       </td>
                     </tr>
-                    {open === r.id && (
+                    {open?.id === r.id && (
                       <tr>
                         <td colSpan={6}>
-                          <Assign reply={r} sdrs={sdrs.data?.data} sdrsError={sdrs.error} onDone={() => setOpen(null)} onAssigned={() => void replies.reload()} />
+                          {open.form === 'assign' ? (
+                            <Assign reply={r} sdrs={sdrs.data?.data} sdrsError={sdrs.error} onDone={() => setOpen(null)} onAssigned={() => void replies.reload()} />
+                          ) : (
+                            <Classify reply={r} campaign={nameOf(r.campaignId)} onDone={() => setOpen(null)} onChanged={() => void replies.reload()} />
+                          )}
                         </td>
                       </tr>
                     )}
@@ -123,6 +143,126 @@ export function RepliesPage() {
         </section>
       )}
     </>
+  );
+}
+
+const words = (c: string) => c.replace(/_/g, ' ');
+
+/**
+ * Whether an operator may change the reply's class: not a bounce or a feedback-loop complaint
+ * (a mail system's report, decided by `arf:`); the API refuses those with 409 either way.
+ */
+function reclassifiable(r: Reply): boolean {
+  return r.classification !== 'bounce' && !r.decidedBy.startsWith('arf:');
+}
+
+/** What changing a reply from one class to another does, said before it is done (docs/dashboard.md). */
+function changeWords(r: Reply, to: string, campaign: string): string {
+  const human = (c: string) => c === 'interested' || c === 'not_interested' || c === 'unsubscribe';
+  const parts: string[] = [];
+  if (to === 'unsubscribe') parts.push(`Puts ${r.email} on the suppression list (no campaign mails the address again) and ends the lead's sequence in ${campaign}.`);
+  else if (human(to) && !human(r.classification)) parts.push(`Ends the lead's sequence in ${campaign} (its waiting steps are cancelled), as their answer would have.`);
+  if (human(to) && !human(r.classification)) parts.push('The lead counts in replied.');
+  if (!human(to) && human(r.classification)) parts.push('The lead no longer counts in replied (unless another answer of theirs does); a sequence the reply stopped is not started again.');
+  if (human(to) && human(r.classification) && to !== 'unsubscribe') parts.push('Changes the class only: the lead already counts in replied and their sequence already ended.');
+  if (r.classification === 'unsubscribe') parts.push(`${r.email} stays on the suppression list: take it off on the Suppression page if the lead may be mailed again.`);
+  return parts.join(' ');
+}
+
+interface Reclassified extends Reply {
+  effects: { changed: boolean; from: string; replied: number; sequenceStopped: boolean; leadStatus: string | null; suppressed: boolean; addressSuppressed: boolean; notes: string[] };
+}
+
+function Classify({ reply, campaign, onDone, onChanged }: { reply: Reply; campaign: string; onDone: () => void; onChanged: () => void }) {
+  useFocusBackOnClose();
+  const [to, setTo] = useState('');
+  const [error, setError] = useState<unknown>(undefined);
+  const [done, setDone] = useState<Reclassified | null>(null);
+  const [busy, setBusy] = useState(false);
+  const result = useRef<HTMLDivElement>(null);
+  const targets = OPERATOR_CLASSIFICATIONS.filter((c) => c !== reply.classification);
+  return (
+    <form
+      class="row-form"
+      aria-label={`Change the class of the reply from ${reply.email}`}
+      onSubmit={async (e) => {
+        e.preventDefault();
+        if (busy || !to) return;
+        setError(undefined);
+        setDone(null);
+        setBusy(true);
+        try {
+          const r = await patch<Reclassified>(`/v1/replies/${reply.id}`, { classification: to });
+          setDone(r);
+          setTo('');
+          onChanged();
+          // The select's choices change with the class: the result takes the focus.
+          setTimeout(() => result.current?.focus());
+        } catch (err) {
+          setError(err);
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <p>
+        Now <strong>{words(reply.classification)}</strong>
+        {reply.reclassifiedAt ? (
+          <>
+            {' '}
+            (the classifier said {words(reply.classifierClassification)}; changed <Ago at={reply.reclassifiedAt} />)
+          </>
+        ) : (
+          <> (the classifier's decision)</>
+        )}
+        .
+      </p>
+      <div class="row">
+        <Field label="New class">
+          <select name="classification" required value={to} onChange={(e) => setTo(e.currentTarget.value)}>
+            <option value="">(choose)</option>
+            {targets.map((c) => (
+              <option key={c} value={c}>
+                {words(c)}
+              </option>
+            ))}
+          </select>
+        </Field>
+      </div>
+      {/* Said as the choice changes (a live region: it is on the page before it speaks). */}
+      <p data-testid="change-words" aria-live="polite">
+        {to ? changeWords(reply, to, campaign) : ''}
+      </p>
+      <div class="row">
+        <button type="submit" aria-disabled={busy || !to || undefined}>
+          Change class
+        </button>
+        <button type="button" class="secondary" onClick={onDone}>
+          Close
+        </button>
+      </div>
+      <div role="status" tabIndex={-1} ref={result}>
+        {done && (
+          <div class="ok">
+            <p>
+              {done.email}'s reply is {words(done.classification)} now (it was {words(done.effects.from)}).
+              {done.effects.sequenceStopped ? ` Their sequence in ${campaign} was stopped.` : ''}
+              {done.effects.replied > 0 ? ' The lead counts in replied.' : done.effects.replied < 0 ? ' The lead no longer counts in replied.' : ''}
+              {done.effects.suppressed ? ` ${done.email} is on the suppression list.` : ''}
+            </p>
+            {done.effects.notes.map((n) => (
+              <p key={n}>{n}</p>
+            ))}
+            {done.effects.from === 'unsubscribe' && done.effects.addressSuppressed && (
+              <p>
+                <Link href={`/suppression?q=${encodeURIComponent(done.email)}`}>Open {done.email} on the suppression list</Link>
+              </p>
+            )}
+          </div>
+        )}
+      </div>
+      <ErrorNote error={error} />
+    </form>
   );
 }
 
