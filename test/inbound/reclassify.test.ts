@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { startTestApp, seedWorkspace, seedSdr, subscribeEvents, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
-import { dsn } from '../support/mail.ts';
+import { arfReport, dsn } from '../support/mail.ts';
 import { runCliCaptured } from '../support/cli.ts';
 import { waitFor } from '../support/wait.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
@@ -236,7 +236,7 @@ describe("PATCH /v1/replies/:replyId: an operator corrects a reply's classificat
       ),
       'bounce',
     );
-    assert.equal(await ingest(w, arfReport(w.sender, w.sent.get('complainer@lead.example')!, 'complainer@lead.example')), 'complaint');
+    assert.equal(await ingest(w, arfReport({ sender: w.sender, original: w.sent.get('complainer@lead.example')!, lead: 'complainer@lead.example', messageId: `<arf-${randomBytes(3).toString('hex')}@feedback.mailbox-provider.example>` })), 'complaint');
     const bounce = await replyOf(w, 'bounced@lead.example');
     const complaint = await replyOf(w, 'complainer@lead.example');
     const fine = await answer(w, 'fine@lead.example', INTERESTED);
@@ -470,41 +470,3 @@ describe("PATCH /v1/replies/:replyId: an operator corrects a reply's classificat
   });
 });
 
-/** An RFC 5965 feedback report about one of our messages, as a mailbox provider's loop sends it. */
-function arfReport(sender: string, original: string, lead: string): string {
-  return lines([
-    'From: Feedback Loop <fbl@feedback.mailbox-provider.example>',
-    `To: ${sender}`,
-    'Subject: FW: Quick question',
-    `Date: ${new Date().toUTCString()}`,
-    `Message-ID: <arf-${randomBytes(3).toString('hex')}@feedback.mailbox-provider.example>`,
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=feedback-report; boundary="arf"',
-    '',
-    '--arf',
-    'Content-Type: text/plain; charset=us-ascii',
-    '',
-    'This is an email abuse report for an email message received from IP 198.51.100.20.',
-    '',
-    '--arf',
-    'Content-Type: message/feedback-report',
-    '',
-    'Feedback-Type: abuse',
-    'User-Agent: ProviderFBL/1.0',
-    'Version: 1',
-    `Original-Mail-From: <${sender}>`,
-    `Original-Rcpt-To: <${lead}>`,
-    '',
-    '--arf',
-    'Content-Type: message/rfc822',
-    '',
-    `From: Alice <${sender}>`,
-    `To: ${lead}`,
-    'Subject: Quick question',
-    `Message-ID: ${original}`,
-    '',
-    'Hi, would you be interested in a call?',
-    '',
-    '--arf--',
-  ]);
-}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { waitFor } from '../support/wait.ts';
-import { dsn } from '../support/mail.ts';
+import { arfReport, dsn } from '../support/mail.ts';
 import { startTestApp, seedWorkspace, seedSdr, subscribeEvents, type TestApp } from '../support/harness.ts';
 import { SmtpSink } from '../support/smtp.ts';
 import { ImapTestServer } from '../support/dovecot.ts';
@@ -60,45 +60,6 @@ function daemonEcho(original: string): string {
   ]);
 }
 
-/** An RFC 5965 feedback report about one of our messages, as a mailbox provider's loop sends it. */
-function arfReport(original: string, lead: string): string {
-  return lines([
-    'From: Feedback Loop <fbl@feedback.mailbox-provider.example>',
-    `To: ${SENDER}`,
-    'Subject: FW: Quick question',
-    `Date: ${new Date().toUTCString()}`,
-    'Message-ID: <arf-1@feedback.mailbox-provider.example>',
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=feedback-report; boundary="arf"',
-    '',
-    '--arf',
-    'Content-Type: text/plain; charset=us-ascii',
-    '',
-    'This is an email abuse report for an email message received from IP 198.51.100.20.',
-    '',
-    '--arf',
-    'Content-Type: message/feedback-report',
-    '',
-    'Feedback-Type: abuse',
-    'User-Agent: ProviderFBL/1.0',
-    'Version: 1',
-    `Original-Mail-From: <${SENDER}>`,
-    `Original-Rcpt-To: <${lead}>`,
-    'Source-IP: 198.51.100.20',
-    '',
-    '--arf',
-    'Content-Type: message/rfc822',
-    '',
-    `From: Alice <${SENDER}>`,
-    `To: ${lead}`,
-    'Subject: Quick question',
-    `Message-ID: ${original}`,
-    '',
-    'Hi, would you be interested in a call?',
-    '',
-    '--arf--',
-  ]);
-}
 
 describe('inbound reports: bounces without a DSN part, automatic mail, feedback-loop complaints', function () {
   this.timeout(90_000);
@@ -194,7 +155,7 @@ describe('inbound reports: bounces without a DSN part, automatic mail, feedback-
 
   it('an ARF feedback report: suppressed as complaint, every enrollment ended, listed as unsubscribe by ARF, counted in complained, logged at warn', async () => {
     const before = await stats();
-    await imap.append(SENDER, PW, arfReport(sent.get('complainer@lead.example')!, 'complainer@lead.example'));
+    await imap.append(SENDER, PW, arfReport({ sender: SENDER, original: sent.get('complainer@lead.example')!, lead: 'complainer@lead.example', messageId: '<arf-1@feedback.mailbox-provider.example>' }));
     const r = await waitFor('the complaint', async () => (await replies()).find((x) => x.email === 'complainer@lead.example'));
     assert.equal(r.classification, 'unsubscribe');
     assert.equal(r.campaignId, campaignId);

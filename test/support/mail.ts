@@ -1,5 +1,5 @@
 // Test mail: a delivery-status report (RFC 3464) as a mail system sends one, returning the
-// headers of the original.
+// headers of the original; a feedback-loop complaint (RFC 5965) carrying the original.
 
 /** A DSN for `recipient`, sent to `to`, naming the original's Message-ID in its returned headers. */
 export function dsn(h: { to: string; messageId: string; original: string; recipient: string; status: string; diagnostic: string }): string {
@@ -38,6 +38,47 @@ export function dsn(h: { to: string; messageId: string; original: string; recipi
     `Message-ID: ${h.original}`,
     '',
     '--b1--',
+    '',
+  ].join('\r\n');
+}
+
+/** An RFC 5965 feedback report about one of our messages, as a mailbox provider's loop sends it. */
+export function arfReport(h: { sender: string; original: string; lead: string; messageId: string }): string {
+  return [
+    'From: Feedback Loop <fbl@feedback.mailbox-provider.example>',
+    `To: ${h.sender}`,
+    'Subject: FW: Quick question',
+    `Date: ${new Date().toUTCString()}`,
+    `Message-ID: ${h.messageId}`,
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/report; report-type=feedback-report; boundary="arf"',
+    '',
+    '--arf',
+    'Content-Type: text/plain; charset=us-ascii',
+    '',
+    'This is an email abuse report for an email message received from IP 198.51.100.20.',
+    '',
+    '--arf',
+    'Content-Type: message/feedback-report',
+    '',
+    'Feedback-Type: abuse',
+    'User-Agent: ProviderFBL/1.0',
+    'Version: 1',
+    `Original-Mail-From: <${h.sender}>`,
+    `Original-Rcpt-To: <${h.lead}>`,
+    'Source-IP: 198.51.100.20',
+    '',
+    '--arf',
+    'Content-Type: message/rfc822',
+    '',
+    `From: Alice <${h.sender}>`,
+    `To: ${h.lead}`,
+    'Subject: Quick question',
+    `Message-ID: ${h.original}`,
+    '',
+    'Hi, would you be interested in a call?',
+    '',
+    '--arf--',
     '',
   ].join('\r\n');
 }
