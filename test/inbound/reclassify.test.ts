@@ -8,6 +8,9 @@ import { runCliCaptured } from '../support/cli.ts';
 import { waitFor } from '../support/wait.ts';
 import { SmtpMessenger } from '../../src/adapters/smtp.ts';
 import { SendDispatcher } from '../../src/modules/sending/dispatcher.ts';
+import { SendOutcomeRecorder, type SentMessage } from '../../src/modules/sending/outcomes.ts';
+import { PreparedStatements } from '../../src/db/statements.ts';
+import { transactionRetries } from '../../src/db/transaction.ts';
 
 // An operator corrects a reply's classification (PATCH /v1/replies/:replyId, `mailgate reply
 // update`; docs/decisions.md "Correcting a reply's classification"). Step 1 of a two-step
@@ -421,6 +424,165 @@ describe("PATCH /v1/replies/:replyId: an operator corrects a reply's classificat
     assert.equal(forwards(), 0, 'nothing forwarded');
     assert.equal((await db.query(`select count(*)::int as n from prospect_threads where reply_id = $1`, [r.id])).rows[0].n, 0);
     assert.equal((await replyOf(w, 'turned@lead.example')).forwardedAt, null);
+  });
+
+  /** Connections' pids of this database waiting for a lock (not `except`'s). */
+  const lockWaiters = async (except: number[] = []) =>
+    (await db.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and not (pid = any($1::int[]))`, [except])).rows[0].n as number;
+
+  it("a change waiting for a thread a desk send holds (through its SMTP transaction) holds neither the lead's enrollment nor the campaign's counters meanwhile", async () => {
+    const w = await campaign(['desk@lead.example']);
+    const r = await answer(w, 'desk@lead.example', INTERESTED);
+    const { sdr } = await seedSdr(app, w.workspaceId);
+    const assigned = await app.request('POST', `/v1/replies/${r.id}/assign`, { key: w.key, body: { sdrId: sdr.id, skipIcpCheck: true } });
+    assert.equal(assigned.status, 200, JSON.stringify(assigned.body));
+    const enrollmentId = (await db.query(`select enrollment_id from replies where id = $1`, [r.id])).rows[0].enrollment_id as string;
+    // The thread's row as a desk send holds it while the SDR's server answers (sdrs/desk-mail.ts lockForSend).
+    const send = new pg.Client({ connectionString: app.databaseUrl });
+    const probe = new pg.Client({ connectionString: app.databaseUrl });
+    await send.connect();
+    await probe.connect();
+    try {
+      const sendPid = (await send.query('select pg_backend_pid() as pid')).rows[0].pid;
+      await send.query('begin');
+      await send.query(`select 1 from prospect_threads where id = $1 for update`, [assigned.body.data.threadId]);
+      const change = reclassify(w, r.id, 'unsubscribe');
+      await waitFor('the change waiting for the thread', async () => (await lockWaiters([sendPid])) >= 1);
+      // What the campaign's sending needs meanwhile: the counters (every outcome of the
+      // campaign's messages) and the lead's enrollment. Neither waits for the SDR's server.
+      await probe.query('begin');
+      const free = async (what: string, q: string, id: string) => {
+        try {
+          await probe.query('savepoint s');
+          await probe.query(q, [id]);
+          await probe.query('release savepoint s');
+          return `${what} free`;
+        } catch (err) {
+          await probe.query('rollback to savepoint s');
+          return `${what} held: ${(err as { code?: string }).code}`;
+        }
+      };
+      assert.deepEqual(
+        [
+          await free('counters', `select 1 from campaign_counters where campaign_id = $1 for no key update nowait`, w.campaignId),
+          await free('enrollment', `select 1 from enrollments where id = $1 for no key update nowait`, enrollmentId),
+        ],
+        ['counters free', 'enrollment free'],
+      );
+      await probe.query('rollback');
+      await send.query('rollback');
+      const res = await change;
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(res.body.effects, { changed: true, from: 'interested', replied: 0, sequenceStopped: false, leadStatus: 'unsubscribed', suppressed: true, addressSuppressed: true, notes: [] });
+    } finally {
+      await send.end();
+      await probe.end();
+    }
+    const s = await stats(w);
+    assert.deepEqual([s.replied, s.unsubscribed], [1, 1]);
+  });
+
+  /**
+   * The lead's step 2 as a worker claimed it before the lead's answer came in (a message being
+   * sent finishes: endEnrollments cancels only waiting ones), as the claim leaves it: sending,
+   * counted queued. Returns it as the worker's outcome writer knows it.
+   */
+  async function inFlight(w: World, replyId: string, email: string): Promise<SentMessage> {
+    const { rows } = await db.query(
+      `update outbound_messages m set state = 'sending', cancel_reason = null, claimed_by = 'w-inflight', lease_until = now() + interval '10 minutes',
+              pool_id = s.pool_id, sender_account_id = s.sender_account_id, smtp_started_at = now()
+         from outbound_messages s
+        where s.enrollment_id = m.enrollment_id and s.step_index = 0 and m.step_index = 1 and m.kind = 'campaign'
+          and m.enrollment_id = (select enrollment_id from replies where id = $1)
+        returning m.id, m.enrollment_id, m.lead_id, m.sender_account_id`,
+      [replyId],
+    );
+    assert.equal(rows.length, 1);
+    await db.query(`update campaign_counters set queued = queued + 1 where campaign_id = $1`, [w.campaignId]);
+    return {
+      id: rows[0].id,
+      workspaceId: w.workspaceId,
+      campaignId: w.campaignId,
+      enrollmentId: rows[0].enrollment_id,
+      leadId: rows[0].lead_id,
+      stepIndex: 1,
+      toEmail: email,
+      senderAccountId: rows[0].sender_account_id,
+      messageIdHeader: `<inflight.${++uid}@acme.example>`,
+      subject: 'Re: Quick question',
+      inReplyTo: w.sent.get(email)!,
+      references: w.sent.get(email)!,
+    };
+  }
+
+  it("a change into unsubscribe beside a hard bounce of the lead's message in flight (its enrollment ended already): no deadlock, both written", async () => {
+    const w = await campaign(['inflight@lead.example']);
+    const r = await answer(w, 'inflight@lead.example', INTERESTED);
+    assert.equal((await lead(w, 'inflight@lead.example')).status, 'replied');
+    const m = await inFlight(w, r.id, 'inflight@lead.example');
+    const stmts = new PreparedStatements(app.databaseUrl, 1);
+    const recorder = new SendOutcomeRecorder(app.deps, [60_000], stmts);
+    // The campaign's counters held (an outcome of another of its messages), so that the bounce
+    // and the change meet there: the bounce waits first, the change after it.
+    const other = new pg.Client({ connectionString: app.databaseUrl });
+    await other.connect();
+    const retriesBefore = transactionRetries(app.deps.orm);
+    try {
+      const otherPid = (await other.query('select pg_backend_pid() as pid')).rows[0].pid;
+      await other.query('begin');
+      await other.query(`select 1 from campaign_counters where campaign_id = $1 for no key update`, [w.campaignId]);
+      const bounced = recorder.record(() => app.deps.orm.em.fork(), m, { kind: 'rejected', code: 550, response: '550 5.1.1 No such user' }, 'w-inflight');
+      await waitFor('the bounce waiting', async () => (await lockWaiters([otherPid])) >= 1);
+      const change = reclassify(w, r.id, 'unsubscribe');
+      await waitFor('the change waiting too', async () => (await lockWaiters([otherPid])) >= 2);
+      await other.query('rollback');
+      const [outcome, res] = await Promise.all([bounced, change]);
+      assert.equal(outcome, 'hard_bounce');
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      // A deadlock is retried (the change runs again and succeeds): only the count shows it.
+      assert.equal(transactionRetries(app.deps.orm), retriesBefore, 'no deadlock, no retry');
+      assert.deepEqual([res.body.effects.leadStatus, res.body.effects.addressSuppressed], ['unsubscribed', true]);
+    } finally {
+      await other.end();
+      await stmts.close();
+    }
+    const suppressed = (await db.query(`select reason from suppressions where workspace_id = $1 and email_key = 'inflight@lead.example'`, [w.workspaceId])).rows;
+    assert.equal(suppressed.length, 1);
+    assert.equal((await db.query(`select state from outbound_messages where id = $1`, [m.id])).rows[0].state, 'bounced');
+    const s = await stats(w);
+    assert.deepEqual([s.replied, s.unsubscribed, s.bounced, s.queued], [1, 1, 1, 0]);
+  });
+
+  it("a worker's bounce aborted in a deadlock is written again, not left sending until its lease runs out", async () => {
+    const w = await campaign(['victim@lead.example']);
+    const r = await answer(w, 'victim@lead.example', INTERESTED);
+    const m = await inFlight(w, r.id, 'victim@lead.example');
+    const stmts = new PreparedStatements(app.databaseUrl, 1);
+    const recorder = new SendOutcomeRecorder(app.deps, [60_000], stmts);
+    // Another transaction holds the lead's enrollment, then asks for the message the bounce
+    // holds: a lock cycle. The bounce waited first, so its deadlock check fires first and
+    // PostgreSQL aborts the bounce.
+    const other = new pg.Client({ connectionString: app.databaseUrl });
+    await other.connect();
+    const retriesBefore = transactionRetries(app.deps.orm);
+    try {
+      const otherPid = (await other.query('select pg_backend_pid() as pid')).rows[0].pid;
+      await other.query('begin');
+      await other.query(`select 1 from enrollments where id = $1 for no key update`, [m.enrollmentId]);
+      const bounced = recorder.record(() => app.deps.orm.em.fork(), m, { kind: 'rejected', code: 550, response: '550 5.1.1 No such user' }, 'w-inflight');
+      await waitFor('the bounce waiting for the enrollment', async () => (await lockWaiters([otherPid])) >= 1);
+      await other.query(`select 1 from outbound_messages where id = $1 for update`, [m.id]);
+      await other.query('commit');
+      assert.equal(await bounced, 'hard_bounce');
+      assert.equal(transactionRetries(app.deps.orm), retriesBefore + 1, 'aborted once, run again once');
+    } finally {
+      await other.end();
+      await stmts.close();
+    }
+    assert.equal((await db.query(`select state from outbound_messages where id = $1`, [m.id])).rows[0].state, 'bounced');
+    assert.equal((await db.query(`select reason from suppressions where workspace_id = $1 and email_key = 'victim@lead.example'`, [w.workspaceId])).rows[0]?.reason, 'hard_bounce');
+    const s = await stats(w);
+    assert.deepEqual([s.bounced, s.queued], [1, 0]);
   });
 
   describe('mailgate reply update', () => {

@@ -7,7 +7,7 @@ import { isSuppressed, suppress } from '../suppression/repository.ts';
 import { bumpCounters } from '../messages/counters.ts';
 import { endEnrollments, enrollmentInCampaign, lockEnrollmentStatus } from '../messages/enrollments.ts';
 import { OPERATOR_CLASSIFICATIONS, REPLY_CLASSIFICATIONS } from './classification.ts';
-import { HUMAN_CLASSIFICATIONS, hasCountedReply, lockReplyForReclassification, setClassification, workspaceOfReply, type ReplyListRow } from './repository.ts';
+import { HUMAN_CLASSIFICATIONS, countsInReplied, hasCountedReply, lockReplyForReclassification, setClassification, workspaceOfReply, type ReplyListRow } from './repository.ts';
 
 // An operator's correction of a reply's classification (PATCH /v1/replies/:replyId, the
 // dashboard's Replies page, `mailgate reply update`; docs/decisions.md "Correcting a reply's
@@ -71,8 +71,8 @@ export class ReplyClassificationService {
    * is a mail system's notice or a change into one (409 `reply_not_reclassifiable`).
    *
    * The effects, in one transaction with the change (lock order: the reply's assignment lock,
-   * the reply, the lead's enrollment, the suppression, the enrollment's messages, the desk's
-   * threads, the counters last, as ingestion takes them):
+   * the reply, the desk's threads of the reply, then as ingestion takes them: the lead's
+   * enrollment, the suppression, the enrollment's messages, the counters last):
    * - `replied` moves by what countedReplySql says before and after, the definition the stats
    *   and the leads' `?replied=` filter share;
    * - into `unsubscribe`: the address is suppressed (`reply_unsubscribe`, this reply its source)
@@ -109,13 +109,20 @@ export class ReplyClassificationService {
       if (refused) throw new ApiError(409, 'reply_not_reclassifiable', `reply ${replyId} ${refused}; nothing was changed`);
 
       const now = this.deps.clock.now();
-      const enrollmentId = row.enrollment_id ?? (await enrollmentInCampaign(tx, row.campaign_id, row.lead_id));
-      // The enrollment before the check of earlier replies, as ingestion locks it: a reply of the
-      // lead ingested meanwhile waits, so `replied` moves once.
-      const statusBefore = await lead(enrollmentId);
-      const countedBefore = await hasCountedReply(tx, row.campaign_id, row.lead_id);
       const reply = await setClassification(tx, workspaceId, replyId, classification, by, now);
-      const countedAfter = await hasCountedReply(tx, row.campaign_id, row.lead_id);
+      // The desk's threads of the reply (their priority reads the class just written) before the
+      // lead's enrollment, the suppression and the counters: a desk send holds its thread's lock
+      // through its SMTP transaction, and waiting for it while holding those held the campaign's
+      // outcome writes (markSent needs the counters row) for as long as the SDR's server took.
+      // No writer holds an enrollment, a suppression or a counter and then waits for a thread.
+      await this.reactions.reclassified(tx, replyId, classification);
+      const enrollmentId = row.enrollment_id ?? (await enrollmentInCampaign(tx, row.campaign_id, row.lead_id));
+      // The enrollment before the check of the lead's other replies, as ingestion locks it: a
+      // reply of the lead ingested meanwhile waits, so `replied` moves once.
+      const statusBefore = await lead(enrollmentId);
+      const othersCounted = await hasCountedReply(tx, row.campaign_id, row.lead_id, replyId);
+      const countedBefore = othersCounted || countsInReplied(from, row.decided_by);
+      const countedAfter = othersCounted || countsInReplied(classification, row.decided_by);
       let suppressed = false;
       if (classification === 'unsubscribe') {
         suppressed = (await suppress(tx, workspaceId, [row.email], 'reply_unsubscribe', replyId, now)) > 0;
@@ -123,7 +130,6 @@ export class ReplyClassificationService {
       } else if (HUMAN.has(classification) && enrollmentId) {
         await endEnrollments(tx, [enrollmentId], 'replied', 'replied', now);
       }
-      await this.reactions.reclassified(tx, replyId, classification);
       const replied = countedAfter === countedBefore ? 0 : countedAfter ? 1 : -1;
       // The counters last (inbound/service.ts reply(): promoteDue holds messages while it waits for them).
       if (replied) await bumpCounters(tx, row.campaign_id, { replied });

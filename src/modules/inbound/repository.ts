@@ -153,10 +153,28 @@ export function countedReplyRowSql(r: string): string {
   return `${r}.classification in (${HUMAN_CLASSIFICATIONS.map((c) => `'${c}'`).join(', ')}) and ${r}.decided_by not like 'arf:%'`;
 }
 
-/** Whether the lead already answered this campaign in a way `replied` counts (a person's answer, not a report's). */
-export async function hasCountedReply(em: EntityManager, campaignId: string, leadId: string): Promise<boolean> {
-  const [row] = await sql<{ counted: boolean }>(em, `select ${countedReplySql('?', '?')} as counted`, [campaignId, leadId]);
+/**
+ * Whether the lead already answered this campaign in a way `replied` counts (a person's answer,
+ * not a report's); `exceptReplyId`: leaving that reply out (a correction of its class weighs it
+ * by its class before and after: countsInReplied).
+ */
+export async function hasCountedReply(em: EntityManager, campaignId: string, leadId: string, exceptReplyId?: string): Promise<boolean> {
+  if (exceptReplyId === undefined) {
+    const [row] = await sql<{ counted: boolean }>(em, `select ${countedReplySql('?', '?')} as counted`, [campaignId, leadId]);
+    return row.counted;
+  }
+  // replies_lead_idx
+  const [row] = await sql<{ counted: boolean }>(
+    em,
+    `select exists (select 1 from replies r where r.campaign_id = ? and r.lead_id = ? and r.id <> ? and ${countedReplyRowSql('r')}) as counted`,
+    [campaignId, leadId, exceptReplyId],
+  );
   return row.counted;
+}
+
+/** Whether a reply of this class, decided by this rule, counts in `replied` (countedReplyRowSql, for one row in hand). */
+export function countsInReplied(classification: string, decidedBy: string): boolean {
+  return HUMAN_CLASSIFICATIONS.includes(classification) && !decidedBy.startsWith('arf:');
 }
 
 export interface NewReply {

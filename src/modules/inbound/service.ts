@@ -224,8 +224,9 @@ export class InboundService {
   private async bounce(tx: EntityManager, m: MatchedMessage, a: InboundAnalysis, inboundId: string, receivedAt: Date): Promise<void> {
     const now = this.deps.clock.now();
     const b = a.bounce!;
-    if (await bounceDelivered(tx, { id: m.id, campaignId: m.campaign_id, enrollmentId: m.enrollment_id }, b.type, b.reason, receivedAt, now)) {
-      if (b.type === 'hard') await suppress(tx, m.workspace_id, [m.to_email], 'hard_bounce', m.id, now);
+    // A hard bounce's suppression under the enrollment's lock, before the counters (messages/transitions.ts BeforeEnding).
+    const suppressHard = b.type === 'hard' ? (em: EntityManager) => suppress(em, m.workspace_id, [m.to_email], 'hard_bounce', m.id, now) : undefined;
+    if (await bounceDelivered(tx, { id: m.id, campaignId: m.campaign_id, enrollmentId: m.enrollment_id }, b.type, b.reason, receivedAt, now, suppressHard)) {
       await recordEvent(tx, m.workspace_id, messageBounced(factsOf(m), { type: b.type, reason: b.reason, at: receivedAt }), now);
     }
     // Bounces are listed with the replies either way.

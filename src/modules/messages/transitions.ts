@@ -352,9 +352,22 @@ export interface MessageOfEnrollment {
 }
 
 /**
+ * What a bounce writes besides its message, enrollment and counters (a hard bounce's
+ * suppression), run after the enrollment is locked and before the enrollment ends and the
+ * counters move: every writer that suppresses an address (an unsubscribe by reply, by link or by
+ * an operator's correction, a complaint) holds the lead's enrollment, inserts the suppression,
+ * and then moves the counters. Suppressed after the counters, a bounce whose enrollment had ended
+ * already (it does not wait for it then) held the campaign's counters and waited for an
+ * unsubscribe's uncommitted suppression of the same address while that waited for the
+ * counters: a deadlock (2026-11-30, docs/decisions.md).
+ */
+export type BeforeEnding = (em: EntityManager) => Promise<unknown>;
+
+/**
  * Permanently rejected by the SMTP server (or out of retries): `bounced` with the rendered
  * headers, counted as sent and bounced, the enrollment `bounced`. False when the message is no
- * longer this worker's. The caller suppresses the address and records message.bounced.
+ * longer this worker's. `beforeEnding`: the hard bounce's suppression (see BeforeEnding); the
+ * caller records message.bounced.
  */
 export async function bounce(
   em: EntityManager,
@@ -363,6 +376,7 @@ export async function bounce(
   reason: string,
   workerId: string,
   now: Date,
+  beforeEnding?: BeforeEnding,
 ): Promise<boolean> {
   // Counted as sent, so tallied as sent (tallies.ts), in the same statement; its own writer rows
   // per worker, apart from the outcome statements'.
@@ -380,8 +394,11 @@ export async function bounce(
     [now, type, reason, now, reason, now, m.messageIdHeader, m.subject, m.inReplyTo, m.references, m.id, workerId, workerId],
   );
   if (!done.length) return false;
-  // The enrollment and its waiting messages before the counters, as everywhere (promoteDue
-  // holds messages while it waits for the counters): the other order could deadlock with it.
+  // The message, then its enrollment (the workers' order), then the suppression; the
+  // enrollment's waiting messages before the counters, as everywhere (promoteDue holds messages
+  // while it waits for the counters): the other order could deadlock with it.
+  await lockEnrollment(em, m.enrollmentId);
+  if (beforeEnding) await beforeEnding(em);
   await endEnrollments(em, [m.enrollmentId], 'bounced', `bounced_${type}`, now);
   await bumpCounters(em, m.campaignId, { queued: -1, sent: 1, bounced: 1 });
   return true;
@@ -390,9 +407,13 @@ export async function bounce(
 /**
  * A delivery-status report for a message the server had accepted: it bounces after all
  * (delivered -1, bounced +1) and its enrollment ends. False when it was not `sent` (already
- * bounced, say). The caller suppresses and records the event.
+ * bounced, say). `beforeEnding`: the hard bounce's suppression (see BeforeEnding); the caller
+ * records the event.
  */
-export async function bounceDelivered(em: EntityManager, m: MessageOfEnrollment, type: string, reason: string, bouncedAt: Date, now: Date): Promise<boolean> {
+export async function bounceDelivered(em: EntityManager, m: MessageOfEnrollment, type: string, reason: string, bouncedAt: Date, now: Date, beforeEnding?: BeforeEnding): Promise<boolean> {
+  // The enrollment, then the message (markOpened's order; the message is sent, so no worker
+  // holds it), then the suppression, the enrollment's waiting messages and the counters.
+  await lockEnrollment(em, m.enrollmentId);
   const [updated] = await sql<{ was: string }>(
     em,
     `update outbound_messages o set state = 'bounced', bounce_type = ?, bounce_reason = ?, bounced_at = ?, updated_at = ?
@@ -402,6 +423,7 @@ export async function bounceDelivered(em: EntityManager, m: MessageOfEnrollment,
     [type, reason, bouncedAt, now, m.id],
   );
   if (!updated) return false;
+  if (beforeEnding) await beforeEnding(em);
   // Enrollment and messages before the counters (see bounce above).
   await endEnrollments(em, [m.enrollmentId], 'bounced', `bounced_${type}`, now);
   await bumpCounters(em, m.campaignId, { delivered: -1, bounced: 1 });

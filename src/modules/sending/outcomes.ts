@@ -6,7 +6,7 @@ import { messageBounced } from '../events/catalogue.ts';
 import { suppress } from '../suppression/repository.ts';
 import type { Deps } from '../../deps.ts';
 import type { PreparedStatements } from '../../db/statements.ts';
-import { transientConflict } from '../../db/transaction.ts';
+import { transaction, transientConflict } from '../../db/transaction.ts';
 import { bounce, fail, markSent, requeueAfterAccountFailure, requeueForRetry } from '../messages/transitions.ts';
 import { recordSenderFailure, logSenderTransition, type HealthTransition } from '../senders/health.ts';
 
@@ -74,7 +74,11 @@ export class SendOutcomeRecorder {
     const now = this.deps.clock.now();
     if (outcome.kind === 'accepted') return (await this.accepted(m, outcome.response, workerId, now)) ? 'sent' : 'lost';
     let transition: HealthTransition | null = null;
-    const recorded = await em().transactional(async (tx) => {
+    // Run again when PostgreSQL aborts it in a deadlock (or a serialization failure), as every
+    // API transaction is (db/transaction.ts): it only writes the database, and an outcome not
+    // written left the message `sending` until its lease ran out, its bounce never recorded.
+    const recorded = await transaction(em(), async (tx) => {
+      transition = null;
       switch (outcome.kind) {
         case 'rejected':
           return (await this.bounced(tx, m, 'hard', outcome.response, workerId, now)) ? 'hard_bounce' : 'lost';
@@ -228,8 +232,9 @@ export class SendOutcomeRecorder {
   }
 
   private async bounced(tx: EntityManager, m: SentMessage, type: 'hard' | 'soft', reason: string, workerId: string, now: Date): Promise<boolean> {
-    if (!(await bounce(tx, m, type, reason, workerId, now))) return false;
-    if (type === 'hard') await suppress(tx, m.workspaceId, [m.toEmail], 'hard_bounce', m.id, now);
+    // A hard bounce's suppression under the enrollment's lock, before the counters (BeforeEnding).
+    const suppressHard = type === 'hard' ? (em: EntityManager) => suppress(em, m.workspaceId, [m.toEmail], 'hard_bounce', m.id, now) : undefined;
+    if (!(await bounce(tx, m, type, reason, workerId, now, suppressHard))) return false;
     await recordEvent(tx, m.workspaceId, messageBounced(m, { type, reason, at: now }), now);
     return true;
   }
