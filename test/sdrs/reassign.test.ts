@@ -275,10 +275,11 @@ describe('SDR desk: reassigning threads to another SDR', function () {
   });
 
   it('a send or a draft that reaches its lock after a move committed is refused: nothing goes out from the old mailbox, no draft lands in the moved thread', async () => {
-    // The thread is Sam's. A move in progress (uncommitted, holding the thread's row) commits
-    // while Sam's requests wait for their locks.
+    // The thread is Sam's. A move in progress (uncommitted, holding the thread's row `for update`
+    // as lockThreadsOfSdr does) commits while Sam's requests wait for their locks.
     const moveMeanwhile = async (request: () => Promise<{ status: number; body: any }>) => {
       await desk.db.query('begin');
+      await desk.db.query(`select id from prospect_threads where id = $1 for update`, [desk.threadId]);
       await desk.db.query(`update prospect_threads set sdr_id = $1 where id = $2`, [noraId, desk.threadId]);
       const pending = request();
       await new Promise((r) => setTimeout(r, 700));

@@ -201,7 +201,9 @@ export class DraftService {
     const guardrails = await this.guardrails(scope, d.thread_id, mail, [prepared.thread.contact_email]);
     if (guardrails.blocked) throw new ApiError(422, 'guardrails_blocked', `the send is blocked: ${summary(guardrails)}`, { guardrails });
 
-    return this.em.transactional(async (tx) => {
+    // In a desk send slot (sdrs/desk-slots.ts), as every desk send: the transaction is held
+    // across the SMTP transaction, and at most half the pool's connections may wait on SMTP servers.
+    return this.desk.inSendSlot(() => this.em.transactional(async (tx) => {
       // The thread's open drafts first: the variants of one generation are answers to the same
       // message, so once one is sent the others are superseded by it (below); a concurrent send
       // of a sibling waits here and then finds its draft no longer open.
@@ -216,12 +218,12 @@ export class DraftService {
       // Then the thread, held through the SMTP transaction: an admin's reassignment of it waits
       // for this send, and a thread moved before it is refused (404), never sent from here.
       const ready = await this.desk.lockForSend(tx, scope.sdrId, prepared);
-      const sent = await this.desk.transmit(ready, mail, { stableKey: draftId });
+      const sent = await this.desk.transmit(ready, mail, { stableKey: draftId }, tx);
       await this.desk.record(tx, ready, mail, sent);
       await markDraftSent(tx, draftId, prepared.thread.campaign_id && prepared.thread.lead_id ? sent.id : null, mail, this.deps.clock.now());
       await supersedeSiblings(tx, d.thread_id, draftId, this.deps.clock.now());
       return { data: { messageId: sent.id, guardrails } };
-    });
+    }));
   }
 
   /** The guardrails on a final body (the deterministic checks, plus the LLM rubric when one is configured). */

@@ -20,6 +20,7 @@ import type { LeadColumns } from '../messages/send.ts';
 import { recordForward, sentSteps } from '../messages/desk.ts';
 import { priorityScore } from './priority.ts';
 import { recomputeThreadPriority } from './threads.ts';
+import { inDeskSendSlot } from './desk-slots.ts';
 import { advisoryXactLock } from '../../db/admin.ts';
 
 export interface AssignInput {
@@ -95,8 +96,10 @@ export class AssignmentService {
     // yet, the forward and its record hold the reply's lock together. Checked only before the
     // forward, concurrent assigns each found it not forwarded, and each forwarded it and opened a
     // thread of its own. So the transaction spans the SMTP transaction, as an idempotent
-    // send-manual's does (desk-mail.ts), and runs once: it sends mail (db/transaction.ts).
-    return this.em.transactional(async (tx) => {
+    // send-manual's does (desk-mail.ts), and runs once: it sends mail (db/transaction.ts). In a
+    // desk send slot (desk-slots.ts), as the desk's sends: a slow SMTP server holds at most half
+    // of the pool's connections.
+    return inDeskSendSlot(this.em, () => this.em.transactional(async (tx) => {
       await advisoryXactLock(tx, `assign:${reply.id}`);
       const current = await replyForHandoff(tx, workspaceId, replyId);
       if (!current) throw ApiError.notFound('reply', `reply ${replyId} not found`);
@@ -176,7 +179,7 @@ export class AssignmentService {
       );
       await markForwarded(tx, reply.id, now);
       return { data: { handoffId, threadId, messageId: forwardId, mailThreadId: reply.message_id_header ?? '' } };
-    });
+    }));
   }
 
   private async reply(workspaceId: string, replyId: string): Promise<ReplyForHandoff> {

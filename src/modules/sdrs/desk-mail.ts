@@ -12,6 +12,7 @@ import { endMailboxRateLimit, mailboxOf, setMailboxHealth, type DeskMailbox } fr
 import { addAnswer, addSentMessage, lockThreadOfSdr, recordedSend, recordedSendOfKey, threadOfAnswer, threadOfSdr, threadReferences, type ThreadForSend } from './thread-repository.ts';
 import { recordSdrReply } from '../messages/desk.ts';
 import { suppressedAmong } from '../suppression/repository.ts';
+import { inDeskSendSlot } from './desk-slots.ts';
 
 /** A send checked and ready to go out through the SDR's mailbox (prepare). */
 export interface DeskSend {
@@ -40,6 +41,12 @@ export interface SentMail {
  */
 export interface DeskReactions {
   manualReply(tx: EntityManager, threadId: string): Promise<unknown>;
+}
+
+/** The SDR's mailbox when a send may go out through it (`active`, `rate_limited`: prepare), else 409 mail_not_connected. */
+function usableMailbox(box: DeskMailbox | undefined): DeskMailbox {
+  if (!box || (box.health_state !== 'active' && box.health_state !== 'rate_limited')) throw new ApiError(409, 'mail_not_connected', `the SDR's mailbox is not usable (${box?.health_state ?? 'not connected'})`);
+  return box;
 }
 
 /** A Message-ID in the SDR's domain. */
@@ -92,7 +99,8 @@ export class DeskMailService {
     // order. An admin's reassignment of the thread (sdrs/reassign.ts, the same locks) waits for
     // this send; a thread moved before it is 404 thread_not_found, and nothing goes out from this
     // SDR's mailbox (until 2026-11-30 a send without a key held no lock while the server answered).
-    return this.em.transactional(async (tx) => {
+    // In a desk send slot (desk-slots.ts): at most half the pool's connections wait on SMTP servers.
+    return this.inSendSlot(() => this.em.transactional(async (tx) => {
       if (keyed) {
         // Locked and looked up by the key, not by the Message-ID, whose domain is the mailbox's.
         await advisoryXactLock(tx, keyed.stableKey);
@@ -104,9 +112,18 @@ export class DeskMailService {
       // a second answer to the same message.
       await this.reactions?.manualReply(tx, threadId);
       const ready = await this.lockForSend(tx, sdrId, prepared);
-      const sent = await this.transmit(ready, mail, keyed ?? {});
+      const sent = await this.transmit(ready, mail, keyed ?? {}, tx);
       return { data: await this.record(tx, ready, mail, sent) };
-    });
+    }));
+  }
+
+  /**
+   * Runs a desk send's transaction (held across its SMTP transaction) in one of the ORM pool's
+   * desk send slots (desk-slots.ts): the sends beyond wait for one holding no connection, so a
+   * slow SMTP server cannot take every connection of the API and the workers.
+   */
+  inSendSlot<T>(fn: () => Promise<T>): Promise<T> {
+    return inDeskSendSlot(this.em, fn);
   }
 
   /**
@@ -116,7 +133,11 @@ export class DeskMailService {
    */
   async lockForSend(tx: EntityManager, sdrId: string, p: DeskSend): Promise<DeskSend> {
     if (!(await lockThreadOfSdr(tx, sdrId, p.thread.workspace_id, p.thread.id))) throw ApiError.notFound('thread', `thread ${p.thread.id} not found`);
-    return { ...p, references: await threadReferences(tx, p.thread.id) };
+    // The mailbox as it is now: a send may have waited since prepare (for a desk send slot, for
+    // the guardrails' LLM, for another send's locks) while the SDR disconnected the mailbox,
+    // connected another or its login was refused; the mail goes out through the mailbox as it
+    // is, or not at all.
+    return { ...p, box: usableMailbox(await mailboxOf(tx, sdrId)), references: await threadReferences(tx, p.thread.id) };
   }
 
   /** The ids of a send-manual with an `Idempotency-Key`: its `msg_` id and the local part of its Message-ID. */
@@ -134,8 +155,7 @@ export class DeskMailService {
   async prepare(sdrId: string, workspaceId: string, threadId: string): Promise<DeskSend> {
     const thread = await threadOfSdr(this.em, sdrId, workspaceId, threadId);
     if (!thread) throw ApiError.notFound('thread', `thread ${threadId} not found`);
-    const box = await mailboxOf(this.em, sdrId);
-    if (!box || (box.health_state !== 'active' && box.health_state !== 'rate_limited')) throw new ApiError(409, 'mail_not_connected', `the SDR's mailbox is not usable (${box?.health_state ?? 'not connected'})`);
+    const box = usableMailbox(await mailboxOf(this.em, sdrId));
     return { thread, box, references: await threadReferences(this.em, threadId) };
   }
 
@@ -144,11 +164,13 @@ export class DeskMailService {
    * refusal updates the mailbox's health on its own connection (so it outlives a rolled-back
    * caller) and throws: 409 mail_not_connected for a refused login, else 502 send_failed.
    */
-  async transmit(p: DeskSend, mail: ThreadMail, opts: { stableKey?: string; id?: string } = {}): Promise<SentMail> {
+  async transmit(p: DeskSend, mail: ThreadMail, opts: { stableKey?: string; id?: string } = {}, tx: EntityManager = this.em): Promise<SentMail> {
     // The workspace's suppression list holds for the desk too: an address that unsubscribed,
     // complained, hard-bounced or was put on it by an admin gets no mail from anyone of the
     // workspace (until 2026-11-29 an SDR's reply or draft went to it all the same).
-    const suppressed = await suppressedAmong(this.em, p.thread.workspace_id, [p.thread.contact_email, ...mail.cc]);
+    // In the send's transaction (`tx`): on another connection, a send holding its own would take
+    // two of the pool's at once.
+    const suppressed = await suppressedAmong(tx, p.thread.workspace_id, [p.thread.contact_email, ...mail.cc]);
     if (suppressed.length)
       throw new ApiError(
         409,

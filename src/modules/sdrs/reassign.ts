@@ -6,7 +6,8 @@ import { ApiError } from '../../shared/errors.ts';
 import type { Deps } from '../../deps.ts';
 import { sql } from '../../db/sql.ts';
 import { transaction } from '../../db/transaction.ts';
-import { lockThreadsOfSdr, moveThreads, threadsOfRepliesHeldBy, threadsOfSdr } from './thread-repository.ts';
+import { lockThreadsOfSdr, moveThreads, repliesOfThreads, threadsOfRepliesHeldBy, threadsOfSdr } from './thread-repository.ts';
+import { advisoryXactLock } from '../../db/admin.ts';
 import { moveTasksOfThreads } from './followup-repository.ts';
 import type { SdrRow, SdrMailboxRow } from './rows.ts';
 
@@ -79,6 +80,13 @@ export class ReassignService {
       const wanted = input.threadIds ? [...new Set(input.threadIds)] : null;
       const candidates = await threadsOfSdr(tx, workspaceId, fromSdrId, wanted);
       if (wanted) this.refuseNotHeld(input.threadIds!, new Set(candidates), from.name);
+      // The replies' assignment locks first (sdrs/assign.ts takes one before it looks for the
+      // SDR's thread of the reply and opens one; an operator's reclassification takes it too), in
+      // reply order: an assignment of the same reply to the target in progress commits first and
+      // the check below sees its thread (409 reply_already_assigned), or it comes after and finds
+      // the moved thread as the target's. Until 2026-11-30 the check read past an uncommitted
+      // assignment, and the target ended with two threads of one reply.
+      for (const replyId of await repliesOfThreads(tx, candidates)) await advisoryXactLock(tx, `assign:${replyId}`);
       // Drafts first, then the threads: a send's lock order. A send in progress holds them and
       // finishes first; one that starts later finds its draft discarded or its thread moved.
       await this.reactions?.lock(tx, candidates);

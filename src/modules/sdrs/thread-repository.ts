@@ -45,13 +45,21 @@ export async function threadOfSdr(em: EntityManager, sdrId: string, workspaceId:
 }
 
 /**
- * Locks the SDR's own thread in the workspace (`for update`) for a send from the desk, after the
- * thread's open drafts (a send's lock order: drafts, then the thread). False when the thread is
- * not (or no longer) the SDR's: an admin moved it to another SDR (reassignThreads takes the same
- * locks), so nothing may go out from this SDR's mailbox in it.
+ * Locks the SDR's own thread in the workspace for a send from the desk, after the thread's open
+ * drafts (a send's lock order: drafts, then the thread). False when the thread is not (or no
+ * longer) the SDR's: an admin moved it to another SDR, so nothing may go out from this SDR's
+ * mailbox in it.
+ *
+ * `for key share`, held through the SMTP transaction: the one lock it must keep out is a
+ * reassignment's (lockThreadsOfSdr, `for update`), which waits for the send; a send that comes
+ * after the move's lock waits for its commit and then finds the thread moved. The thread's other
+ * writers (an answer the mailbox watcher adds, a status or snooze change, the priority job) take
+ * no more than `for no key update`, and go on while the SMTP server answers. With `for update`
+ * (until 2026-11-30) each of them waited for the server, holding a pooled connection: the
+ * watcher's round stalled on a thread being sent.
  */
 export async function lockThreadOfSdr(em: EntityManager, sdrId: string, workspaceId: string, threadId: string): Promise<boolean> {
-  const rows = await sql<{ id: string }>(em, `select id from prospect_threads where id = ? and sdr_id = ? and workspace_id = ? for update`, [threadId, sdrId, workspaceId]);
+  const rows = await sql<{ id: string }>(em, `select id from prospect_threads where id = ? and sdr_id = ? and workspace_id = ? for key share`, [threadId, sdrId, workspaceId]);
   return rows.length > 0;
 }
 
@@ -75,6 +83,13 @@ export async function lockThreadsOfSdr(em: EntityManager, workspaceId: string, s
       order by id for update`,
     openOnly ? [ids, workspaceId, sdrId, OPEN] : [ids, workspaceId, sdrId],
   );
+}
+
+/** The replies of these threads (those handed off), distinct and sorted: the order their assignment locks are taken in. */
+export async function repliesOfThreads(em: EntityManager, threadIds: string[]): Promise<string[]> {
+  if (threadIds.length === 0) return [];
+  const rows = await sql<{ reply_id: string }>(em, `select distinct reply_id from prospect_threads where id = any(?::text[]) and reply_id is not null order by reply_id`, [threadIds]);
+  return rows.map((r) => r.reply_id);
 }
 
 /** The SDR's threads of these replies (a thread of the same reply the SDR already holds). */
@@ -205,12 +220,22 @@ export async function threadOfAnswer(em: EntityManager, sdrId: string, chain: st
     [thread] = await sql<{ id: string }>(
       em,
       // The SDR's threads by the sdr_id indexes, the moved ones by thread_reassignments_from_idx
-      // (an `or exists` here could not use an index for the SDR's own threads).
+      // (an `or exists` here could not use an index for the SDR's own threads). The latest is
+      // the one whose last message while this SDR held it is the latest: for a thread moved
+      // away, its last message up to the SDR's last move of it (the mail that came after went
+      // from another mailbox). Until 2026-11-30 any thread the SDR holds came first: an old
+      // closed thread with the contact took the answer to the conversation just moved away, and
+      // the SDR now holding that one never saw it.
       `select t.id from prospect_threads t
         where t.id in (select id from prospect_threads where sdr_id = ? union all select thread_id from thread_reassignments where from_sdr_id = ?)
           and lower(t.contact_email) = ? and t.created_at <= ?
-        order by (t.sdr_id = ?) desc, t.last_message_at desc limit 1`,
-      [sdrId, sdrId, from, new Date(receivedAt.getTime() + MATCH_CLOCK_SLACK_MS), sdrId],
+        order by case when t.sdr_id = ? then t.last_message_at
+                      else (select max(m.at) from thread_messages m
+                             where m.thread_id = t.id
+                               and m.at <= (select max(r.created_at) from thread_reassignments r where r.thread_id = t.id and r.from_sdr_id = ?)) end desc nulls last,
+                 (t.sdr_id = ?) desc, t.last_message_at desc, t.id desc
+        limit 1`,
+      [sdrId, sdrId, from, new Date(receivedAt.getTime() + MATCH_CLOCK_SLACK_MS), sdrId, sdrId, sdrId],
     );
   return thread?.id;
 }
