@@ -255,4 +255,47 @@ describe('sending engine: failures and changes mid-round', function () {
     assert.equal((await w.stats(t)).sent, 1);
     assert.match(w.app.logs.text, /database cannot be reached/);
   });
+
+  it('a guard whose statement fails with a socket error while its message is in DATA: the message is given back once the database answers, not left claimed for its lease', async () => {
+    // Failed in CI (2026-11-30, test/workers/db-outage.test.ts): the guard's error went to
+    // nodemailer as the reason to drop the transaction, and nodemailer rewrote it in place (its
+    // code became ESTREAM), so the same error, read again as the guard's, no longer said the
+    // database was unreachable (a connection reset has no other sign) and the message stayed
+    // claimed until its lease ran out, 10 minutes by default.
+    const t = await w.setup({ leads: [{ email: 'reset@lead.example' }] });
+    const d = new SendDispatcher(w.app.deps, w.messenger, { maxConnections: 1, retryDelaysMs: [60_000] });
+    const stmts = (d as unknown as { outcomeStatements: { run: (name: string, text: string, params: unknown[]) => Promise<unknown> } }).outcomeStatements;
+    const run = stmts.run.bind(stmts);
+    let downUntil = 0;
+    let refused = 0;
+    stmts.run = async (name, text, params) => {
+      // The guard's own statement (no accepted outcome in it): the connection reset under it, and
+      // every statement for 1.5 s after.
+      if (!downUntil && !(params[0] as string[]).length) downUntil = Date.now() + 1_500;
+      if (Date.now() < downUntil) {
+        refused++;
+        throw Object.assign(new Error('read ECONNRESET'), { errno: -104, code: 'ECONNRESET', syscall: 'read' });
+      }
+      return run(name, text, params);
+    };
+    const state = async () => (await w.db.query<{ state: string; claimed_by: string | null }>(`select state, claimed_by from outbound_messages where campaign_id = $1`, [t.campaignId])).rows[0];
+    try {
+      await d.runRound();
+      assert.ok(refused > 0, 'the outage was met');
+      assert.equal(w.to('reset@lead.example').length, 0, 'not sent: its guard was not answered');
+      await waitFor('the message given back to the queue', async () => {
+        const m = await state();
+        return m.state === 'queued' && m.claimed_by === null;
+      }, 10_000);
+      // The giving back does not go through the outcome writer's connection: the outage there
+      // may last longer. The next round after it.
+      await new Promise((r) => setTimeout(r, Math.max(0, downUntil - Date.now())));
+      await d.runRound();
+    } finally {
+      await d.close();
+    }
+    assert.equal(w.to('reset@lead.example').length, 1, 'one copy');
+    assert.equal((await state()).state, 'sent');
+    assert.doesNotMatch(w.app.logs.text, /the guard of a message failed; it stays claimed/);
+  });
 });

@@ -10,7 +10,9 @@ export async function freezingProxy(target: { hostname: string; port: string | n
   let down = false;
   // Set by freezeOn: the first client bytes matching it freeze their connection, unforwarded.
   let trigger: RegExp | undefined;
+  let accepted = 0;
   const server = net.createServer((client) => {
+    accepted++;
     // Down: every new connection is cut at once (as by a server that is not there).
     if (down) return void client.destroy();
     const upstream = net.connect(Number(target.port), target.hostname);
@@ -35,6 +37,10 @@ export async function freezingProxy(target: { hostname: string; port: string | n
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     port: (server.address() as net.AddressInfo).port,
+    /** How many connections the proxy has taken so far (cut ones too). */
+    get accepted() {
+      return accepted;
+    },
     /** How many proxied connections are open now. */
     get connections() {
       return open.size;

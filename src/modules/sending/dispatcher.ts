@@ -36,6 +36,20 @@ class NotSendable extends Error {
   }
 }
 
+/**
+ * The guard could not be answered (its statement failed): the reason the message's transaction
+ * is dropped before the end of its data. A new error, not the guard's own: nodemailer rewrites
+ * the error it is given in place (its code becomes ESTREAM), and the guard's error, read again
+ * after the transaction, must still say whether the database was unreachable (a connection
+ * reset says so only by its code; taken for our own failure, the message stayed claimed until
+ * its lease ran out).
+ */
+class GuardUnanswered extends Error {
+  constructor(cause: unknown) {
+    super('the guard of the message could not be answered before the end of its data', { cause });
+  }
+}
+
 /** An accepted message's outcome was not written by the shutdown's deadline (record; giveUp logs it). */
 class Unrecorded extends Error {
   constructor(cause: unknown) {
@@ -428,7 +442,7 @@ export class SendDispatcher {
         const allowed = await go.catch((err: unknown) => {
           abandoned = true;
           refused.add(p.message.campaignId);
-          throw err;
+          throw new GuardUnanswered(err);
         });
         if (allowed) return;
         abandoned = true;
