@@ -4,6 +4,7 @@ import { sql } from '../db/sql.ts';
 import { transactionRetries } from '../db/transaction.ts';
 import { firstSlot, inWindow } from '../modules/sending/schedule.ts';
 import { tallyWindow, usedSql } from '../modules/messages/tallies.ts';
+import { pendingFirstStepsSql } from '../modules/messages/queue.ts';
 import type { Schedule } from '../modules/campaigns/entities.ts';
 
 /**
@@ -247,11 +248,14 @@ export class Metrics {
     // The queue only, each state through its partial index: a scrape costs what waits and what
     // is in flight, not the history. (A grouped count of every message by state read the whole
     // table: about 3 s at 3 million messages, on every scrape of every process. What was sent,
-    // bounced or failed is counted by the process counters and by each campaign's stats.)
+    // bounced or failed is counted by the process counters and by each campaign's stats.) The
+    // queued count includes the first steps a large start left to the workers (queue.ts), as
+    // the campaigns' stats do.
     const messages = await sql<{ state: string; account: string | null; n: string; g: number }>(
       em,
       `select 'scheduled' as state, null as account, count(*) as n, 1 as g from outbound_messages where state = 'scheduled'
-       union all select 'queued', null, count(*), 1 from outbound_messages where state = 'queued'
+       union all select 'queued', null, count(*) + (select coalesce(sum(${pendingFirstStepsSql('f.campaign_id')}), 0) from first_step_backlog f), 1
+                   from outbound_messages where state = 'queued'
        union all select 'sending', null, count(*), 1 from outbound_messages where state = 'sending'
        union all select 'sending', sender_account_id, count(*), 0 from outbound_messages where state = 'sending' and sender_account_id is not null group by sender_account_id`,
     );

@@ -30,6 +30,7 @@ import { Migration0029ThreadMessageAutomatic } from './0029_thread_message_autom
 import { Migration0030RemovedEnrollments } from './0030_removed_enrollments.ts';
 import { Migration0031ThreadReassignments } from './0031_thread_reassignments.ts';
 import { Migration0032ReplyReclassification } from './0032_reply_reclassification.ts';
+import { Migration0033FirstStepBacklog } from './0033_first_step_backlog.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -65,4 +66,5 @@ export const migrations = [
   { name: '0030_removed_enrollments', class: Migration0030RemovedEnrollments },
   { name: '0031_thread_reassignments', class: Migration0031ThreadReassignments },
   { name: '0032_reply_reclassification', class: Migration0032ReplyReclassification },
+  { name: '0033_first_step_backlog', class: Migration0033FirstStepBacklog },
 ];

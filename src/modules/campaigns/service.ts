@@ -254,7 +254,7 @@ export class CampaignService {
 
   /** draft|paused -> running (a no-op when running); queues step 0 where nothing is queued. */
   async start(workspaceId: string, id: string) {
-    let change: { resumed: boolean; queued: number } | undefined;
+    let change: { resumed: boolean; queued: number; backlog: boolean } | undefined;
     const started = await transaction(this.em, async (em) => {
       change = undefined;
       const campaign = await this.require(em, workspaceId, id, true);
@@ -273,15 +273,20 @@ export class CampaignService {
       const startedAt = campaign.startedAt!;
       // Leads enrolled while suppressed whose address is off the list now get step 0 too.
       await reactivateUnsuppressed(em, id, now);
-      const queued = await queueFirstSteps(em, id, now, { neverStarted });
+      // The first FIRST_STEPS_AT_ONCE now, the rest by the workers from the campaign's backlog
+      // (counted as queued from this commit: messages/queue.ts).
+      const { queued, backlog } = await queueFirstSteps(em, id, now, { neverStarted });
       await bumpCounters(em, id, { queued });
       // The workers hear of it when this commits (sending/wakeup.ts), not at their next round.
       await notifyQueued(em);
       await recordEvent(em, workspaceId, campaignStarted({ id, name: campaign.name, startedAt }, resumed), now);
-      change = { resumed, queued };
+      change = { resumed, queued, backlog };
       return { id, status: campaign.status, startedAt: startedAt.toISOString() };
     });
-    if (change) this.deps.log.info({ workspaceId, campaignId: id, queued: change.queued }, change.resumed ? 'campaign resumed' : 'campaign started');
+    if (change) {
+      const { resumed, queued, backlog } = change;
+      this.deps.log.info({ workspaceId, campaignId: id, queued, ...(backlog ? { firstStepsBacklog: true } : {}) }, resumed ? 'campaign resumed' : 'campaign started');
+    }
     return started;
   }
 

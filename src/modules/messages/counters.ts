@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../db/sql.ts';
 import { tallyWindow, usedSql } from './tallies.ts';
 import type { Schedule } from '../campaigns/entities.ts';
+import { pendingFirstStepsSql } from './queue.ts';
 
 // campaign_counters: the stats of a campaign, kept in the transactions that change what they
 // count (the message and enrollment transitions of this module). Owned here; the campaign's
@@ -58,11 +59,13 @@ export interface Counters {
 export async function readCounters(em: EntityManager, workspaceId: string, campaignId: string, now: Date): Promise<Counters | null> {
   // Primary-key reads on campaigns, campaign_counters and sender_pools; the pool's members
   // (pool_members primary key) with their usage counted as the claim counts it (tallies.ts):
-  // constant time at any campaign size.
+  // constant time at any campaign size, but for first steps a large start left to the workers
+  // (queue.ts, first_step_backlog): queued from the start's commit, counted over the backlog's
+  // range until its last chunk is written (seconds).
   const w = tallyWindow(now);
   const rows = await sql<Counters>(
     em,
-    `select k.enrolled, k.queued, k.scheduled, k.sent, k.delivered, k.bounced, k.replied, k.opened, k.unsubscribed, k.complained,
+    `select k.enrolled, (k.queued + ${pendingFirstStepsSql('c.id')})::int as queued, k.scheduled, k.sent, k.delivered, k.bounced, k.replied, k.opened, k.unsubscribed, k.complained,
             c.sender_pool_id, c.schedule,
             case when p.id is null then null else (p.daily_capacity - ${usedSql('p.id', 'pool_id')})::int end as pool_remaining,
             s.available as senders_available, s.with_room as senders_with_room

@@ -27,10 +27,13 @@ export async function notifyQueued(em: EntityManager): Promise<void> {
  * clock in microseconds, the row's number, 32 random bits. The primary key and
  * outbound_claim_order_idx (campaign_id, due_at, id) then grow at their right edge instead of
  * taking 100,000 inserts at random places (a campaign start: docs/benchmarks.md, issue 20); the
- * claim sends a campaign's first steps in enrollment order.
+ * claim sends a campaign's first steps in enrollment order. `order`: the window's order, the
+ * order of the statement's rows (empty: as they come).
  */
-const ORDERED_MESSAGE_ID = `'msg_' || lpad(to_hex((select (extract(epoch from clock_timestamp()) * 1000000)::bigint)), 14, '0')
-       || lpad(to_hex(row_number() over ()), 8, '0') || lpad(to_hex((random() * 4294967295)::bigint), 8, '0')`;
+function orderedMessageId(order = ''): string {
+  return `'msg_' || lpad(to_hex((select (extract(epoch from clock_timestamp()) * 1000000)::bigint)), 14, '0')
+       || lpad(to_hex(row_number() over (${order})), 8, '0') || lpad(to_hex((random() * 4294967295)::bigint), 8, '0')`;
+}
 
 /**
  * Enrolls leads into a campaign; a lead already enrolled keeps its enrollment untouched. A
@@ -96,34 +99,147 @@ export async function suppressedEnrollmentsOf(em: EntityManager, workspaceId: st
 }
 
 /**
- * Queues step 0 for every active enrollment of the campaign that has none yet.
- * Idempotent: the (enrollment, step) unique index makes a repeat a no-op. Returns how many
- * messages were queued.
- *
- * `neverStarted`: the campaign is starting for the first time (the caller holds its row lock),
- * so none of its enrollments has a message yet: step 0 is only ever queued for a running
- * campaign (here, or by an enrollment into one). The insert then needs no conflict arbiter, and
- * each row is one plain insert instead of a speculative insert confirmed afterwards (a quarter
- * of a 100,000-lead start, docs/benchmarks.md). A resume keeps the arbiter.
+ * How many enrollments (in enrollment order) a start or a resume gives step 0 in its own
+ * transaction; the rest are written by the workers in chunks of as many (writeBacklogChunk).
+ * A campaign of up to this many leads is queued whole by its start, as before.
  */
-export async function queueFirstSteps(em: EntityManager, campaignId: string, now: Date, opts: { neverStarted: boolean }): Promise<number> {
-  // enrollments_campaign_seq_idx for the campaign's enrollments; outbound_enrollment_step_key
-  // is the conflict target that skips the ones already queued (no anti-join: its plan is at
-  // the mercy of table statistics, and a fresh campaign has none).
+export const FIRST_STEPS_AT_ONCE = 5_000;
+
+/**
+ * Queues step 0 for every active enrollment of the campaign that has none yet, in the caller's
+ * transaction, which holds the campaign's row lock (FOR UPDATE: no enrollment is added and no
+ * backlog chunk runs meanwhile). Returns how many messages it wrote, and whether the campaign
+ * now has a backlog.
+ *
+ * A first start (`neverStarted`) writes the first FIRST_STEPS_AT_ONCE enrollments' now; the
+ * rest go to the campaign's backlog (first_step_backlog, migration 0033), counted as queued from
+ * this commit (pendingFirstStepsSql) and written by the workers in enrollment order
+ * (writeBacklogChunk). Before, a 100,000-lead start wrote every row in the request: 1.2-2.6 s,
+ * the issue 20 target being under 1 s (docs/decisions.md, "A large start's first steps"). None
+ * of its enrollments has a message yet (step 0 is only ever queued for a running campaign), so
+ * the insert needs no conflict arbiter: each row is one plain insert instead of a speculative
+ * insert confirmed afterwards (a quarter of a 100,000-lead start, docs/benchmarks.md).
+ *
+ * A resume writes them all now, with the arbiter (the unique (enrollment, step) index makes a
+ * row already there a no-op), and ends a backlog the campaign still had: the backlog's range
+ * holds no step-0 message (the invariant its count relies on), which a resume's enrollments,
+ * sent to before the pause, would break.
+ */
+export async function queueFirstSteps(em: EntityManager, campaignId: string, now: Date, opts: { neverStarted: boolean }): Promise<{ queued: number; backlog: boolean }> {
+  if (!opts.neverStarted) {
+    const queued = await insertFirstSteps(em, campaignId, null, now, now, true);
+    await sql(em, 'delete from first_step_backlog where campaign_id = ?', [campaignId]);
+    return { queued, backlog: false };
+  }
+  // enrollments_campaign_seq_idx: the enrollment the first chunk ends at, and the last one.
+  const [range] = await sql<{ bound: string | null; last: string | null }>(
+    em,
+    `select (select seq from enrollments where campaign_id = ? order by seq offset ? limit 1) as bound,
+            (select max(seq) from enrollments where campaign_id = ?) as last`,
+    [campaignId, FIRST_STEPS_AT_ONCE - 1, campaignId],
+  );
+  if (range.last == null) return { queued: 0, backlog: false };
+  const through = range.bound ?? range.last;
+  const queued = await insertFirstSteps(em, campaignId, { after: '0', through }, now, now, false);
+  if (BigInt(through) >= BigInt(range.last)) return { queued, backlog: false };
+  await sql(em, `insert into first_step_backlog (campaign_id, after_seq, through_seq, due_at, created_at) values (?, ?, ?, ?, ?)`, [
+    campaignId,
+    through,
+    range.last,
+    now,
+    now,
+  ]);
+  return { queued, backlog: true };
+}
+
+/**
+ * Step 0, due at `due`, for the campaign's active enrollments (with `after < seq <= through`:
+ * enrollments_campaign_seq_idx), in enrollment order: the ordered ids follow `seq`, so the
+ * claim sends them in that order (outbound_claim_order_idx) whichever statement wrote them.
+ */
+async function insertFirstSteps(
+  em: EntityManager,
+  campaignId: string,
+  range: { after: string; through: string } | null,
+  due: Date,
+  now: Date,
+  arbiter: boolean,
+): Promise<number> {
   const rows = await sql<{ n: string }>(
     em,
     `with q as (
        insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
-       select ${ORDERED_MESSAGE_ID}, e.workspace_id, e.campaign_id, e.id, e.lead_id, 0, 'queued', ?, l.email, ?, ?
+       select ${orderedMessageId('order by e.seq')}, e.workspace_id, e.campaign_id, e.id, e.lead_id, 0, 'queued', ?, l.email, ?, ?
          from enrollments e join leads l on l.id = e.lead_id
-        where e.campaign_id = ? and e.status = 'active'
-       ${opts.neverStarted ? '' : `on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing`}
+        where e.campaign_id = ? and e.status = 'active' ${range ? 'and e.seq > ?::bigint and e.seq <= ?::bigint' : ''}
+       ${arbiter ? `on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing` : ''}
        returning 1
      )
      select count(*) as n from q`,
-    [now, now, now, campaignId],
+    [due, now, now, campaignId, ...(range ? [range.after, range.through] : [])],
   );
   return Number(rows[0].n);
+}
+
+/**
+ * A boolean SQL expression on one enrollment (alias `e`) of a campaign with a backlog (alias
+ * `b`, first_step_backlog): its step 0 is the backlog's to write. Active and in the range is
+ * enough: no enrollment in the range has a step-0 message (a first start writes none there,
+ * a chunk moves the range past what it writes, a resume ends the backlog, queueFirstStepsFor
+ * leaves the range's to it).
+ */
+export function pendingFirstStepSql(e: string, b: string): string {
+  return `${e}.status = 'active' and ${e}.seq > ${b}.after_seq and ${e}.seq <= ${b}.through_seq`;
+}
+
+/**
+ * How many first steps of the campaign (an SQL expression naming its id) the backlog has yet to
+ * write: queued as far as the campaign's stats and the metrics say, as they are as far as its
+ * sending goes (enrollments_campaign_seq_idx over the range; nothing without a backlog).
+ */
+export function pendingFirstStepsSql(campaignId: string): string {
+  return `(select count(*) from first_step_backlog b join enrollments e on e.campaign_id = b.campaign_id
+            where b.campaign_id = ${campaignId} and ${pendingFirstStepSql('e', 'b')})`;
+}
+
+/** Campaigns with first steps left to write, oldest backlog first (at most `limit`). */
+export async function backlogCampaigns(em: EntityManager, limit = 20): Promise<string[]> {
+  const rows = await sql<{ campaign_id: string }>(em, 'select campaign_id from first_step_backlog order by created_at, campaign_id limit ?', [limit], { name: 'queue.backlog' });
+  return rows.map((r) => r.campaign_id);
+}
+
+/**
+ * Writes the next FIRST_STEPS_AT_ONCE enrollments' step 0 from the campaign's backlog, moves
+ * the backlog past them (or ends it) and counts them as queued, in the caller's transaction:
+ * a chunk is written whole or not at all, so a worker that dies mid-chunk leaves it to the next
+ * (the dispatcher's rounds: sending/dispatcher.ts). Returns how many it wrote, or null when the
+ * campaign has no backlog or another worker holds it (skipped, not waited for).
+ *
+ * Locks, in the order of every other writer: the campaign's row first (FOR NO KEY UPDATE: a
+ * chunk excludes a start, pause or resume and an enrollment's share lock, whose
+ * queueFirstStepsFor reads the backlog's range unlocked, but not the key-share checks of rows
+ * referencing the campaign), then the backlog's, the counters last.
+ */
+export async function writeBacklogChunk(em: EntityManager, campaignId: string, now: Date): Promise<number | null> {
+  await sql(em, 'select 1 from campaigns where id = ? for no key update', [campaignId]);
+  const [b] = await sql<{ after_seq: string; through_seq: string; due_at: Date }>(
+    em,
+    'select after_seq, through_seq, due_at from first_step_backlog where campaign_id = ? for update skip locked',
+    [campaignId],
+  );
+  if (!b) return null;
+  // enrollments_campaign_seq_idx
+  const [end] = await sql<{ seq: string | null }>(
+    em,
+    `select (select seq from enrollments where campaign_id = ? and seq > ?::bigint and seq <= ?::bigint order by seq offset ? limit 1) as seq`,
+    [campaignId, b.after_seq, b.through_seq, FIRST_STEPS_AT_ONCE - 1],
+  );
+  const through = end.seq ?? b.through_seq;
+  const n = await insertFirstSteps(em, campaignId, { after: b.after_seq, through }, new Date(b.due_at), now, true);
+  if (BigInt(through) >= BigInt(b.through_seq)) await sql(em, 'delete from first_step_backlog where campaign_id = ?', [campaignId]);
+  else await sql(em, 'update first_step_backlog set after_seq = ? where campaign_id = ?', [through, campaignId]);
+  await bumpCounters(em, campaignId, { queued: n });
+  return n;
 }
 
 /** Queues step 0 for enrollments just created in a running campaign (no join needed). */
@@ -135,17 +251,23 @@ export async function queueFirstStepsFor(
   now: Date,
 ): Promise<number> {
   if (!enrollments.length) return 0;
+  // An enrollment inside the campaign's backlog (one suppressed at the start and made active
+  // again since) is left to it: the backlog counts it queued already, and writes it. The
+  // caller's share lock on the campaign keeps a chunk from moving the range meanwhile
+  // (writeBacklogChunk). The backlog's primary key; the enrollments' for their seq.
   const rows = await sql<{ n: string }>(
     em,
     `with q as (
        insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
-       select ${ORDERED_MESSAGE_ID}, ?, ?, t.enrollment_id, t.lead_id, 0, 'queued', ?, t.email, ?, ?
+       select ${orderedMessageId()}, ?, ?, t.enrollment_id, t.lead_id, 0, 'queued', ?, t.email, ?, ?
          from unnest(?::text[], ?::text[], ?::text[]) as t(enrollment_id, lead_id, email)
+        where not exists (select 1 from first_step_backlog b join enrollments e on e.id = t.enrollment_id
+                           where b.campaign_id = ? and e.seq > b.after_seq and e.seq <= b.through_seq)
        on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing
        returning 1
      )
      select count(*) as n from q`,
-    [workspaceId, campaignId, now, now, now, enrollments.map((e) => e.id), enrollments.map((e) => e.leadId), enrollments.map((e) => e.email)],
+    [workspaceId, campaignId, now, now, now, enrollments.map((e) => e.id), enrollments.map((e) => e.leadId), enrollments.map((e) => e.email), campaignId],
   );
   return Number(rows[0].n);
 }
@@ -221,14 +343,17 @@ export async function listEnrollments(em: EntityManager, campaignId: string, opt
     em,
     `select e.id as enrollment_id, e.status, e.last_event, e.last_event_at, e.created_at,
             l.id as lead_id, l.email, l.first_name, l.last_name, l.company, l.job_title, l.custom,
-            (select max(m.step_index) from outbound_messages m where m.enrollment_id = e.id and m.kind = 'campaign' and m.state <> 'cancelled') as current_step,
-            (select min(m.due_at) from outbound_messages m
-              where m.enrollment_id = e.id and m.kind = 'campaign' and m.state in ('queued', 'scheduled', 'sending')) as next_send_at,
+            coalesce((select max(m.step_index) from outbound_messages m where m.enrollment_id = e.id and m.kind = 'campaign' and m.state <> 'cancelled'),
+                     case when fb.due_at is not null then 0 end) as current_step,
+            coalesce((select min(m.due_at) from outbound_messages m
+                       where m.enrollment_id = e.id and m.kind = 'campaign' and m.state in ('queued', 'scheduled', 'sending')), fb.due_at) as next_send_at,
             case when e.last_event = 'failed' then
               (select m.last_error from outbound_messages m
                 where m.enrollment_id = e.id and m.kind = 'campaign' and m.state = 'failed' order by m.step_index desc limit 1)
             end as failure_reason
        from enrollments e join leads l on l.id = e.lead_id
+       -- a step 0 the backlog has yet to write is queued, due when the campaign started
+       left join lateral (select b.due_at from first_step_backlog b where b.campaign_id = e.campaign_id and ${pendingFirstStepSql('e', 'b')}) fb on true
       where e.campaign_id = ? ${filter}
       order by e.seq
       limit ? offset ?`,

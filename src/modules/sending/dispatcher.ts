@@ -9,7 +9,7 @@ import { composeMessage, claimedOf, type ReadyMessage } from './compose.ts';
 import { HeldMessages, PerAccount, ConnectionLimits, CONNECTION_RECOVERY_MS } from './in-flight.ts';
 import { runningCampaigns } from '../campaigns/repository.ts';
 import type { Schedule } from '../campaigns/entities.ts';
-import { promoteDue } from '../messages/queue.ts';
+import { backlogCampaigns, promoteDue, writeBacklogChunk } from '../messages/queue.ts';
 import { loadForSending, guardState } from '../messages/send.ts';
 import { requeue, requeueClaimed, requeueExpired, cancel } from '../messages/transitions.ts';
 import { endEnrollments, lockEnrollment } from '../messages/enrollments.ts';
@@ -110,6 +110,8 @@ export class SendDispatcher {
   /** Messages that did not go out, waiting for the database to take them back (giveBack), and how many it took back since. */
   private readonly givingBack = new Set<string>();
   private givenBack = 0;
+  /** The loop writing first steps from campaigns' backlogs (writeBacklog), while it runs. */
+  private backlog?: Promise<void>;
   /** The round `wake` started, if it is running; `wokenAgain` asks for one more after it. */
   private woken?: Promise<void>;
   private wokenAgain = false;
@@ -208,6 +210,7 @@ export class SendDispatcher {
     this.retryUntil = Math.min(this.retryUntil, Date.now());
     for (const u of this.unrecorded.values()) this.giveUp(u);
     await this.woken;
+    await this.backlog;
     await this.held.close();
     await this.statements.close();
     await this.outcomeStatements.close();
@@ -243,10 +246,36 @@ export class SendDispatcher {
     return this.deps.orm.em.fork();
   }
 
+  /**
+   * Writes the first steps a large start left to the workers (messages/queue.ts
+   * writeBacklogChunk), chunk after chunk, campaign after campaign, beside the rounds: a round
+   * starts it when it is not running (so the start's notification, and after a worker's death
+   * the next round anywhere, set it going), and it ends when no backlog is left or another
+   * worker holds the rest. Each chunk is a transaction of its own; a failure is logged and the
+   * next round starts the loop again.
+   */
+  private writeBacklog(): void {
+    if (this.backlog || this.stopping) return;
+    this.backlog = (async () => {
+      let wrote = true;
+      while (wrote && !this.stopping) {
+        wrote = false;
+        for (const campaignId of await backlogCampaigns(this.em())) {
+          if (this.stopping) break;
+          const n = await this.em().transactional((em) => writeBacklogChunk(em, campaignId, this.deps.clock.now()));
+          if (n !== null) wrote = true;
+        }
+      }
+    })()
+      .catch((err: unknown) => this.deps.log.error({ err }, "writing campaigns' first steps from their backlog failed; the next round tries again"))
+      .finally(() => (this.backlog = undefined));
+  }
+
   async runRound(): Promise<RoundResult> {
     const result: RoundResult = { promoted: 0, released: 0, claimed: 0, sent: 0, bounced: 0, retried: 0 };
     const started = Date.now();
     const now = this.deps.clock.now();
+    this.writeBacklog();
     result.promoted = await this.em().transactional((em) => promoteDue(em, now));
     const expired = await requeueExpired(this.em(), now);
     result.released = expired.released;
