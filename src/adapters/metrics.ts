@@ -278,11 +278,14 @@ export class Metrics {
     // campaign inside its schedule window (outbound_claim_order_idx, the first entry per
     // campaign), due since its first slot. A paused campaign's queue, or one waiting for its
     // window, lags nothing: counted, the alert fired every night for every scheduled campaign
-    // and a campaign paused for days pinned the gauge (docs/operating.md).
+    // and a campaign paused for days pinned the gauge (docs/operating.md). First steps a large
+    // start left to the workers (first_step_backlog) are due since the start: a backlog nobody
+    // writes lags as its messages would.
     const running = await sql<{ schedule: Schedule | null; oldest: Date | null }>(
       em,
-      `select c.schedule, (select m.due_at from outbound_messages m where m.campaign_id = c.id and m.state = 'queued' and m.due_at <= now()
-                            order by m.due_at limit 1) as oldest
+      `select c.schedule, least((select m.due_at from outbound_messages m where m.campaign_id = c.id and m.state = 'queued' and m.due_at <= now()
+                                  order by m.due_at limit 1),
+                                 (select b.due_at from first_step_backlog b where b.campaign_id = c.id)) as oldest
          from campaigns c where c.status = 'running'`,
     );
     const now = new Date(other.now);

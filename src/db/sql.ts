@@ -110,3 +110,26 @@ export function databaseUnreachable(err: unknown): boolean {
   // for its lease instead of given back, and the API answered 500 instead of 503.
   return typeof e?.message === 'string' && /^(Connection terminated( unexpectedly| due to connection timeout)?|Client (has encountered a connection error|was closed) and is not queryable)$/.test(e.message);
 }
+
+/**
+ * Runs `work` (statements of the caller's transaction) with the planner on plain index paths
+ * only (sequential, bitmap and so GIN scans, hash and merge joins off), then puts the
+ * transaction's settings back. For statements that look rows up by key in tables that grow
+ * fast from empty, planned from statistics taken while a table was small (a suppression list
+ * and a campaign imported a minute ago, before autovacuum analyzed them): reactivateUnsuppressed
+ * (messages/queue.ts) matched each suppressed enrollment's address through the list's trigram
+ * index (pg_trgm answers `=` too) instead of its primary key, so every lookup rechecked the
+ * whole list: 16 s for 5,000 suppressed enrollments against 5,000 suppressions, in a start or an
+ * enrollment request. The dispatcher's prepared statements run with the same settings
+ * (db/statements.ts). Outside a transaction the settings would last one statement: call it in one.
+ */
+export async function onIndexPaths<T>(em: EntityManager, work: () => Promise<T>): Promise<T> {
+  const names = ['enable_seqscan', 'enable_bitmapscan', 'enable_hashjoin', 'enable_mergejoin'];
+  const [before] = await sql<{ settings: string[] }>(
+    em,
+    `select array[${names.map((n) => `current_setting('${n}')`).join(', ')}] as settings, ${names.map((n) => `set_config('${n}', 'off', true)`).join(', ')}`,
+  );
+  const result = await work();
+  await sql(em, `select ${names.map((n) => `set_config('${n}', ?, true)`).join(', ')}`, before.settings);
+  return result;
+}

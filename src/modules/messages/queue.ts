@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../db/sql.ts';
+import { onIndexPaths, sql } from '../../db/sql.ts';
 import { likeSubstring } from '../../shared/text.ts';
 import { orderedIds } from '../../adapters/ids.ts';
 import { bouncedMessageSql, bumpCounters } from './counters.ts';
@@ -68,8 +68,11 @@ export async function enroll(em: EntityManager, workspaceId: string, campaignId:
  */
 export async function reactivateUnsuppressed(em: EntityManager, campaignId: string, now: Date, leadIds?: string[]) {
   // enrollments_suppressed_campaign_idx (0026) for the campaign's suppressed enrollments; the
-  // suppressions primary key and outbound_enrollment_step_key for the two checks.
-  return sql<{ id: string; lead_id: string; email: string }>(
+  // suppressions primary key and outbound_enrollment_step_key for the two checks. On index
+  // paths: with a suppression list and a campaign imported moments ago, the plan made from the
+  // empty tables' statistics read the whole list once per suppressed enrollment (16 s for 5,000
+  // against 5,000, in a start or an enrollment request; test/sending/first-step-backlog.test.ts).
+  return onIndexPaths(em, () => sql<{ id: string; lead_id: string; email: string }>(
     em,
     `update enrollments e set status = 'active', updated_at = ?
        from leads l
@@ -79,7 +82,7 @@ export async function reactivateUnsuppressed(em: EntityManager, campaignId: stri
         and not exists (select 1 from outbound_messages m where m.enrollment_id = e.id and m.kind = 'campaign')
       returning e.id, e.lead_id, l.email`,
     leadIds ? [now, campaignId, leadIds] : [now, campaignId],
-  );
+  ));
 }
 
 /**
@@ -109,7 +112,7 @@ export const FIRST_STEPS_AT_ONCE = 5_000;
  * Queues step 0 for every active enrollment of the campaign that has none yet, in the caller's
  * transaction, which holds the campaign's row lock (FOR UPDATE: no enrollment is added and no
  * backlog chunk runs meanwhile). Returns how many messages it wrote, and whether the campaign
- * now has a backlog.
+ * has a backlog.
  *
  * A first start (`neverStarted`) writes the first FIRST_STEPS_AT_ONCE enrollments' now; the
  * rest go to the campaign's backlog (first_step_backlog, migration 0033), counted as queued from
@@ -120,16 +123,16 @@ export const FIRST_STEPS_AT_ONCE = 5_000;
  * the insert needs no conflict arbiter: each row is one plain insert instead of a speculative
  * insert confirmed afterwards (a quarter of a 100,000-lead start, docs/benchmarks.md).
  *
- * A resume writes them all now, with the arbiter (the unique (enrollment, step) index makes a
- * row already there a no-op), and ends a backlog the campaign still had: the backlog's range
- * holds no step-0 message (the invariant its count relies on), which a resume's enrollments,
- * sent to before the pause, would break.
+ * A resume writes every missing one outside the campaign's backlog now, with the arbiter (the
+ * unique (enrollment, step) index makes a row already there a no-op); a backlog the campaign
+ * still has stays the workers' (nothing inside its range got a message while the campaign was
+ * paused: pendingFirstStepSql).
  */
 export async function queueFirstSteps(em: EntityManager, campaignId: string, now: Date, opts: { neverStarted: boolean }): Promise<{ queued: number; backlog: boolean }> {
   if (!opts.neverStarted) {
-    const queued = await insertFirstSteps(em, campaignId, null, now, now, true);
-    await sql(em, 'delete from first_step_backlog where campaign_id = ?', [campaignId]);
-    return { queued, backlog: false };
+    const queued = await insertFirstSteps(em, campaignId, 'outside the backlog', now, now);
+    const [b] = await sql(em, 'select 1 from first_step_backlog where campaign_id = ?', [campaignId]);
+    return { queued, backlog: Boolean(b) };
   }
   // enrollments_campaign_seq_idx: the enrollment the first chunk ends at, and the last one.
   const [range] = await sql<{ bound: string | null; last: string | null }>(
@@ -140,7 +143,7 @@ export async function queueFirstSteps(em: EntityManager, campaignId: string, now
   );
   if (range.last == null) return { queued: 0, backlog: false };
   const through = range.bound ?? range.last;
-  const queued = await insertFirstSteps(em, campaignId, { after: '0', through }, now, now, false);
+  const queued = await insertFirstSteps(em, campaignId, { after: '0', through, arbiter: false }, now, now);
   if (BigInt(through) >= BigInt(range.last)) return { queued, backlog: false };
   await sql(em, `insert into first_step_backlog (campaign_id, after_seq, through_seq, due_at, created_at) values (?, ?, ?, ?, ?)`, [
     campaignId,
@@ -153,30 +156,45 @@ export async function queueFirstSteps(em: EntityManager, campaignId: string, now
 }
 
 /**
- * Step 0, due at `due`, for the campaign's active enrollments (with `after < seq <= through`:
- * enrollments_campaign_seq_idx), in enrollment order: the ordered ids follow `seq`, so the
- * claim sends them in that order (outbound_claim_order_idx) whichever statement wrote them.
+ * Step 0, due at `due`, for the campaign's active enrollments with `after < seq <= through`
+ * (enrollments_campaign_seq_idx), or for all of them outside its backlog's range (a resume), in
+ * enrollment order: the ordered ids follow `seq`, so the claim sends them in that order
+ * (outbound_claim_order_idx) whichever statement wrote them.
+ *
+ * The enrollments are read with a share lock: one ending now (an unsubscribe, a complaint, a
+ * reply: endEnrollments locks it, ends it and cancels its waiting messages, without the
+ * campaign's lock) is waited for and then read as it ended, so no step 0 is written after its
+ * cancel looked for one (the chunks of a backlog run for seconds after a start). The lock
+ * waits for such a writer, never the other way round: the counters are taken last.
  */
 async function insertFirstSteps(
   em: EntityManager,
   campaignId: string,
-  range: { after: string; through: string } | null,
+  which: { after: string; through: string; arbiter: boolean } | 'outside the backlog',
   due: Date,
   now: Date,
-  arbiter: boolean,
 ): Promise<number> {
+  const range = which === 'outside the backlog' ? null : which;
   const rows = await sql<{ n: string }>(
     em,
-    `with q as (
+    `with e as (
+       select e.id, e.workspace_id, e.campaign_id, e.lead_id, e.seq from enrollments e
+        where e.campaign_id = ? and e.status = 'active'
+          ${
+            range
+              ? 'and e.seq > ?::bigint and e.seq <= ?::bigint'
+              : 'and not exists (select 1 from first_step_backlog b where b.campaign_id = e.campaign_id and e.seq > b.after_seq and e.seq <= b.through_seq)'
+          }
+        for share of e
+     ), q as (
        insert into outbound_messages (id, workspace_id, campaign_id, enrollment_id, lead_id, step_index, state, due_at, to_email, created_at, updated_at)
        select ${orderedMessageId('order by e.seq')}, e.workspace_id, e.campaign_id, e.id, e.lead_id, 0, 'queued', ?, l.email, ?, ?
-         from enrollments e join leads l on l.id = e.lead_id
-        where e.campaign_id = ? and e.status = 'active' ${range ? 'and e.seq > ?::bigint and e.seq <= ?::bigint' : ''}
-       ${arbiter ? `on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing` : ''}
+         from e join leads l on l.id = e.lead_id
+       ${range?.arbiter === false ? '' : `on conflict (enrollment_id, step_index) where kind = 'campaign' do nothing`}
        returning 1
      )
      select count(*) as n from q`,
-    [due, now, now, campaignId, ...(range ? [range.after, range.through] : [])],
+    [campaignId, ...(range ? [range.after, range.through] : []), due, now, now],
   );
   return Number(rows[0].n);
 }
@@ -185,8 +203,8 @@ async function insertFirstSteps(
  * A boolean SQL expression on one enrollment (alias `e`) of a campaign with a backlog (alias
  * `b`, first_step_backlog): its step 0 is the backlog's to write. Active and in the range is
  * enough: no enrollment in the range has a step-0 message (a first start writes none there,
- * a chunk moves the range past what it writes, a resume ends the backlog, queueFirstStepsFor
- * leaves the range's to it).
+ * a chunk moves the range past what it writes, a resume and queueFirstStepsFor leave the
+ * range's to it).
  */
 export function pendingFirstStepSql(e: string, b: string): string {
   return `${e}.status = 'active' and ${e}.seq > ${b}.after_seq and ${e}.seq <= ${b}.through_seq`;
@@ -213,15 +231,19 @@ export async function backlogCampaigns(em: EntityManager, limit = 20): Promise<s
  * the backlog past them (or ends it) and counts them as queued, in the caller's transaction:
  * a chunk is written whole or not at all, so a worker that dies mid-chunk leaves it to the next
  * (the dispatcher's rounds: sending/dispatcher.ts). Returns how many it wrote, or null when the
- * campaign has no backlog or another worker holds it (skipped, not waited for).
+ * campaign has no backlog or its row is held: by another worker's chunk, or by a start, pause,
+ * resume, enrollment or unsuppression, whose transactions a chunk must not run beside (they read
+ * the backlog's range unlocked: queueFirstSteps, queueFirstStepsFor). Skipped, not waited for:
+ * the loop goes on with other campaigns, and the next round comes back to it.
  *
- * Locks, in the order of every other writer: the campaign's row first (FOR NO KEY UPDATE: a
- * chunk excludes a start, pause or resume and an enrollment's share lock, whose
- * queueFirstStepsFor reads the backlog's range unlocked, but not the key-share checks of rows
- * referencing the campaign), then the backlog's, the counters last.
+ * Locks, in the order of every other writer: the campaign's row first (FOR NO KEY UPDATE, which
+ * those transactions' FOR UPDATE and FOR SHARE exclude but not the key-share checks of rows
+ * referencing the campaign), then the backlog's, the enrollments (insertFirstSteps), the
+ * counters last.
  */
 export async function writeBacklogChunk(em: EntityManager, campaignId: string, now: Date): Promise<number | null> {
-  await sql(em, 'select 1 from campaigns where id = ? for no key update', [campaignId]);
+  const [held] = await sql(em, 'select 1 from campaigns where id = ? for no key update skip locked', [campaignId]);
+  if (!held) return null;
   const [b] = await sql<{ after_seq: string; through_seq: string; due_at: Date }>(
     em,
     'select after_seq, through_seq, due_at from first_step_backlog where campaign_id = ? for update skip locked',
@@ -235,7 +257,7 @@ export async function writeBacklogChunk(em: EntityManager, campaignId: string, n
     [campaignId, b.after_seq, b.through_seq, FIRST_STEPS_AT_ONCE - 1],
   );
   const through = end.seq ?? b.through_seq;
-  const n = await insertFirstSteps(em, campaignId, { after: b.after_seq, through }, new Date(b.due_at), now, true);
+  const n = await insertFirstSteps(em, campaignId, { after: b.after_seq, through, arbiter: true }, new Date(b.due_at), now);
   if (BigInt(through) >= BigInt(b.through_seq)) await sql(em, 'delete from first_step_backlog where campaign_id = ?', [campaignId]);
   else await sql(em, 'update first_step_backlog set after_seq = ? where campaign_id = ?', [through, campaignId]);
   await bumpCounters(em, campaignId, { queued: n });

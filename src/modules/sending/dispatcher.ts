@@ -250,24 +250,32 @@ export class SendDispatcher {
    * Writes the first steps a large start left to the workers (messages/queue.ts
    * writeBacklogChunk), chunk after chunk, campaign after campaign, beside the rounds: a round
    * starts it when it is not running (so the start's notification, and after a worker's death
-   * the next round anywhere, set it going), and it ends when no backlog is left or another
-   * worker holds the rest. Each chunk is a transaction of its own; a failure is logged and the
-   * next round starts the loop again.
+   * the next round anywhere, set it going), and it ends when no backlog is left or the rest is
+   * held (by another worker, or by a transaction on its campaign). Each chunk is a transaction
+   * of its own; a chunk that fails is logged and its campaign left to the next round, and the
+   * loop goes on with the others.
    */
   private writeBacklog(): void {
     if (this.backlog || this.stopping) return;
     this.backlog = (async () => {
+      const failed = new Set<string>();
       let wrote = true;
       while (wrote && !this.stopping) {
         wrote = false;
         for (const campaignId of await backlogCampaigns(this.em())) {
           if (this.stopping) break;
-          const n = await this.em().transactional((em) => writeBacklogChunk(em, campaignId, this.deps.clock.now()));
-          if (n !== null) wrote = true;
+          if (failed.has(campaignId)) continue;
+          try {
+            const n = await this.em().transactional((em) => writeBacklogChunk(em, campaignId, this.deps.clock.now()));
+            if (n !== null) wrote = true;
+          } catch (err) {
+            failed.add(campaignId);
+            this.deps.log.error({ err, campaignId }, "writing a chunk of a campaign's first steps from its backlog failed; the next round tries again");
+          }
         }
       }
     })()
-      .catch((err: unknown) => this.deps.log.error({ err }, "writing campaigns' first steps from their backlog failed; the next round tries again"))
+      .catch((err: unknown) => this.deps.log.error({ err }, "reading the campaigns' first-step backlogs failed; the next round tries again"))
       .finally(() => (this.backlog = undefined));
   }
 
