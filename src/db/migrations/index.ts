@@ -31,6 +31,7 @@ import { Migration0030RemovedEnrollments } from './0030_removed_enrollments.ts';
 import { Migration0031ThreadReassignments } from './0031_thread_reassignments.ts';
 import { Migration0032ReplyReclassification } from './0032_reply_reclassification.ts';
 import { Migration0033FirstStepBacklog } from './0033_first_step_backlog.ts';
+import { Migration0034SuppressionSearchIndex } from './0034_suppression_search_index.ts';
 
 /** Every migration, in order. Numbered, committed, applied at start; never auto-synced. */
 export const migrations = [
@@ -67,4 +68,5 @@ export const migrations = [
   { name: '0031_thread_reassignments', class: Migration0031ThreadReassignments },
   { name: '0032_reply_reclassification', class: Migration0032ReplyReclassification },
   { name: '0033_first_step_backlog', class: Migration0033FirstStepBacklog },
+  { name: '0034_suppression_search_index', class: Migration0034SuppressionSearchIndex },
 ];

@@ -67,9 +67,11 @@ export async function suppressedAmong(em: EntityManager, workspaceId: string, em
 export async function listSuppressions(em: EntityManager, workspaceId: string, opts: { q?: string; reason?: string; limit: number; offset: number }) {
   const where = ['workspace_id = ?'];
   const params: unknown[] = [workspaceId];
-  // email_key is the lower-cased, trimmed address: suppressions_email_trgm_idx answers the substring.
+  // email_key is the lower-cased, trimmed address: suppressions_email_search_idx, on
+  // lower(email_key) so that no lookup of one address can go through it (migration 0034),
+  // answers the substring.
   if (opts.q) {
-    where.push(`email_key like ? escape '\\'`);
+    where.push(`lower(email_key) like ? escape '\\'`);
     params.push(likeSubstring(opts.q.trim().toLowerCase()));
   }
   if (opts.reason) {
