@@ -111,6 +111,9 @@ export function databaseUnreachable(err: unknown): boolean {
   return typeof e?.message === 'string' && /^(Connection terminated( unexpectedly| due to connection timeout)?|Client (has encountered a connection error|was closed) and is not queryable)$/.test(e.message);
 }
 
+/** The planner settings turned off for statements that must find rows by key (onIndexPaths, PreparedStatements' indexPathsOnly). */
+export const INDEX_PATHS_ONLY = ['enable_seqscan', 'enable_bitmapscan', 'enable_hashjoin', 'enable_mergejoin'] as const;
+
 /**
  * Runs `work` (statements of the caller's transaction) with the planner on plain index paths
  * only (sequential, bitmap and so GIN scans, hash and merge joins off), then puts the
@@ -124,7 +127,7 @@ export function databaseUnreachable(err: unknown): boolean {
  * (db/statements.ts). Outside a transaction the settings would last one statement: call it in one.
  */
 export async function onIndexPaths<T>(em: EntityManager, work: () => Promise<T>): Promise<T> {
-  const names = ['enable_seqscan', 'enable_bitmapscan', 'enable_hashjoin', 'enable_mergejoin'];
+  const names = INDEX_PATHS_ONLY;
   const [before] = await sql<{ settings: string[] }>(
     em,
     `select array[${names.map((n) => `current_setting('${n}')`).join(', ')}] as settings, ${names.map((n) => `set_config('${n}', 'off', true)`).join(', ')}`,

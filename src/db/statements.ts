@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { nativePlaceholders as native } from './sql.ts';
+import { INDEX_PATHS_ONLY, nativePlaceholders as native } from './sql.ts';
 
 /**
  * A small pg pool for the per-message statements of the sending hot path: each statement is a
@@ -31,7 +31,7 @@ export class PreparedStatements {
     const settings = [
       ...(opts.asyncCommit ? ['synchronous_commit=off'] : []),
       ...(opts.genericPlans ? ['plan_cache_mode=force_generic_plan'] : []),
-      ...(opts.indexPathsOnly ? ['enable_seqscan=off', 'enable_bitmapscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off'] : []),
+      ...(opts.indexPathsOnly ? INDEX_PATHS_ONLY.map((n) => `${n}=off`) : []),
     ];
     this.pool = new pg.Pool({
       connectionString,
