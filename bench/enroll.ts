@@ -1,5 +1,5 @@
 // Enrollment and stats benchmarks (issue 3). Run: npm run bench:enroll
-//  (a) one 10,000-lead bulk request through the API vs a bare INSERT ... ON CONFLICT of the
+//  (a) one 10,000-lead bulk request (each lead with two custom fields) through the API vs a bare INSERT ... ON CONFLICT of the
 //      same rows through pg on the same database;
 //  (b) 100,000 leads in 10 requests into one campaign, then start: time to queue step 0 (the
 //      request, which writes the first 5,000 and counts the rest queued), and until a worker
@@ -11,7 +11,7 @@ import { benchEnvironment, median, percentile, ms } from './support.ts';
 import { backlogCampaigns, writeBacklogChunk } from '../src/modules/messages/queue.ts';
 
 const env = await benchEnvironment();
-const round = (n: number) => Array.from({ length: 10_000 }, (_, i) => ({ email: `r${n}.lead${i}@bench.example`, firstName: `First${i}`, company: `Co ${i % 300}`, jobTitle: 'VP Sales', tier: i % 3 }));
+const round = (n: number) => Array.from({ length: 10_000 }, (_, i) => ({ email: `r${n}.lead${i}@bench.example`, firstName: `First${i}`, company: `Co ${i % 300}`, jobTitle: 'VP Sales', tier: i % 3, city: `City ${i % 50}` }));
 
 // (a) alternate API and bare runs so both see the same machine state.
 const apiTimes: number[] = [];
@@ -45,7 +45,7 @@ for (let r = 0; r < 5; r++) {
       rows.map((l) => l.firstName),
       rows.map((l) => l.company),
       rows.map((l) => l.jobTitle),
-      rows.map((l) => JSON.stringify({ tier: l.tier })),
+      rows.map((l) => JSON.stringify({ tier: l.tier, city: l.city })),
       String(r),
     ],
   );
