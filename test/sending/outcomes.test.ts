@@ -5,6 +5,7 @@ import { sendingWorld } from './world.ts';
 import type { TestApp } from '../support/harness.ts';
 import pg from 'pg';
 import type { EventType } from '../../src/modules/events/catalogue.ts';
+import { waitFor } from '../support/wait.ts';
 
 describe('sending engine: outcomes (suppression, bounces, retries, account failures, group commit)', function () {
   this.timeout(60_000);
@@ -213,6 +214,66 @@ describe('sending engine: outcomes (suppression, bounces, retries, account failu
     }
     const ev = await db.query(`select count(*)::int as n from events where type = 'message.sent' and data->>'campaignId' = $1`, [t.campaignId]);
     assert.equal(ev.rows[0].n, 12);
+  });
+
+  it('group commit waits for the answers of data already ended: messages answered one after another share one statement', async () => {
+    const leads = Array.from({ length: 4 }, (_, i) => ({ email: `gather${i}@lead.example` }));
+    const t = await setup({ leads });
+    // Four messages end their data together; the server answers them one by one, 5 ms apart.
+    const answers: Array<() => void> = [];
+    let ended = 0;
+    const staggered: Messenger = {
+      send: async (_account, _mail, beforeEnd) => {
+        await beforeEnd?.();
+        const answered = new Promise<void>((resolve) => answers.push(resolve));
+        if (++ended === 4)
+          void (async () => {
+            for (const answer of answers) {
+              answer();
+              await new Promise((r) => setTimeout(r, 5));
+            }
+          })();
+        await answered;
+        return { kind: 'accepted', response: '250 2.0.0 queued' };
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(app.deps, staggered, { maxConnections: 4, retryDelaysMs: [60_000], outcomeGatherMs: 10_000 });
+    const r = await d.runRound();
+    await d.close();
+    assert.equal(r.sent, 4);
+    // Without the wait, the first answer was written alone and the others after it.
+    assert.equal(d.acceptedStatements, 1);
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.queued], [4, 0]);
+  });
+
+  it('the wait for answers is bounded: answers that do not come hold the others only the gather time', async () => {
+    const leads = Array.from({ length: 3 }, (_, i) => ({ email: `bounded${i}@lead.example` }));
+    const t = await setup({ leads });
+    // All three end their data; the first is answered at once, the other two only once the
+    // first's outcome is committed. Waiting on them without a bound, it was never written.
+    let ended = 0;
+    let allEnded: () => void = () => {};
+    const sentCount = async () => (await db.query(`select count(*)::int as n from outbound_messages where campaign_id = $1 and state = 'sent'`, [t.campaignId])).rows[0].n as number;
+    const slow: Messenger = {
+      send: async (_account, _mail, beforeEnd) => {
+        await beforeEnd?.();
+        if (ended++ === 0) await new Promise<void>((resolve) => (allEnded = resolve));
+        else {
+          if (ended === 3) allEnded();
+          await waitFor('the first outcome written while the other answers are held', async () => (await sentCount()) >= 1);
+        }
+        return { kind: 'accepted', response: '250 2.0.0 queued' };
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(app.deps, slow, { maxConnections: 3, retryDelaysMs: [60_000], outcomeGatherMs: 50 });
+    const r = await d.runRound();
+    await d.close();
+    assert.equal(r.sent, 3);
+    assert.ok(d.acceptedStatements >= 2, `${d.acceptedStatements} statements: the first outcome went before the others' answers`);
+    assert.equal(await sentCount(), 3);
   });
 
   it('the outbox holds only events a webhook of the workspace subscribes to; the rest of the outcome is the same', async () => {

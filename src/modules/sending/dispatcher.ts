@@ -144,6 +144,8 @@ export class SendDispatcher {
        * without it they are only logged.
        */
       dataDir?: string;
+      /** How long an outcome write waits for the answers of other data already ended (outcomes.ts gather; default 2 ms). */
+      outcomeGatherMs?: number;
     },
   ) {
     this.workerId = opts.workerId ?? `${process.pid}.${randomBytes(4).toString('hex')}`;
@@ -155,7 +157,7 @@ export class SendDispatcher {
     // cache mode PostgreSQL planned its nine CTEs again on every run (custom plans, 0.43 ms per
     // run, more than it took to execute), a third of PostgreSQL's CPU per message (benchmarks.md).
     this.outcomeStatements = new PreparedStatements(url, 2, { indexPathsOnly: true, genericPlans: true });
-    this.outcomes = new SendOutcomeRecorder(deps, opts.retryDelaysMs, this.outcomeStatements);
+    this.outcomes = new SendOutcomeRecorder(deps, opts.retryDelaysMs, this.outcomeStatements, { gatherMs: opts.outcomeGatherMs });
     this.slots = new PerAccount(opts.maxConnections);
     this.acceptable = new PerAccount(opts.maxConnections);
     this.connections = new ConnectionLimits(opts.maxConnections, opts.connectionRecoveryMs ?? CONNECTION_RECOVERY_MS, () => deps.clock.now().getTime());
@@ -444,6 +446,7 @@ export class SendDispatcher {
     let outcome: SendOutcome | { kind: 'threw'; err: unknown };
     let go: Promise<boolean>;
     let abandoned = false;
+    let ending = false;
     /** Refused as one connection too many while others of the account worked: back to the queue as it was. */
     let spare = false;
     try {
@@ -481,7 +484,13 @@ export class SendDispatcher {
           refused.add(p.message.campaignId);
           throw new GuardUnanswered(err);
         });
-        if (allowed) return;
+        if (allowed) {
+          // The data ends now: its answer comes within the server's acceptance time, and the
+          // outcome writer waits for it beside the others (outcomes.ts gather).
+          ending = true;
+          this.outcomes.dataEnding();
+          return;
+        }
         abandoned = true;
         refused.add(p.message.campaignId);
         throw new NotSendable();
@@ -498,6 +507,7 @@ export class SendDispatcher {
         const account = { id: accountId, smtpUrl: p.smtpUrl, connections: this.connections.of(accountId) };
         outcome = await this.messenger.send(account, p.mail, beforeEnd).catch((err: unknown) => ({ kind: 'threw' as const, err }));
       } finally {
+        if (ending) this.outcomes.dataEnded();
         this.inSmtp.set(accountId, this.inSmtp.get(accountId)! - 1);
       }
       // Decided before the slot is released, so the account's next message waits for a working connection.

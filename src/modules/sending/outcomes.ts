@@ -50,17 +50,79 @@ interface PendingAccepted {
 /**
  * Records what the SMTP server answered: the message's state and the server's reply, the
  * enrollment, the next step, counters and the event, in one transaction. Accepted messages (the
- * hot path) are group-committed: those that finish while a write runs share the next one, and
- * the same statement answers the guards asked meanwhile (`guard`). Postal's habit: every path
- * ends in a recorded outcome.
+ * hot path) are group-committed: those that finish while a write runs share the next one, a
+ * write waits a moment for the answers of data already ended (`gather`), and the same
+ * statement answers the guards asked meanwhile (`guard`). Postal's habit: every path ends in a
+ * recorded outcome.
  */
 export class SendOutcomeRecorder {
+  private readonly maxBatch: number;
+  private readonly gatherMs: number;
+
   constructor(
     private readonly deps: Deps,
     private readonly retryDelaysMs: number[],
     private readonly stmts: PreparedStatements,
-    private readonly maxBatch = 64,
-  ) {}
+    opts: {
+      /** Accepted outcomes per statement at most (default 64). */
+      maxBatch?: number;
+      /** How long a write waits for the answers of data already ended (default 2 ms; 0: never). */
+      gatherMs?: number;
+    } = {},
+  ) {
+    this.maxBatch = opts.maxBatch ?? 64;
+    this.gatherMs = opts.gatherMs ?? 2;
+  }
+
+  /** Messages whose data has ended (dataEnding) and whose answer has not come back (dataEnded). */
+  private ending = 0;
+  /** Answers come back so far. */
+  private answered = 0;
+  /** The write waiting for answers (gather): it goes once `answered` reaches `until`. */
+  private gathering: { until: number; go: () => void } | null = null;
+
+  /**
+   * A message's data is about to end (its place and its guard are given): its answer, and
+   * if accepted its outcome, comes within the server's acceptance time. The dispatcher calls
+   * dataEnded once its transaction has returned, whatever it returned.
+   */
+  dataEnding(): void {
+    this.ending++;
+  }
+
+  dataEnded(): void {
+    this.ending--;
+    this.answered++;
+    const g = this.gathering;
+    // On the next turn: an accepted outcome is handed to record in the same turn as this call.
+    if (g && this.answered >= g.until) setImmediate(g.go);
+  }
+
+  /**
+   * Before a write of accepted outcomes: when other messages' data has ended, waits (at most
+   * `gatherMs`) for their answers, so that their outcomes share this write. Each connection
+   * holds one acceptance place until its outcome commits, so the outcomes of a worker's
+   * connections come in waves, one per connection, a fraction of a millisecond apart; written
+   * as they came, the first went alone and the rest shared the next statement, 1.5 outcomes per
+   * statement at 3 connections, each statement a commit (docs/benchmarks.md, session 37).
+   * Bounded: a server slow to answer one message holds the others' outcomes no longer.
+   */
+  private gather(): Promise<void> {
+    if (this.gatherMs <= 0 || this.ending === 0 || this.pending.length >= this.maxBatch) return Promise.resolve();
+    return new Promise((resolve) => {
+      const g = {
+        until: this.answered + this.ending,
+        go: () => {
+          if (this.gathering !== g) return;
+          clearTimeout(timer);
+          this.gathering = null;
+          resolve();
+        },
+      };
+      const timer = setTimeout(g.go, this.gatherMs);
+      this.gathering = g;
+    });
+  }
 
   private pending: PendingAccepted[] = [];
   private guards: PendingGuard[] = [];
@@ -163,6 +225,8 @@ export class SendOutcomeRecorder {
     this.flushing = true;
     try {
       while (this.pending.length || this.guards.length) {
+        // Outcomes wait for the answers of the data ended beside them (gather); guards alone never do.
+        if (this.pending.length) await this.gather();
         const batch = this.pending.splice(0, this.maxBatch);
         const guards = this.guards.splice(0);
         try {
