@@ -1,6 +1,6 @@
 // Enrollment and stats benchmarks (issue 3). Run: npm run bench:enroll
-//  (a) one 10,000-lead bulk request (each lead with two custom fields) through the API vs a bare INSERT ... ON CONFLICT of the
-//      same rows through pg on the same database;
+//  (a) one 10,000-lead bulk request (each lead with two custom fields) through the API vs a
+//      bare INSERT ... ON CONFLICT of the same rows through pg on the same database;
 //  (b) 100,000 leads in 10 requests into one campaign, then start: time to queue step 0 (the
 //      request, which writes the first 5,000 and counts the rest queued), and until a worker
 //      has written the rest from the campaign's backlog;
