@@ -276,6 +276,32 @@ describe('sending engine: outcomes (suppression, bounces, retries, account failu
     assert.equal(await sentCount(), 3);
   });
 
+  it("a write does not wait for answers not due within the gather time: a slow server's, once its answer time is known", async () => {
+    const leads = Array.from({ length: 4 }, (_, i) => ({ email: `slowserver${i}@lead.example` }));
+    const t = await setup({ leads });
+    // The server answers 600 ms after the end of the data; the second connection starts 300 ms
+    // after the first. Each outcome comes while the other connection's answer is due 300 ms
+    // later, past the 100 ms a write may wait: waiting for it only held this outcome's place.
+    let calls = 0;
+    const slow: Messenger = {
+      send: async (_account, _mail, beforeEnd) => {
+        if (calls++ === 1) await new Promise((r) => setTimeout(r, 300));
+        await beforeEnd?.();
+        await new Promise((r) => setTimeout(r, 600));
+        return { kind: 'accepted', response: '250 2.0.0 queued' };
+      },
+      close: async () => {},
+    };
+    const d = new SendDispatcher(app.deps, slow, { maxConnections: 2, retryDelaysMs: [60_000], outcomeGatherMs: 100 });
+    const r = await d.runRound();
+    await d.close();
+    assert.equal(r.sent, 4);
+    assert.equal(d.gatherWaits, 0, 'no write waited for an answer due after its wait would end');
+    assert.equal(d.acceptedStatements, 4);
+    const s = await stats(t);
+    assert.deepEqual([s.sent, s.queued], [4, 0]);
+  });
+
   it('the outbox holds only events a webhook of the workspace subscribes to; the rest of the outcome is the same', async () => {
     // One workspace subscribes to bounces only, another to nothing.
     for (const subscribe of [['message.bounced'], []] as EventType[][]) {

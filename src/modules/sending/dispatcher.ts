@@ -3,7 +3,7 @@ import type { Deps } from '../../deps.ts';
 import type { Messenger, SendOutcome } from '../../adapters/smtp.ts';
 import { PreparedStatements } from '../../db/statements.ts';
 import { inWindow } from './schedule.ts';
-import { SendOutcomeRecorder, type ClaimedMessage } from './outcomes.ts';
+import { SendOutcomeRecorder, type ClaimedMessage, type DataEnding } from './outcomes.ts';
 import { claimForPool } from './capacity.ts';
 import { composeMessage, claimedOf, type ReadyMessage } from './compose.ts';
 import { HeldMessages, PerAccount, ConnectionLimits, CONNECTION_RECOVERY_MS } from './in-flight.ts';
@@ -167,6 +167,11 @@ export class SendDispatcher {
   /** Outcome statements written for accepted messages so far (group commit: fewer than messages). */
   get acceptedStatements(): number {
     return this.outcomes.acceptedStatements;
+  }
+
+  /** Writes of accepted outcomes that waited for other messages' answers (outcomes.ts gather). */
+  get gatherWaits(): number {
+    return this.outcomes.gatherWaits;
   }
 
   /**
@@ -446,7 +451,7 @@ export class SendDispatcher {
     let outcome: SendOutcome | { kind: 'threw'; err: unknown };
     let go: Promise<boolean>;
     let abandoned = false;
-    let ending = false;
+    let ending: DataEnding | null = null;
     /** Refused as one connection too many while others of the account worked: back to the queue as it was. */
     let spare = false;
     try {
@@ -487,8 +492,7 @@ export class SendDispatcher {
         if (allowed) {
           // The data ends now: its answer comes within the server's acceptance time, and the
           // outcome writer waits for it beside the others (outcomes.ts gather).
-          ending = true;
-          this.outcomes.dataEnding();
+          ending = this.outcomes.dataEnding(accountId);
           return;
         }
         abandoned = true;
@@ -507,7 +511,7 @@ export class SendDispatcher {
         const account = { id: accountId, smtpUrl: p.smtpUrl, connections: this.connections.of(accountId) };
         outcome = await this.messenger.send(account, p.mail, beforeEnd).catch((err: unknown) => ({ kind: 'threw' as const, err }));
       } finally {
-        if (ending) this.outcomes.dataEnded();
+        if (ending) this.outcomes.dataEnded(ending);
         this.inSmtp.set(accountId, this.inSmtp.get(accountId)! - 1);
       }
       // Decided before the slot is released, so the account's next message waits for a working connection.

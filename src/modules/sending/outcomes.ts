@@ -30,6 +30,18 @@ export interface SentMessage extends ClaimedMessage {
   references: string | null;
 }
 
+/** A message between the end of its data and its server's answer (SendOutcomeRecorder.gather). */
+export interface DataEnding {
+  accountId: string;
+  /** performance.now() as the data ended. */
+  at: number;
+}
+
+/** The weight of an account's newest answer time in its moving average. */
+const ANSWER_WEIGHT = 0.2;
+/** Accounts whose answer times are kept at most (the map is emptied past it; they are learnt again). */
+const ANSWER_TIMES_KEPT = 10_000;
+
 interface PendingGuard {
   id: string;
   workerId: string;
@@ -75,7 +87,12 @@ export class SendOutcomeRecorder {
   }
 
   /** Messages whose data has ended (dataEnding) and whose answer has not come back (dataEnded). */
-  private ending = 0;
+  private readonly ending = new Set<DataEnding>();
+  /**
+   * How long each account's server takes to answer the end of the data, in ms: a moving
+   * average of its recent answers (ANSWER_WEIGHT for the newest). Unknown until one came back.
+   */
+  private readonly answerMs = new Map<string, number>();
   /** Answers come back so far. */
   private answered = 0;
   /** The write waiting for answers (gather): it goes once `answered` reaches `until`. */
@@ -84,14 +101,20 @@ export class SendOutcomeRecorder {
   /**
    * A message's data is about to end (its place and its guard are given): its answer, and
    * if accepted its outcome, comes within the server's acceptance time. The dispatcher calls
-   * dataEnded once its transaction has returned, whatever it returned.
+   * dataEnded with what this returns once the transaction has returned, whatever it returned.
    */
-  dataEnding(): void {
-    this.ending++;
+  dataEnding(accountId: string): DataEnding {
+    const e = { accountId, at: performance.now() };
+    this.ending.add(e);
+    return e;
   }
 
-  dataEnded(): void {
-    this.ending--;
+  dataEnded(e: DataEnding): void {
+    if (!this.ending.delete(e)) return;
+    const took = performance.now() - e.at;
+    const known = this.answerMs.get(e.accountId);
+    if (known === undefined && this.answerMs.size >= ANSWER_TIMES_KEPT) this.answerMs.clear();
+    this.answerMs.set(e.accountId, known === undefined ? took : known + ANSWER_WEIGHT * (took - known));
     this.answered++;
     const g = this.gathering;
     // On the next turn: an accepted outcome is handed to record in the same turn as this call.
@@ -99,19 +122,27 @@ export class SendOutcomeRecorder {
   }
 
   /**
-   * Before a write of accepted outcomes: when other messages' data has ended, waits (at most
-   * `gatherMs`) for their answers, so that their outcomes share this write. Each connection
-   * holds one acceptance place until its outcome commits, so the outcomes of a worker's
-   * connections come in waves, one per connection, a fraction of a millisecond apart; written
-   * as they came, the first went alone and the rest shared the next statement, 1.5 outcomes per
-   * statement at 3 connections, each statement a commit (docs/benchmarks.md, session 37).
-   * Bounded: a server slow to answer one message holds the others' outcomes no longer.
+   * Before a write of accepted outcomes: when other messages' data has ended and their answers
+   * are due within `gatherMs`, waits (at most that long) for them, so that their outcomes share
+   * this write. Each connection holds one acceptance place until its outcome commits, so the
+   * outcomes of a worker's connections come in waves, one per connection, a fraction of a
+   * millisecond apart; written as they came, the first went alone and the rest shared the next
+   * statement, 1.5 outcomes per statement at 3 connections, each statement a commit
+   * (docs/benchmarks.md, session 37). An answer is due at its data's end plus its account's
+   * answer time (unknown: due now), so a write does not wait for a slow server's answers, due
+   * long after the wait would have ended (a real server answers in tens to hundreds of ms).
+   * Bounded either way: a server slower than it was holds the others' outcomes no longer.
    */
   private gather(): Promise<void> {
-    if (this.gatherMs <= 0 || this.ending === 0 || this.pending.length >= this.maxBatch) return Promise.resolve();
+    if (this.gatherMs <= 0 || this.ending.size === 0 || this.pending.length >= this.maxBatch) return Promise.resolve();
+    const by = performance.now() + this.gatherMs;
+    let due = 0;
+    for (const e of this.ending) if (e.at + (this.answerMs.get(e.accountId) ?? 0) <= by) due++;
+    if (due === 0) return Promise.resolve();
+    this.gatherWaits++;
     return new Promise((resolve) => {
       const g = {
-        until: this.answered + this.ending,
+        until: this.answered + due,
         go: () => {
           if (this.gathering !== g) return;
           clearTimeout(timer);
@@ -123,6 +154,9 @@ export class SendOutcomeRecorder {
       this.gathering = g;
     });
   }
+
+  /** Writes of accepted outcomes that waited for other answers (gather). */
+  gatherWaits = 0;
 
   private pending: PendingAccepted[] = [];
   private guards: PendingGuard[] = [];
