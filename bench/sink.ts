@@ -1,7 +1,14 @@
 // A counting SMTP sink in its own process (so neither side of a benchmark shares its CPU).
 // Prints "port N" on start; answers "count" messages from the parent with the total received.
+// BENCH_SINK_ANSWER_MS=N (or N-M, uniformly between N and M per message): each message's end
+// of data is answered that many ms late, as a real server answers after its checks (tens to
+// hundreds of ms), where the local sink answers at once.
 import { SMTPServer } from 'smtp-server';
 
+const [ANSWER_MIN, ANSWER_MAX] = (() => {
+  const [a, b] = (process.env.BENCH_SINK_ANSWER_MS ?? '0').split('-').map(Number);
+  return [a, b ?? a];
+})();
 let received = 0;
 const server = new SMTPServer({
   disabledCommands: ['STARTTLS'],
@@ -11,8 +18,13 @@ const server = new SMTPServer({
   onData(stream, _session, cb) {
     stream.on('data', () => {});
     stream.on('end', () => {
-      received++;
-      cb();
+      const answer = () => {
+        received++;
+        cb();
+      };
+      const ms = ANSWER_MIN + Math.random() * (ANSWER_MAX - ANSWER_MIN);
+      if (ms > 0) setTimeout(answer, ms);
+      else answer();
     });
   },
 });
