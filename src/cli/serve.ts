@@ -11,7 +11,13 @@ export function registerServeCommands(program: Command, ctx: CliContext, keepRun
     .action(async (opts: { role: Role }) => {
       const config = ctx.config();
       // Imported here, not at the top: no other command pays for loading the daemon.
-      const [{ serve, StartAborted }, { createLogger }] = await Promise.all([import('../main.ts'), import('../adapters/logger.ts')]);
+      const [{ serve, StartAborted }, { createLogger }, { applyHeapPolicy }] = await Promise.all([
+        import('../main.ts'),
+        import('../adapters/logger.ts'),
+        import('../adapters/heap.ts'),
+      ]);
+      // Before the daemon allocates: its old generation collected at 1.5x what was live.
+      applyHeapPolicy();
       const log = createLogger(config.logLevel, ctx.io.stdout);
       // Signals are ours from the first moment and stay ours: a SIGTERM while starting stops
       // what has started, and a repeated one does not cut a drain short (the embedded
