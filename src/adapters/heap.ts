@@ -11,6 +11,8 @@ import v8 from 'node:v8';
 export const HEAP_GROWING_PERCENT = 50;
 
 const FLAG = '--heap-growing-percent';
+/** The flag as node takes it on its command line: V8 reads `-` and `_` alike. */
+const GIVEN = /^--heap[-_]growing[-_]percent(=|$)/;
 
 /**
  * Applies HEAP_GROWING_PERCENT to this process (the daemon's, `mailgate serve`), unless node
@@ -19,7 +21,7 @@ const FLAG = '--heap-growing-percent';
  * Returns the value in effect, or null when the operator's flag was left alone.
  */
 export function applyHeapPolicy(execArgv: readonly string[] = process.execArgv): number | null {
-  if (execArgv.some((a) => a === FLAG || a.startsWith(`${FLAG}=`) || a === '--heap_growing_percent' || a.startsWith('--heap_growing_percent='))) return null;
+  if (execArgv.some((a) => GIVEN.test(a))) return null;
   v8.setFlagsFromString(`${FLAG}=${HEAP_GROWING_PERCENT}`);
   return HEAP_GROWING_PERCENT;
 }

@@ -12,7 +12,6 @@ import { HEAP_GROWING_PERCENT, applyHeapPolicy } from '../../src/adapters/heap.t
 // for the next full collection differs.
 const CHILD = (heapModule: string) => `
 import { PerformanceObserver, constants } from 'node:perf_hooks';
-import { readFileSync } from 'node:fs';
 const { applyHeapPolicy } = await import(${JSON.stringify(heapModule)});
 const applied = process.env.APPLY === '1' ? applyHeapPolicy() : null;
 let full = 0;
@@ -24,7 +23,7 @@ for (let i = 0; i < 400; i++) {
   await new Promise((r) => setImmediate(r));
 }
 await new Promise((r) => setTimeout(r, 50));
-const peakMb = Number(/VmHWM:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) / 1024;
+const peakMb = process.resourceUsage().maxRSS / 1024;
 process.stdout.write(JSON.stringify({ applied, full, peakMb }));
 `;
 
