@@ -48,7 +48,9 @@ describe('heap policy (src/adapters/heap.ts)', function () {
     const plain = run(false);
     const policy = run(true);
     assert.equal(policy.applied, HEAP_GROWING_PERCENT);
-    assert.ok(policy.full > plain.full, `full collections: ${policy.full} with the policy, ${plain.full} without`);
+    // At least twice as many (measured: 12-14 against 4-5), so a run without the policy cannot
+    // pass on one collection more or less.
+    assert.ok(policy.full >= 2 * plain.full, `full collections: ${policy.full} with the policy, ${plain.full} without`);
     assert.ok(policy.peakMb < plain.peakMb, `peak RSS: ${policy.peakMb} MB with the policy, ${plain.peakMb} MB without`);
   });
 
@@ -58,6 +60,6 @@ describe('heap policy (src/adapters/heap.ts)', function () {
     const theirs = run(true, ['--heap-growing-percent=300']);
     assert.equal(theirs.applied, null);
     const policy = run(true);
-    assert.ok(theirs.full < policy.full, `full collections: ${theirs.full} with the operator's 300%, ${policy.full} with ours`);
+    assert.ok(2 * theirs.full <= policy.full, `full collections: ${theirs.full} with the operator's 300%, ${policy.full} with ours`);
   });
 });
