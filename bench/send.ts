@@ -256,6 +256,24 @@ const status = readFileSync(`/proc/${worker.pid}/status`, 'utf8');
 const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
 const stmts = await env.statementStats();
 const stats = await env.api('GET', `/v1/campaigns/${id}/stats`);
+// BENCH_CAMPAIGNS=N: after the timed campaign, N-1 more campaigns of as many messages (to other
+// leads) through the same worker, one after another, untimed: the worker's resident memory after
+// each campaign and its peak over all of them (docs/operating.md, "Memory").
+const CAMPAIGNS = Number(process.env.BENCH_CAMPAIGNS ?? 1);
+const rssMb = () => {
+  const st = readFileSync(`/proc/${worker.pid}/status`, 'utf8');
+  return { now: Number(/VmRSS:\s+(\d+) kB/.exec(st)![1]) / 1024, peak: Number(/VmHWM:\s+(\d+) kB/.exec(st)![1]) / 1024 };
+};
+const afterEach = [rssMb().now];
+for (let n = 2; n <= CAMPAIGNS; n++) {
+  await ask('reset');
+  const next = (await env.api('POST', '/v1/campaigns', { name: `send bench ${n}`, senderPoolId: pool.id, sequenceSteps: steps })).id;
+  for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${next}/leads/bulk`, { leads: leads.slice(i, i + 10_000).map((l) => ({ ...l, email: `c${n}.${l.email}` })) });
+  await env.api('POST', `/v1/campaigns/${next}/start`);
+  await waitForCount(COUNT);
+  afterEach.push(rssMb().now);
+}
+const seriesPeakMb = rssMb().peak;
 worker.kill('SIGTERM');
 await new Promise((r) => worker.once('exit', r));
 
@@ -290,6 +308,7 @@ console.log(
   `per message, ${describeThreadTimes('bare loop (before / after):', bareBefore.threads)}; ${describeThreadTimes('/', bareAfter.threads)}; ` +
     describeThreadTimes('mailgate worker:', workerThreads),
 );
+if (CAMPAIGNS > 1) console.log(`${CAMPAIGNS} campaigns of ${COUNT} messages in a row through one worker: RSS after each ${afterEach.map((v) => v.toFixed(0)).join(', ')} MB; peak over all ${seriesPeakMb.toFixed(0)} MB (BENCH_CAMPAIGNS)`);
 if (process.env.BENCH_PG_BREAKDOWN) {
   const parts = [...pgKinds1].map(([k, v]) => `${k} ${(((v - (pgKinds0.get(k) ?? 0)) * 1000) / COUNT).toFixed(3)} ms`);
   console.log(`PostgreSQL CPU per message by process: ${parts.join(', ')}`);
