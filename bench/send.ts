@@ -252,18 +252,18 @@ const pgNow = postgresCpu();
 const pgKinds1 = postgresCpuByKind();
 const workerThreads = threadTimesPer(workerThreads0, threadTimes(worker.pid!), COUNT);
 const mgCpu = { worker: cpuOf(worker.pid!) - worker0, sink: cpuOf(sink.pid!) - cpu0.sink, pg: pgNow === null || cpu0.pg === null ? null : pgNow - cpu0.pg };
-const status = readFileSync(`/proc/${worker.pid}/status`, 'utf8');
-const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
+/** The worker's resident memory now and its peak so far (/proc), in MB. */
+const rssMb = () => {
+  const st = readFileSync(`/proc/${worker.pid}/status`, 'utf8');
+  return { now: Number(/VmRSS:\s+(\d+) kB/.exec(st)![1]) / 1024, peak: Number(/VmHWM:\s+(\d+) kB/.exec(st)![1]) / 1024 };
+};
+const peakRssMb = rssMb().peak;
 const stmts = await env.statementStats();
 const stats = await env.api('GET', `/v1/campaigns/${id}/stats`);
 // BENCH_CAMPAIGNS=N: after the timed campaign, N-1 more campaigns of as many messages (to other
 // leads) through the same worker, one after another, untimed: the worker's resident memory after
 // each campaign and its peak over all of them (docs/operating.md, "Memory").
 const CAMPAIGNS = Number(process.env.BENCH_CAMPAIGNS ?? 1);
-const rssMb = () => {
-  const st = readFileSync(`/proc/${worker.pid}/status`, 'utf8');
-  return { now: Number(/VmRSS:\s+(\d+) kB/.exec(st)![1]) / 1024, peak: Number(/VmHWM:\s+(\d+) kB/.exec(st)![1]) / 1024 };
-};
 const afterEach = [rssMb().now];
 for (let n = 2; n <= CAMPAIGNS; n++) {
   await ask('reset');
