@@ -2,8 +2,12 @@
 // 10,000 personalized messages, one sender account, capacity unlimited, to a local SMTP sink in
 // its own process: mailgate (a `serve --role worker` process) from `start` to the last message
 // accepted, vs a bare nodemailer pooled-transport loop sending the same rendered messages to
-// the same sink with the same connection count, run before and again after mailgate (the ratio
-// uses the mean of the two). Prints messages/s for both, the ratio, CPU per message of every
+// the same sink with the same connection count (bench/send-bare.ts). The ratio's baseline (since
+// session 41) runs the loop in a new process for each run, as the worker is one, before mailgate
+// and again after it, using the mean of the two; the loop also runs in this process before and
+// after (slower there, its process holding the app and this script's data: the baseline until
+// session 41).
+// Prints messages/s for both, the ratio, CPU per message of every
 // process, how long each side's main thread ran and waited for a core (bench/support.ts
 // threadTimes) and the worker's peak RSS.
 import { fork, spawn } from 'node:child_process';
@@ -11,10 +15,11 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import nodemailer from 'nodemailer';
+import type Mail from 'nodemailer/lib/mailer/index.js';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import pg from 'pg';
 import { benchEnvironment, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
-import { renderHtml, renderSubject, htmlToText, withOpenPixel } from '../src/modules/sending/render.ts';
+import { steps, benchLeads, renderedMessages, bareSend } from './send-bare.ts';
 import { Semaphore } from '../src/modules/sending/in-flight.ts';
 import { backfillTalliesSql } from '../src/modules/messages/tallies.ts';
 import { nativePlaceholders } from '../src/db/sql.ts';
@@ -97,41 +102,56 @@ const waitForCount = async (n: number) => {
 };
 
 const env = await benchEnvironment();
-const steps = [{ subject: 'Quick question, {{firstName|there}}', bodyHtml: '<html><body><p>Hi {{firstName|there}},</p><p>I noticed {{company}} is growing its {{team|sales}} team. Would a short call next week make sense?</p><p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p></body></html>' }];
-const leads = Array.from({ length: COUNT }, (_, i) => ({ email: `lead${i}@bench.example`, firstName: `First${i}`, company: `Company ${i}`, team: i % 2 ? 'sales' : 'growth' }));
+const leads = benchLeads(COUNT);
 
 // --- baseline: bare nodemailer pool, same rendered messages, same connections.
-const rendered = leads.map((l, i) => {
-  const lead = { email: l.email, firstName: l.firstName, lastName: null, company: l.company, jobTitle: null, custom: { team: l.team } };
-  const extra = { unsubscribeUrl: `http://127.0.0.1:8080/u/token${i}` };
-  const html = renderHtml(steps[0].bodyHtml, lead, extra);
-  return {
-    from: { name: 'Bench Sender', address: 'sender@bench.example' },
-    to: l.email,
-    subject: renderSubject(steps[0].subject, lead, extra),
-    html: withOpenPixel(html, `http://127.0.0.1:8080/t/o/token${i}`),
-    text: htmlToText(html),
-    messageId: `<bench${i}@bench.example>`,
-    headers: { 'List-Unsubscribe': `<${extra.unsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
-  };
-});
+const rendered = renderedMessages(leads);
+type BareRun = { ms: number; client: number; sink: number; threads: ThreadTimes | null };
 /**
- * The bare loop: every rendered message through one pooled transport at once. It runs before and
- * again after mailgate, and the ratio uses the mean of the two: this shared machine's speed
- * drifts over a minute (the same loop ran 740-1,340 msg/s in one session), and one run on one
- * side only would put that drift into the ratio.
+ * The bare loop in this process, run before mailgate and again after it (the mean of the two was
+ * the ratio's baseline until session 41): this shared machine's speed drifts over a minute (the
+ * same loop ran 740-1,340 msg/s in one session), and one run on one side only would put that
+ * drift into the ratio. This process also holds the app, its pools and this script's data, and
+ * ran the loop about 1.3x slower than a process of its own (docs/benchmarks.md, "Session 41"):
+ * bareFreshRun is the like-for-like baseline.
  */
-async function bareRun(): Promise<{ ms: number; client: number; sink: number; threads: ThreadTimes | null }> {
-  const transport = nodemailer.createTransport({ pool: true, host: '127.0.0.1', port, secure: false, ignoreTLS: true, maxConnections: CONNECTIONS, maxMessages: Infinity, auth: { user: 'u', pass: 'p' } });
+async function bareRun(): Promise<BareRun> {
   const threads0 = threadTimes(process.pid);
   const c0 = { self: process.cpuUsage(), sink: cpuOf(sink.pid!) };
-  const started = performance.now();
-  await Promise.all(rendered.map((m) => transport.sendMail(m)));
+  const ms = await bareSend(port, CONNECTIONS, rendered);
   await waitForCount(COUNT);
-  const ms = performance.now() - started;
   const self = process.cpuUsage(c0.self);
-  transport.close();
   const out = { ms, client: (self.user + self.system) / 1e6, sink: cpuOf(sink.pid!) - c0.sink, threads: threadTimesPer(threads0, threadTimes(process.pid), COUNT) };
+  await ask('reset');
+  return out;
+}
+/**
+ * The ratio's baseline (since session 41): the bare loop in a new process for each run
+ * (bench/send-bare.ts), as the worker is a process of its own, both timed from their first
+ * message (with BENCH_WARM=1 both run once untimed first). Its CPU and thread times come from
+ * /proc, as the worker's do.
+ */
+async function bareFreshRun(): Promise<BareRun> {
+  const child = fork(new URL('./send-bare.ts', import.meta.url).pathname, [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, BENCH_SEND_BARE: JSON.stringify({ port, connections: CONNECTIONS, count: COUNT }) },
+  });
+  const answer = <T>() => new Promise<T>((resolve) => child.once('message', (m) => resolve(m as T)));
+  await answer<{ ready: true }>();
+  if (WARM) {
+    child.send({ cmd: 'warm' });
+    await answer();
+    await waitForCount(COUNT);
+    await ask('reset');
+  }
+  const threads0 = threadTimes(child.pid!);
+  const c0 = { client: cpuOf(child.pid!), sink: cpuOf(sink.pid!) };
+  child.send({ cmd: 'go' });
+  const { ms } = await answer<{ ms: number }>();
+  await waitForCount(COUNT);
+  const out = { ms, client: cpuOf(child.pid!) - c0.client, sink: cpuOf(sink.pid!) - c0.sink, threads: threadTimesPer(threads0, threadTimes(child.pid!), COUNT) };
+  child.send({ cmd: 'exit' });
+  await new Promise((r) => child.once('exit', r));
   await ask('reset');
   return out;
 }
@@ -149,7 +169,7 @@ async function bareRun(): Promise<{ ms: number; client: number; sink: number; th
  * bound / raw is the share of the wire's rate a sender keeps once it keeps the bound.
  */
 const composed = await Promise.all(
-  rendered.map(async (m) => {
+  rendered.map(async (m: Mail.Options) => {
     const c = new MailComposer(m).compile();
     return { envelope: c.getEnvelope(), messageId: m.messageId, bytes: await c.build() };
   }),
@@ -197,6 +217,7 @@ async function rawRun(bound: boolean): Promise<{ ms: number; client: number; sin
   await ask('reset');
   return out;
 }
+const freshBefore = await bareFreshRun();
 if (WARM) await bareRun();
 const bareBefore = await bareRun();
 const rawBefore = await rawRun(false);
@@ -281,12 +302,20 @@ await ask('reset');
 const boundAfter = await rawRun(true);
 const rawAfter = await rawRun(false);
 const bareAfter = await bareRun();
+const freshAfter = await bareFreshRun();
 const bareMs = (bareBefore.ms + bareAfter.ms) / 2;
 const bareCpu = { client: (bareBefore.client + bareAfter.client) / 2, sink: (bareBefore.sink + bareAfter.sink) / 2 };
 const bareRate = COUNT / (bareMs / 1000);
+const freshMs = (freshBefore.ms + freshAfter.ms) / 2;
+const freshCpu = { client: (freshBefore.client + freshAfter.client) / 2, sink: (freshBefore.sink + freshAfter.sink) / 2 };
+const freshRate = COUNT / (freshMs / 1000);
 const rateOf = (ms: number) => (COUNT / (ms / 1000)).toFixed(0);
 const mgRate = COUNT / (mailgateMs / 1000);
-console.log(`bare nodemailer pool (${CONNECTIONS} connections): ${COUNT} messages in ${(bareMs / 1000).toFixed(2)} s = ${bareRate.toFixed(0)} msg/s (mean of the runs before and after mailgate: ${rateOf(bareBefore.ms)} and ${rateOf(bareAfter.ms)} msg/s)`);
+console.log(
+  `bare nodemailer pool (${CONNECTIONS} connections), each run in a new process as the worker is (${WARM ? 'after an untimed run' : 'timed from its first message'}): ` +
+    `${COUNT} messages in ${(freshMs / 1000).toFixed(2)} s = ${freshRate.toFixed(0)} msg/s (runs before and after mailgate: ${rateOf(freshBefore.ms)} and ${rateOf(freshAfter.ms)} msg/s)`,
+);
+console.log(`bare nodemailer pool (${CONNECTIONS} connections) in this process: ${COUNT} messages in ${(bareMs / 1000).toFixed(2)} s = ${bareRate.toFixed(0)} msg/s (mean of the runs before and after mailgate: ${rateOf(bareBefore.ms)} and ${rateOf(bareAfter.ms)} msg/s)`);
 if (PRIOR_SENT > 0) console.log(`the pool had sent ${PRIOR_SENT} messages in the 23 hours before (BENCH_PRIOR_SENT)`);
 console.log(`mailgate worker (${CONNECTIONS} connections):       ${COUNT} messages in ${(mailgateMs / 1000).toFixed(2)} s = ${mgRate.toFixed(0)} msg/s (stats: sent ${stats.sent}, queued ${stats.queued})`);
 const rawRate = COUNT / ((rawBefore.ms + rawAfter.ms) / 2 / 1000);
@@ -295,17 +324,22 @@ const cpuOfRuns = (x: { client: number; sink: number }, y: { client: number; sin
 console.log(`bare pool, bytes composed before the clock: ${rawRate.toFixed(0)} msg/s (runs ${rateOf(rawBefore.ms)} and ${rateOf(rawAfter.ms)}); CPU per message —${cpuOfRuns(rawBefore, rawAfter)}`);
 console.log(`the same with the crash bound (${CONNECTIONS} acceptance places, one commit each): ${boundRate.toFixed(0)} msg/s (runs ${rateOf(boundBefore.ms)} and ${rateOf(boundAfter.ms)}); CPU per message —${cpuOfRuns(boundBefore, boundAfter)}`);
 console.log(`the crash bound alone keeps ${(boundRate / rawRate).toFixed(2)} of the raw rate; mailgate / bound: ${(mgRate / boundRate).toFixed(2)}`);
-console.log(`ratio mailgate / bare: ${(mgRate / bareRate).toFixed(2)} (target >= 0.85, issue 20); worker peak RSS ${peakRssMb.toFixed(0)} MB (target < 250 MB)`);
-console.log(`CPU per message: bare —${cpuLine('client', bareCpu.client)}${cpuLine('sink', bareCpu.sink)}; mailgate —${cpuLine('worker', mgCpu.worker)}${cpuLine('postgres', mgCpu.pg)}${cpuLine('sink', mgCpu.sink)}`);
+console.log(`ratio mailgate / bare in this process (which slows the loop; the ratio until session 41): ${(mgRate / bareRate).toFixed(2)}`);
+console.log(`ratio mailgate / bare, both timed from a new process: ${(mgRate / freshRate).toFixed(2)} (target >= 0.85, issue 20); worker peak RSS ${peakRssMb.toFixed(0)} MB (target < 250 MB)`);
+console.log(
+  `CPU per message: bare in a new process —${cpuLine('client', freshCpu.client)}${cpuLine('sink', freshCpu.sink)}; bare in this process —${cpuLine('client', bareCpu.client)}${cpuLine('sink', bareCpu.sink)}; ` +
+    `mailgate —${cpuLine('worker', mgCpu.worker)}${cpuLine('postgres', mgCpu.pg)}${cpuLine('sink', mgCpu.sink)}`,
+);
 if (mgCpu.pg !== null) {
   const mgTotal = mgCpu.worker + mgCpu.pg + mgCpu.sink;
-  const bareTotal = bareCpu.client + bareCpu.sink;
-  console.log(`CPU per message, all processes: bare ${((bareTotal * 1000) / COUNT).toFixed(3)} ms, mailgate ${((mgTotal * 1000) / COUNT).toFixed(3)} ms (${(mgTotal / bareTotal).toFixed(2)}x)`);
+  const freshTotal = freshCpu.client + freshCpu.sink;
+  console.log(`CPU per message, all processes: bare in a new process ${((freshTotal * 1000) / COUNT).toFixed(3)} ms, mailgate ${((mgTotal * 1000) / COUNT).toFixed(3)} ms (${(mgTotal / freshTotal).toFixed(2)}x)`);
 }
 // Per message (bench/support.ts threadTimes): how long each side's main thread ran, and how long it
 // was runnable but waited for a core while the other processes of the run had them.
 console.log(
-  `per message, ${describeThreadTimes('bare loop (before / after):', bareBefore.threads)}; ${describeThreadTimes('/', bareAfter.threads)}; ` +
+  `per message, ${describeThreadTimes('bare loop in a new process (before / after):', freshBefore.threads)}; ${describeThreadTimes('/', freshAfter.threads)}; ` +
+    `${describeThreadTimes('in this process (before / after):', bareBefore.threads)}; ${describeThreadTimes('/', bareAfter.threads)}; ` +
     describeThreadTimes('mailgate worker:', workerThreads),
 );
 if (CAMPAIGNS > 1) console.log(`${CAMPAIGNS} campaigns of ${COUNT} messages in a row through one worker: RSS after each ${afterEach.map((v) => v.toFixed(0)).join(', ')} MB; peak over all ${seriesPeakMb.toFixed(0)} MB (BENCH_CAMPAIGNS)`);
