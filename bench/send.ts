@@ -18,7 +18,7 @@ import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import pg from 'pg';
-import { benchEnvironment, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
+import { benchEnvironment, childRun, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
 import { steps, benchLeads, renderedMessages, bareSend } from './send-bare.ts';
 import { Semaphore } from '../src/modules/sending/in-flight.ts';
 import { backfillTalliesSql } from '../src/modules/messages/tallies.ts';
@@ -136,22 +136,15 @@ async function bareFreshRun(): Promise<BareRun> {
     execArgv: ['--import', 'tsx'],
     env: { ...process.env, BENCH_SEND_BARE: JSON.stringify({ port, connections: CONNECTIONS, count: COUNT }) },
   });
-  const answer = <T>() => new Promise<T>((resolve) => child.once('message', (m) => resolve(m as T)));
-  await answer<{ ready: true }>();
-  if (WARM) {
-    child.send({ cmd: 'warm' });
-    await answer();
-    await waitForCount(COUNT);
-    await ask('reset');
-  }
-  const threads0 = threadTimes(child.pid!);
-  const c0 = { client: cpuOf(child.pid!), sink: cpuOf(sink.pid!) };
-  child.send({ cmd: 'go' });
-  const { ms } = await answer<{ ms: number }>();
-  await waitForCount(COUNT);
-  const out = { ms, client: cpuOf(child.pid!) - c0.client, sink: cpuOf(sink.pid!) - c0.sink, threads: threadTimesPer(threads0, threadTimes(child.pid!), COUNT) };
-  child.send({ cmd: 'exit' });
-  await new Promise((r) => child.once('exit', r));
+  const out = await childRun(child, {
+    warm: WARM,
+    settle: () => waitForCount(COUNT).then(() => ask('reset')),
+    before: () => ({ threads: threadTimes(child.pid!), client: cpuOf(child.pid!), sink: cpuOf(sink.pid!) }),
+    after: async (c0) => {
+      await waitForCount(COUNT);
+      return { client: cpuOf(child.pid!) - c0.client, sink: cpuOf(sink.pid!) - c0.sink, threads: threadTimesPer(c0.threads, threadTimes(child.pid!), COUNT) };
+    },
+  });
   await ask('reset');
   return out;
 }

@@ -1,6 +1,7 @@
 // Shared set-up for benchmarks: an embedded PostgreSQL in a temp dir (or BENCH_DATABASE_URL,
 // an admin URL), a migrated database, and the real app listening on an ephemeral port.
 import http from 'node:http';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -110,6 +111,34 @@ export async function benchEnvironment() {
       if (withStatements && dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * One timed run of a bare loop in a child process of its own (the ratio's baseline of bench:send
+ * and bench:webhooks since session 41). The child says it is ready, runs its loop on `warm` and
+ * on `go`, answering each with its wall time, and exits on `exit`. With `warm` set it runs once
+ * untimed first, then `settle` runs; `before` reads what is to be measured just before `go`,
+ * `after` reads it again once the child has answered. Returns what `after` returns, with the
+ * child's time of the timed run.
+ */
+export async function childRun<S, R>(
+  child: ChildProcess,
+  run: { warm: boolean; settle: () => Promise<unknown>; before: () => S; after: (s: S) => Promise<R> },
+): Promise<R & { ms: number }> {
+  const answer = <T>() => new Promise<T>((resolve) => child.once('message', (m) => resolve(m as T)));
+  await answer();
+  if (run.warm) {
+    child.send({ cmd: 'warm' });
+    await answer();
+    await run.settle();
+  }
+  const s = run.before();
+  child.send({ cmd: 'go' });
+  const { ms } = await answer<{ ms: number }>();
+  const out = await run.after(s);
+  child.send({ cmd: 'exit' });
+  await new Promise((r) => child.once('exit', r));
+  return { ...out, ms };
 }
 
 export function percentile(values: number[], p: number): number {

@@ -157,7 +157,7 @@ function procCpuMs(pid: number): number {
 
 async function main() {
   const { testCertificates } = await import('../test/support/https.ts');
-  const { benchEnvironment, percentile, threadTimes, threadTimesPer, describeThreadTimes } = await import('./support.ts');
+  const { benchEnvironment, childRun, percentile, threadTimes, threadTimesPer, describeThreadTimes } = await import('./support.ts');
   const { envelope, deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
   const { newId } = await import('../src/adapters/ids.ts');
   const { owedWebhooksSql } = await import('../src/modules/events/outbox.ts');
@@ -214,27 +214,18 @@ async function main() {
    */
   const bareFreshRun = async () => {
     const child = fork(fileURLToPath(import.meta.url), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, BENCH_WEBHOOK_BARE: JSON.stringify(target) } });
-    const answer = <T>() => new Promise<T>((resolve) => child.once('message', (m) => resolve(m as T)));
-    await answer<{ ready: true }>();
-    if (WARM) {
-      child.send({ cmd: 'warm' });
-      await answer();
-      await waitForCount(COUNT);
-      await ask('reset');
-    }
-    const threads0 = threadTimes(child.pid!);
-    const cpu0 = procCpuMs(child.pid!);
-    const receiverCpu0 = procCpuMs(receiver.pid!);
-    child.send({ cmd: 'go' });
-    const { ms } = await answer<{ ms: number }>();
-    const connections = await waitForCount(COUNT);
-    const cpu = procCpuMs(child.pid!) - cpu0;
-    const receiverCpu = procCpuMs(receiver.pid!) - receiverCpu0;
-    const threads = threadTimesPer(threads0, threadTimes(child.pid!), COUNT);
-    child.send({ cmd: 'exit' });
-    await new Promise((r) => child.once('exit', r));
+    const out = await childRun(child, {
+      warm: WARM,
+      settle: () => waitForCount(COUNT).then(() => ask('reset')),
+      before: () => ({ threads: threadTimes(child.pid!), cpu: procCpuMs(child.pid!), receiverCpu: procCpuMs(receiver.pid!) }),
+      after: async (c0) => {
+        const connections = await waitForCount(COUNT);
+        const threads = threadTimesPer(c0.threads, threadTimes(child.pid!), COUNT);
+        return { cpu: procCpuMs(child.pid!) - c0.cpu, receiverCpu: procCpuMs(receiver.pid!) - c0.receiverCpu, connections, threads };
+      },
+    });
     await ask('reset');
-    return { ms, cpu, receiverCpu, connections, threads };
+    return out;
   };
   const freshBefore = await bareFreshRun();
   if (WARM) await bareLoop(target, bodies).then(() => waitForCount(COUNT)).then(() => ask('reset'));
