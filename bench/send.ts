@@ -13,14 +13,8 @@
 import { fork, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { Readable } from 'node:stream';
-import nodemailer from 'nodemailer';
-import type Mail from 'nodemailer/lib/mailer/index.js';
-import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import pg from 'pg';
 import { benchEnvironment, childRun, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
-import { steps, benchLeads, renderedMessages, bareSend } from './send-bare.ts';
-import { Semaphore } from '../src/modules/sending/in-flight.ts';
+import { steps, benchLeads, renderedMessages, bareSend, type BareMode } from './send-bare.ts';
 import { backfillTalliesSql } from '../src/modules/messages/tallies.ts';
 import { nativePlaceholders } from '../src/db/sql.ts';
 
@@ -131,14 +125,18 @@ async function bareRun(): Promise<BareRun> {
  * message (with BENCH_WARM=1 both run once untimed first). Its CPU and thread times come from
  * /proc, as the worker's do.
  */
-async function bareFreshRun(): Promise<BareRun> {
+function bareFreshRun(): Promise<BareRun> {
+  return freshRun('pool', () => waitForCount(COUNT).then(() => ask('reset')));
+}
+/** One timed run of a loop of bench/send-bare.ts in a new process; `settle` runs after its untimed run (BENCH_WARM=1). */
+async function freshRun(mode: BareMode, settle: () => Promise<unknown>): Promise<BareRun> {
   const child = fork(new URL('./send-bare.ts', import.meta.url).pathname, [], {
     execArgv: ['--import', 'tsx'],
-    env: { ...process.env, BENCH_SEND_BARE: JSON.stringify({ port, connections: CONNECTIONS, count: COUNT }) },
+    env: { ...process.env, BENCH_SEND_BARE: JSON.stringify({ port, connections: CONNECTIONS, count: COUNT, mode, url: env.url }) },
   });
   const out = await childRun(child, {
     warm: WARM,
-    settle: () => waitForCount(COUNT).then(() => ask('reset')),
+    settle,
     before: () => ({ threads: threadTimes(child.pid!), client: cpuOf(child.pid!), sink: cpuOf(sink.pid!) }),
     after: async (c0) => {
       await waitForCount(COUNT);
@@ -151,64 +149,23 @@ async function bareFreshRun(): Promise<BareRun> {
 
 /**
  * What the crash bound costs by itself (contract: after a crash at most the messages in flight
- * on the open connections can repeat). Two more bare runs, both sending bytes composed before
- * the clock starts (as mailgate's worker sends finished bytes) so neither pays for composing:
- *  - raw: the bytes through the same pooled transport, nothing else;
- *  - bound: the same, but each message's end of data (after which the server may accept it)
- *    waits for an acceptance place, one per connection, and a place is freed once the message's
- *    acceptance is committed to PostgreSQL: one single-row insert in its own transaction, on a
- *    pool of one client per connection (no batching, no queueing behind another write). No
- *    guard, no state, no other statement: the cheapest way to keep the bound.
- * bound / raw is the share of the wire's rate a sender keeps once it keeps the bound.
+ * on the open connections can repeat): two more bare loops (bench/send-bare.ts rawSend), each in
+ * a new process for each run as the baseline is (since session 41), sending bytes composed
+ * before the clock starts (as mailgate's worker sends finished bytes) so neither pays for
+ * composing: `raw`, the bytes through the same pooled transport, nothing else; `bound`, the same
+ * with each end of data waiting for an acceptance place freed by the message's committed
+ * acceptance. bound / raw is the share of the wire's rate a sender keeps once it keeps the bound.
  */
-const composed = await Promise.all(
-  rendered.map(async (m: Mail.Options) => {
-    const c = new MailComposer(m).compile();
-    return { envelope: c.getEnvelope(), messageId: m.messageId, bytes: await c.build() };
-  }),
-);
-async function rawRun(bound: boolean): Promise<{ ms: number; client: number; sink: number }> {
-  let db: pg.Pool | undefined;
+async function rawRun(bound: boolean): Promise<BareRun> {
   if (bound) {
     await env.pool.query('create table if not exists bench_bound (n int primary key)');
     await env.pool.query('truncate bench_bound');
-    db = new pg.Pool({ connectionString: env.url, max: CONNECTIONS });
-    await Promise.all(Array.from({ length: CONNECTIONS }, () => db!.query('select 1')));
   }
-  const transport = nodemailer.createTransport({ pool: true, host: '127.0.0.1', port, secure: false, ignoreTLS: true, maxConnections: CONNECTIONS, maxMessages: Infinity, auth: { user: 'u', pass: 'p' } });
-  // The acceptance places: the dispatcher's own semaphore.
-  const places = new Semaphore(CONNECTIONS);
-  const c0 = { self: process.cpuUsage(), sink: cpuOf(sink.pid!) };
-  const started = performance.now();
-  await Promise.all(
-    composed.map(async (m, n) => {
-      if (!db) return transport.sendMail({ envelope: m.envelope, messageId: m.messageId, raw: m.bytes });
-      let held = false;
-      let pushed = false;
-      const raw = new Readable({
-        read() {
-          if (pushed) return;
-          pushed = true;
-          this.push(m.bytes);
-          void places.acquire().then(() => ((held = true), this.push(null)));
-        },
-      });
-      try {
-        await transport.sendMail({ envelope: m.envelope, messageId: m.messageId, raw });
-        await db.query('insert into bench_bound (n) values ($1)', [n]);
-      } finally {
-        if (held) places.release();
-      }
-    }),
-  );
-  await waitForCount(COUNT);
-  const ms = performance.now() - started;
-  const self = process.cpuUsage(c0.self);
-  transport.close();
-  await db?.end();
-  const out = { ms, client: (self.user + self.system) / 1e6, sink: cpuOf(sink.pid!) - c0.sink };
-  await ask('reset');
-  return out;
+  return freshRun(bound ? 'bound' : 'raw', async () => {
+    await waitForCount(COUNT);
+    await ask('reset');
+    if (bound) await env.pool.query('truncate bench_bound');
+  });
 }
 const freshBefore = await bareFreshRun();
 if (WARM) await bareRun();
@@ -314,7 +271,7 @@ console.log(`mailgate worker (${CONNECTIONS} connections):       ${COUNT} messag
 const rawRate = COUNT / ((rawBefore.ms + rawAfter.ms) / 2 / 1000);
 const boundRate = COUNT / ((boundBefore.ms + boundAfter.ms) / 2 / 1000);
 const cpuOfRuns = (x: { client: number; sink: number }, y: { client: number; sink: number }) => `${cpuLine('client', (x.client + y.client) / 2)}${cpuLine('sink', (x.sink + y.sink) / 2)}`;
-console.log(`bare pool, bytes composed before the clock: ${rawRate.toFixed(0)} msg/s (runs ${rateOf(rawBefore.ms)} and ${rateOf(rawAfter.ms)}); CPU per message —${cpuOfRuns(rawBefore, rawAfter)}`);
+console.log(`bare pool in a new process, bytes composed before the clock: ${rawRate.toFixed(0)} msg/s (runs ${rateOf(rawBefore.ms)} and ${rateOf(rawAfter.ms)}); CPU per message —${cpuOfRuns(rawBefore, rawAfter)}`);
 console.log(`the same with the crash bound (${CONNECTIONS} acceptance places, one commit each): ${boundRate.toFixed(0)} msg/s (runs ${rateOf(boundBefore.ms)} and ${rateOf(boundAfter.ms)}); CPU per message —${cpuOfRuns(boundBefore, boundAfter)}`);
 console.log(`the crash bound alone keeps ${(boundRate / rawRate).toFixed(2)} of the raw rate; mailgate / bound: ${(mgRate / boundRate).toFixed(2)}`);
 console.log(`ratio mailgate / bare in this process (which slows the loop; the ratio until session 41): ${(mgRate / bareRate).toFixed(2)}`);
