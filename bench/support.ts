@@ -125,7 +125,16 @@ export async function childRun<S, R>(
   child: ChildProcess,
   run: { warm: boolean; settle: () => Promise<unknown>; before: () => S; after: (s: S) => Promise<R> },
 ): Promise<R & { ms: number }> {
-  const answer = <T>() => new Promise<T>((resolve) => child.once('message', (m) => resolve(m as T)));
+  // A child that dies (its loop failed) fails the benchmark instead of leaving it waiting.
+  const answer = <T>() =>
+    new Promise<T>((resolve, reject) => {
+      const died = (code: number | null) => reject(new Error(`the bare loop's process exited (${code}) before it answered`));
+      child.once('exit', died);
+      child.once('message', (m) => {
+        child.off('exit', died);
+        resolve(m as T);
+      });
+    });
   await answer();
   if (run.warm) {
     child.send({ cmd: 'warm' });
