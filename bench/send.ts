@@ -128,10 +128,12 @@ async function bareRun(): Promise<BareRun> {
 function bareFreshRun(): Promise<BareRun> {
   return freshRun('pool', () => waitForCount(COUNT).then(() => ask('reset')));
 }
+/** BENCH_BARE_NODE_ARGS: extra node flags for the bare loops' new processes (as BENCH_WORKER_NODE_ARGS for the worker). */
+const bareNodeArgs = process.env.BENCH_BARE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 /** One timed run of a loop of bench/send-bare.ts in a new process; `settle` runs after its untimed run (BENCH_WARM=1). */
 async function freshRun(mode: BareMode, settle: () => Promise<unknown>): Promise<BareRun> {
   const child = fork(new URL('./send-bare.ts', import.meta.url).pathname, [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', ...bareNodeArgs],
     env: { ...process.env, BENCH_SEND_BARE: JSON.stringify({ port, connections: CONNECTIONS, count: COUNT, mode, url: env.url }) },
   });
   const out = await childRun(child, {
