@@ -358,6 +358,8 @@ export class SendDispatcher {
     try {
       const rows = await loadForSending(this.statements, ids);
       const ready: ReadyMessage[] = [];
+      // The batch's messages share a few accounts: each account's credentials are decrypted once.
+      const urls = new Map<string, string>();
       for (const row of rows) {
         if (row.step_subject === null || row.step_body === null) {
           // The step was removed while the campaign was paused: the sequence ends here.
@@ -375,7 +377,8 @@ export class SendDispatcher {
           continue;
         }
         // The account's credentials are not this message's: a failure to read them is not caught here.
-        const smtpUrl = this.deps.crypto.decrypt(row.smtp_url_enc);
+        let smtpUrl = urls.get(row.smtp_url_enc);
+        if (smtpUrl === undefined) urls.set(row.smtp_url_enc, (smtpUrl = this.deps.crypto.decrypt(row.smtp_url_enc)));
         try {
           ready.push({ ...composeMessage(row, smtpUrl, this.deps), claimedAt });
         } catch (err) {
