@@ -11,9 +11,10 @@
 //    real `serve --role worker` process (Agenda job, fan-out, claims, leases, signed POSTs,
 //    recorded attempts) trusting the receiver's CA through NODE_EXTRA_CA_CERTS;
 //  - paced: 2,000 events committed at 200/s, to show the commit-to-receipt lag at steady load;
-//  - floor: 10,000 more events committed the same way, delivered by a loop in this process that
-//    does the least database work any design recording each event's fan-out and each delivery's
-//    outcome must do (floorRun): it bounds the ratio mailgate can reach in this bench.
+//  - floor: 10,000 more events committed the same way, delivered by a loop in a new process (as
+//    the worker is one; until session 42 it ran in this process) that does the least database
+//    work any design recording each event's fan-out and each delivery's outcome must do
+//    (floorLoop): it bounds the ratio mailgate can reach in this bench.
 // For reference it also runs the bare loop over undici (the daemon's HTTP client), which costs
 // less per request than node:https; the issue's ratio is against the node:https loop.
 // Prints deliveries per second for each, the ratio (target >= 0.7, issue 20), p50/p95 lag from each
@@ -67,6 +68,8 @@ if (process.env.BENCH_WEBHOOK_RECEIVER) {
   });
 } else if (process.env.BENCH_WEBHOOK_BARE) {
   await bareProcess();
+} else if (process.env.BENCH_WEBHOOK_FLOOR) {
+  await floorProcess();
 } else {
   await main();
 }
@@ -145,6 +148,115 @@ async function bareProcess() {
   process.send!({ ready: true });
 }
 
+/** What the floor's loop needs besides a bare loop's: the database, and the workspace it writes in. */
+interface FloorTarget extends BareTarget {
+  databaseUrl: string;
+  workspaceId: string;
+}
+
+/**
+ * The floor: a bare loop over undici (CONCURRENCY in flight) plus the least database work any
+ * design must do that records each event's fan-out and each delivery with its outcome: per batch
+ * of 64 events one statement that takes and marks them, and per 64 outcomes one insert of
+ * finished deliveries into webhook_deliveries (its indexes are the API's), on a pool with
+ * asynchronous commit like the dispatcher's. It is not crash-safe (an event is marked before its
+ * POST) and keeps no lease or retry state: no design that is can do less. It takes the events
+ * as they are committed (by the benchmark's process, exactly as for mailgate) until it has
+ * posted COUNT and written their outcomes; returns its wall time from its start.
+ */
+async function floorLoop(target: FloorTarget): Promise<number> {
+  const { envelope, deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
+  const { newId } = await import('../src/adapters/ids.ts');
+  const { Pool } = await import('undici');
+  const fpool = new pg.Pool({ connectionString: target.databaseUrl, max: 3, options: '-c synchronous_commit=off' });
+  // undici, the daemon's client (cheaper per request than node:https): the floor's loop is the better of the two bare loops.
+  const http = new Pool(`https://127.0.0.1:${target.port}`, { connections: CONCURRENCY, connect: { ca: target.ca } });
+  await Promise.all(Array.from({ length: 3 }, () => fpool.query('select 1')));
+  type Ev = { id: string; type: 'message.sent'; data: Record<string, unknown>; created_at: Date };
+  const queue: Ev[] = [];
+  const outcomes: Array<{ id: string; eventId: string; at: string; status: number; ms: number }> = [];
+  const writes: Array<Promise<unknown>> = [];
+  let taken = 0;
+  let fetching = false;
+  const waiting: Array<() => void> = [];
+  const nudge = () => {
+    for (const w of waiting.splice(0)) w();
+  };
+  const flush = () => {
+    const batch = outcomes.splice(0);
+    writes.push(
+      fpool.query(
+        `insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, attempt_count, attempts, created_at, updated_at)
+         select t.id, $1, $2, t.event_id, 'delivered', 1, jsonb_build_array(jsonb_build_object('at', t.at, 'statusCode', t.status, 'error', null, 'durationMs', t.ms)), now(), now()
+           from unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::int[]) as t(id, event_id, at, status, ms)`,
+        [target.workspaceId, target.webhookId, batch.map((o) => o.id), batch.map((o) => o.eventId), batch.map((o) => o.at), batch.map((o) => o.status), batch.map((o) => o.ms)],
+      ),
+    );
+  };
+  const fetchMore = async () => {
+    fetching = true;
+    try {
+      while (taken < COUNT && queue.length < 4 * CONCURRENCY) {
+        const { rows } = await fpool.query<Ev>(
+          `with ev as (select id from events where fanned_out_at is null order by created_at limit 64 for update skip locked)
+           update events e set fanned_out_at = now() from ev where e.id = ev.id returning e.id, e.type, e.data, e.created_at`,
+        );
+        taken += rows.length;
+        queue.push(...rows);
+        nudge();
+        if (!rows.length) await new Promise((r) => setTimeout(r, 2));
+      }
+    } finally {
+      fetching = false;
+    }
+  };
+  const post = async (e: Ev) => {
+    const body = envelope({ eventId: e.id, event: e.type, eventCreatedAt: e.created_at, webhookId: target.webhookId, data: e.data });
+    const headers = deliveryHeaders({ secret: target.secret, body, eventId: e.id, at: new Date(), attempt: 1 });
+    const res = await http.request({ path: '/hook', method: 'POST', headers, body });
+    await res.body.dump();
+    return res.statusCode;
+  };
+  const t0 = performance.now();
+  void fetchMore();
+  let posted = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (posted < COUNT) {
+        if (!queue.length) {
+          if (!fetching) void fetchMore();
+          await new Promise<void>((r) => waiting.push(r));
+          continue;
+        }
+        if (queue.length < 2 * CONCURRENCY && !fetching) void fetchMore();
+        const e = queue.shift()!;
+        posted++;
+        const at = new Date();
+        const status = await post(e);
+        outcomes.push({ id: newId('dlv'), eventId: e.id, at: at.toISOString(), status, ms: Date.now() - at.getTime() });
+        if (outcomes.length >= 64) flush();
+        nudge();
+      }
+    }),
+  );
+  if (outcomes.length) flush();
+  await Promise.all(writes);
+  const ms = performance.now() - t0;
+  await http.close();
+  await fpool.end();
+  return ms;
+}
+
+/** The floor's loop in a process of its own, for one run: the parent says `go` as it starts committing the events. */
+async function floorProcess() {
+  const target = JSON.parse(process.env.BENCH_WEBHOOK_FLOOR!) as FloorTarget;
+  process.on('message', (m: { cmd: string }) => {
+    if (m.cmd === 'exit') process.exit(0);
+    void floorLoop(target).then((ms) => process.send!({ done: m.cmd, ms }));
+  });
+  process.send!({ ready: true });
+}
+
 function cpuMs(u: NodeJS.CpuUsage): number {
   return (u.user + u.system) / 1000;
 }
@@ -158,7 +270,7 @@ function procCpuMs(pid: number): number {
 async function main() {
   const { testCertificates } = await import('../test/support/https.ts');
   const { benchEnvironment, childRun, percentile, threadTimes, threadTimesPer, describeThreadTimes } = await import('./support.ts');
-  const { envelope, deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
+  const { deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
   const { newId } = await import('../src/adapters/ids.ts');
   const { owedWebhooksSql } = await import('../src/modules/events/outbox.ts');
 
@@ -305,102 +417,35 @@ async function main() {
   };
 
   /**
-   * The floor: the bare loop over undici (CONCURRENCY in flight, this process) plus the least
-   * database work any design must do that records each event's fan-out and each delivery with
-   * its outcome: per batch of 64 events one statement that takes and marks them, and per 64
-   * outcomes one insert of finished deliveries into webhook_deliveries (its indexes are the
-   * API's), on a pool with asynchronous commit like the dispatcher's. It is not crash-safe (an
-   * event is marked before its POST) and keeps no lease or retry state: no design that is can
-   * do less. The events are committed exactly as for mailgate, and timed the same way. The
-   * ratio floor / bare bounds what mailgate can reach in this bench on this machine.
+   * The floor (floorLoop) in a new process, as the worker is one: the events are committed by
+   * this process exactly as for mailgate, from the moment the floor's process is told to go,
+   * and timed the same way (to the receipt of the last). The ratio floor / bare bounds what
+   * mailgate can reach in this bench on this machine.
    */
   const floorRun = async () => {
-    const fpool = new pg.Pool({ connectionString: env.url, max: 3, options: '-c synchronous_commit=off' });
-    // undici, the daemon's client (cheaper per request than node:https): the floor's loop is the better of the two bare loops.
-    const http = undiciPool();
-    type Ev = { id: string; type: 'message.sent'; data: Record<string, unknown>; created_at: Date };
-    const queue: Ev[] = [];
-    const outcomes: Array<{ id: string; eventId: string; at: string; status: number; ms: number }> = [];
-    const writes: Array<Promise<unknown>> = [];
-    let taken = 0;
-    let fetching = false;
-    const waiting: Array<() => void> = [];
-    const nudge = () => {
-      for (const w of waiting.splice(0)) w();
-    };
-    const flush = () => {
-      const batch = outcomes.splice(0);
-      writes.push(
-        fpool.query(
-          `insert into webhook_deliveries (id, workspace_id, webhook_id, event_id, state, attempt_count, attempts, created_at, updated_at)
-           select t.id, $1, $2, t.event_id, 'delivered', 1, jsonb_build_array(jsonb_build_object('at', t.at, 'statusCode', t.status, 'error', null, 'durationMs', t.ms)), now(), now()
-             from unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::int[]) as t(id, event_id, at, status, ms)`,
-          [env.workspaceId, webhookId, batch.map((o) => o.id), batch.map((o) => o.eventId), batch.map((o) => o.at), batch.map((o) => o.status), batch.map((o) => o.ms)],
-        ),
-      );
-    };
-    const fetchMore = async () => {
-      fetching = true;
-      try {
-        while (taken < COUNT && queue.length < 4 * CONCURRENCY) {
-          const { rows } = await fpool.query<Ev>(
-            `with ev as (select id from events where fanned_out_at is null order by created_at limit 64 for update skip locked)
-             update events e set fanned_out_at = now() from ev where e.id = ev.id returning e.id, e.type, e.data, e.created_at`,
-          );
-          taken += rows.length;
-          queue.push(...rows);
-          nudge();
-          if (!rows.length) await new Promise((r) => setTimeout(r, 2));
-        }
-      } finally {
-        fetching = false;
-      }
-    };
-    const post = (e: Ev) => undiciPost(http, envelope({ eventId: e.id, event: e.type, eventCreatedAt: e.created_at, webhookId, data: e.data }), e.id);
-    const pgAt = pgCpu();
-    const receiverAt = procCpuMs(receiver.pid!);
-    const cpu0 = process.cpuUsage();
-    const t0 = performance.now();
-    const committing = (async () => {
-      const out: Array<{ ids: string[]; at: number }> = [];
-      for (let i = 0; i < COUNT; i += 500) {
-        out.push(await commitEvents(2 * COUNT + i, Math.min(500, COUNT - i)));
-        if (!fetching) void fetchMore();
-      }
-      return out;
-    })();
-    let posted = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (posted < COUNT) {
-          if (!queue.length) {
-            if (!fetching) void fetchMore();
-            await new Promise<void>((r) => waiting.push(r));
-            continue;
-          }
-          if (queue.length < 2 * CONCURRENCY && !fetching) void fetchMore();
-          const e = queue.shift()!;
-          posted++;
-          const at = new Date();
-          const status = await post(e);
-          outcomes.push({ id: newId('dlv'), eventId: e.id, at: at.toISOString(), status, ms: Date.now() - at.getTime() });
-          if (outcomes.length >= 64) flush();
-          nudge();
-        }
-      }),
-    );
-    if (outcomes.length) flush();
-    await Promise.all(writes);
-    await waitForCount(COUNT);
-    const ms = performance.now() - t0;
-    const cpu = cpuMs(process.cpuUsage(cpu0));
-    const receiverMs = procCpuMs(receiver.pid!) - receiverAt;
-    let pgMs = 0;
-    for (const [pid, v] of pgCpu()) pgMs += v - (pgAt.get(pid) ?? 0);
-    const floorLag = await lags(await committing);
-    await http.close();
-    await fpool.end();
-    return { ms, cpu, pgMs, receiverMs, lag: floorLag };
+    const floorTarget: FloorTarget = { ...target, databaseUrl: env.url, workspaceId: env.workspaceId };
+    const child = fork(fileURLToPath(import.meta.url), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, BENCH_WEBHOOK_FLOOR: JSON.stringify(floorTarget) } });
+    const out = await childRun(child, {
+      warm: false,
+      settle: async () => {},
+      before: () => {
+        const at = { pg: pgCpu(), receiver: procCpuMs(receiver.pid!), cpu: procCpuMs(child.pid!), t0: performance.now() };
+        const committing = (async () => {
+          const made: Array<{ ids: string[]; at: number }> = [];
+          for (let i = 0; i < COUNT; i += 500) made.push(await commitEvents(2 * COUNT + i, Math.min(500, COUNT - i)));
+          return made;
+        })();
+        return { ...at, committing };
+      },
+      after: async (s0) => {
+        await waitForCount(COUNT);
+        const ms = performance.now() - s0.t0;
+        let pgMs = 0;
+        for (const [pid, v] of pgCpu()) pgMs += v - (s0.pg.get(pid) ?? 0);
+        return { wallMs: ms, cpu: procCpuMs(child.pid!) - s0.cpu, pgMs, receiverMs: procCpuMs(receiver.pid!) - s0.receiver, lag: await lags(await s0.committing) };
+      },
+    });
+    return { ms: out.wallMs, cpu: out.cpu, pgMs: out.pgMs, receiverMs: out.receiverMs, lag: out.lag };
   };
 
   const workerCpu = () => procCpuMs(worker.pid!);
@@ -533,8 +578,8 @@ async function main() {
   console.log(`ratio mailgate / bare, both timed from a new process: ${(mgRate / freshRate).toFixed(2)} (target >= 0.7, issue 20)`);
   const floorRate = COUNT / (floor.ms / 1000);
   console.log(
-    `floor (the bare undici loop + one statement per 64 events to take them + one insert per 64 finished deliveries): ${COUNT} in ${(floor.ms / 1000).toFixed(2)} s = ${floorRate.toFixed(0)} deliveries/s, ` +
-      `ratio floor / bare ${(floorRate / bareRate).toFixed(2)}, mailgate / floor ${(mgRate / floorRate).toFixed(2)}; CPU per delivery: loop ${us(floor.cpu)} + PostgreSQL ${us(floor.pgMs)} + receiver ${us(floor.receiverMs)}; lag ${fmt(floor.lag)}`,
+    `floor (in a new process: the bare undici loop + one statement per 64 events to take them + one insert per 64 finished deliveries): ${COUNT} in ${(floor.ms / 1000).toFixed(2)} s = ${floorRate.toFixed(0)} deliveries/s, ` +
+      `ratio floor / bare (both in new processes) ${(floorRate / freshRate).toFixed(2)}, mailgate / floor ${(mgRate / floorRate).toFixed(2)}; CPU per delivery: loop ${us(floor.cpu)} + PostgreSQL ${us(floor.pgMs)} + receiver ${us(floor.receiverMs)}; lag ${fmt(floor.lag)}`,
   );
   console.log(`WAL per delivery (the events' commits included): mailgate ${(mgWal / COUNT).toFixed(0)} bytes, floor ${(floorWal / COUNT).toFixed(0)} bytes`);
   console.log(`paced ${PACED} events at ${PACED_RATE}/s: lag commit -> receipt ${fmt(pacedLag)}`);
