@@ -8,10 +8,9 @@
 // and of the sink, and the rate, medians of the rounds.
 // Run: npx tsx bench/held-end.ts (BENCH_COUNT, default 3000; BENCH_ROUNDS, default 5)
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { SmtpMessenger, WHOLE_WRITE_MAX_BYTES, type OutgoingMail } from '../src/adapters/smtp.ts';
-import { median } from './support.ts';
+import { cpuOf, median } from './support.ts';
 
 const COUNT = Number(process.env.BENCH_COUNT ?? 3000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -24,13 +23,6 @@ const ask = (cmd: string) =>
     sink.once('message', (m) => resolve(m as { count: number }));
     sink.send({ cmd });
   });
-
-/** CPU seconds of a process, from /proc (ticks of 10 ms). */
-function cpuOf(pid: number): number {
-  const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
 
 const body = (i: number) =>
   `<html><body><p>Hi First${i},</p><p>I noticed Company ${i} is growing its sales team. Would a short call next week make sense?</p>` +

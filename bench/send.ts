@@ -13,7 +13,7 @@
 import { fork, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { benchEnvironment, childRun, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
+import { benchEnvironment, childRun, cpuOf, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
 import { steps, benchLeads, renderedMessages, bareSend, type BareMode } from './send-bare.ts';
 import { backfillTalliesSql } from '../src/modules/messages/tallies.ts';
 import { nativePlaceholders } from '../src/db/sql.ts';
@@ -34,17 +34,6 @@ const ask = (cmd: string) =>
     sink.send({ cmd });
   });
 const port = await new Promise<number>((resolve) => sink.once('message', (m) => resolve((m as { port: number }).port)));
-/** CPU seconds used by a process (and its reaped children), from /proc (clock ticks of 10 ms). */
-function cpuOf(pid: number, withChildren = false): number {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
-    return ticks / 100;
-  } catch {
-    return 0;
-  }
-}
 /** The embedded PostgreSQL's postmaster (a child of this process) and its backends. */
 function postgresCpu(): number | null {
   const stat = (pid: string) => {

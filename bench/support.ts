@@ -150,6 +150,17 @@ export async function childRun<S, R>(
   return { ...out, ms };
 }
 
+/** CPU seconds used by a process (and its reaped children), from /proc (clock ticks of 10 ms). */
+export function cpuOf(pid: number, withChildren = false): number {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
+    return ticks / 100;
+  } catch {
+    return 0;
+  }
+}
 export function percentile(values: number[], p: number): number {
   const s = [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
