@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { analyzeMessage } from '../src/modules/inbound/analyze.ts';
 import type { ClassifierInput, ReplyClassifier } from '../src/modules/inbound/classifier.ts';
 import * as classifiers from '../src/modules/inbound/classifier.ts';
+import { median } from './results.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIR = path.join(ROOT, 'fixtures/mail/replies/holdout');
@@ -20,7 +21,6 @@ const RUNS = 3;
 const files = readdirSync(DIR).flatMap((lang) => readdirSync(path.join(DIR, lang)).map((f) => path.join(DIR, lang, f))).sort();
 const input = Array.from({ length: N }, (_, i) => files[i % files.length]);
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const cli: number[] = [];
 for (let r = 0; r < RUNS; r++) {
   const t0 = performance.now();

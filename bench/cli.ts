@@ -12,6 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median } from './results.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bin = path.join(root, 'bin', 'mailgate.js');
@@ -27,11 +28,6 @@ const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mailgate-bench-cli-'));
 const env: NodeJS.ProcessEnv = { ...process.env, MAILGATE_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' };
 delete env.DATABASE_URL;
 delete env.NODE_ENV;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
 
 /** Runs a command to its end; wall time in ms from spawn to exit. */
 function timed(cmd: string, args: string[]): Promise<{ ms: number; code: number | null; out: string }> {

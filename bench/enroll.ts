@@ -8,6 +8,7 @@
 //      primary-key SELECT of the same counters row.
 import { performance } from 'node:perf_hooks';
 import { benchEnvironment, median, percentile, ms } from './support.ts';
+import { benchResult } from './results.ts';
 import { backlogCampaigns, writeBacklogChunk } from '../src/modules/messages/queue.ts';
 
 const env = await benchEnvironment();
@@ -67,6 +68,7 @@ console.log(
   `(a) 10,000-lead bulk enroll: API median ${ms(median(apiTimes))} vs bare INSERT ... ON CONFLICT of the same leads and enrollments ${ms(median(bareTimes))}: ` +
     `ratio ${ratioA.toFixed(2)}x (target <= 1.5x, issue 20); the bare leads statement alone ${ms(median(leadsOnlyTimes))}`,
 );
+benchResult('enroll', { ratio: ratioA, apiMs: median(apiTimes), bareMs: median(bareTimes) });
 
 // (b)
 const { id: big } = await env.api('POST', '/v1/campaigns', { name: 'bench b', sequenceSteps: [{ subject: 'Hi', bodyHtml: '<p>Hi</p>' }] });
@@ -83,6 +85,7 @@ console.log(
   `(b) 100,000 leads in 10 requests: ${ms(enrollMs)}; start in ${ms(startMs)} (target < 1 s, issue 20): its stats (read by ${ms(statsMs)}) ` +
     `count ${s.queued} first steps queued, ${written} of them written by the request`,
 );
+benchResult('start', { ms: startMs, queued: Number(s.queued) });
 // The rest, as a worker writes them (sending/dispatcher.ts writeBacklog): chunk after chunk,
 // each in its own transaction, until the backlog is gone.
 let chunks = 0;

@@ -7,9 +7,10 @@
 // inboxStatement: page and exact total in one statement) through pg. Prints p50/p95 of both,
 // the ratio, and the slowest combinations with the plan of their bare statement. Then a churn
 // check (the searches again after 2,000 writes with no vacuum) and a scale check (the searches
-// again once 20 more SDRs hold 400,000 threads).
+// again once 20 more SDRs hold 400,000 threads). BENCH_TARGET_ONLY=1 stops after the p50/p95.
 import { performance } from 'node:perf_hooks';
 import { benchEnvironment, percentile, ms } from './support.ts';
+import { benchResult } from './results.ts';
 import { inboxStatement } from '../src/modules/sdrs/threads.ts';
 import { nativePlaceholders } from '../src/db/sql.ts';
 
@@ -180,6 +181,12 @@ console.log(
     `bare statement through pg p50 ${ms(p(bareTimes, 50))}, p95 ${ms(p(bareTimes, 95))}; ` +
     `ratio p50 ${(p(apiTimes, 50) / p(bareTimes, 50)).toFixed(2)}x, p95 ${(p(apiTimes, 95) / p(bareTimes, 95)).toFixed(2)}x`,
 );
+benchResult('inbox', { p95Ms: p(apiTimes, 95), p50Ms: p(apiTimes, 50), bareP95Ms: p(bareTimes, 95) });
+// BENCH_TARGET_ONLY=1 (bench/series.ts): the target's figures only, without the breakdown and the two checks.
+if (process.env.BENCH_TARGET_ONLY === '1') {
+  await env.close();
+  process.exit(0);
+}
 
 {
   // The unfiltered inbox, first page: the common case.

@@ -15,6 +15,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { benchEnvironment, childRun, cpuOf, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
 import { steps, benchLeads, renderedMessages, bareSend, type BareMode } from './send-bare.ts';
+import { benchResult } from './results.ts';
 import { backfillTalliesSql } from '../src/modules/messages/tallies.ts';
 import { nativePlaceholders } from '../src/db/sql.ts';
 
@@ -292,5 +293,13 @@ if (stmts) {
   console.log(`statements per message (pg_stat_statements, the worker's and the start request's): ${(stmts.calls / COUNT).toFixed(2)}; execution ${((stmts.execMs * 1000) / COUNT).toFixed(0)} us, planning ${((stmts.planMs * 1000) / COUNT).toFixed(0)} us per message`);
   for (const q of stmts.top) console.log(`  ${String(q.calls).padStart(7)} calls ${q.ms.toFixed(0).padStart(6)} ms ${String(q.plans).padStart(6)} plans ${q.plan_ms.toFixed(0).padStart(5)} ms ${String(q.jit_fns).padStart(5)} jit fns ${q.jit_ms.toFixed(0).padStart(5)} jit ms  ${q.query}`);
 }
+benchResult(`send at ${CONNECTIONS}`, {
+  ratio: mgRate / freshRate,
+  mailgateRate: mgRate,
+  bareRate: freshRate,
+  peakRssMb,
+  cpuPerMessageMs: mgCpu.pg === null ? null : ((mgCpu.worker + mgCpu.pg + mgCpu.sink) * 1000) / COUNT,
+  bareCpuPerMessageMs: ((freshCpu.client + freshCpu.sink) * 1000) / COUNT,
+});
 sink.send({ cmd: 'exit' });
 await env.close();

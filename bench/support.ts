@@ -161,14 +161,7 @@ export function cpuOf(pid: number, withChildren = false): number {
     return 0;
   }
 }
-export function percentile(values: number[], p: number): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-}
-
-export function median(values: number[]): number {
-  return percentile(values, 50);
-}
+export { percentile, median } from './results.ts';
 
 export const ms = (n: number) => `${n.toFixed(1)} ms`;
 

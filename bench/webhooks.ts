@@ -270,6 +270,7 @@ function procCpuMs(pid: number): number {
 async function main() {
   const { testCertificates } = await import('../test/support/https.ts');
   const { benchEnvironment, childRun, percentile, threadTimes, threadTimesPer, describeThreadTimes } = await import('./support.ts');
+  const { benchResult } = await import('./results.ts');
   const { deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
   const { newId } = await import('../src/adapters/ids.ts');
   const { owedWebhooksSql } = await import('../src/modules/events/outbox.ts');
@@ -584,6 +585,7 @@ async function main() {
   console.log(`WAL per delivery (the events' commits included): mailgate ${(mgWal / COUNT).toFixed(0)} bytes, floor ${(floorWal / COUNT).toFixed(0)} bytes`);
   console.log(`paced ${PACED} events at ${PACED_RATE}/s: lag commit -> receipt ${fmt(pacedLag)}`);
   console.log(`rows: ${rows[0].delivered}/${rows[0].deliveries} deliveries delivered, ${rows[0].attempts} attempts; worker peak RSS ${rss.toFixed(0)} MB`);
+  benchResult('webhooks', { ratio: mgRate / freshRate, mailgateRate: mgRate, bareRate: freshRate, floorRatio: floorRate / freshRate, peakRssMb: rss });
   receiver.send({ cmd: 'exit' });
   await env.close();
 }
