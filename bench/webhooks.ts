@@ -23,6 +23,8 @@
 import https from 'node:https';
 import { fork, spawn } from 'node:child_process';
 import pg from 'pg';
+import type { Pool as UndiciPool } from 'undici';
+import { deliveryHeaders, envelope } from '../src/modules/webhooks/payload.ts';
 import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -95,9 +97,22 @@ function dataOf(i: number) {
   };
 }
 
+/** A pool of CONCURRENCY connections to the receiver over undici, the daemon's HTTP client. */
+async function undiciPool(target: BareTarget): Promise<UndiciPool> {
+  const { Pool } = await import('undici');
+  return new Pool(`https://127.0.0.1:${target.port}`, { connections: CONCURRENCY, connect: { ca: target.ca } });
+}
+
+/** One signed POST over undici (the undici reference loop's and the floor's); answers the status. */
+async function undiciPost(target: BareTarget, pool: UndiciPool, body: Buffer, eventId: string): Promise<number> {
+  const headers = deliveryHeaders({ secret: target.secret, body, eventId, at: new Date(), attempt: 1 });
+  const res = await pool.request({ path: '/hook', method: 'POST', headers, body });
+  await res.body.dump();
+  return res.statusCode;
+}
+
 /** The bare loops' envelopes, made before their clocks start. */
 async function bareBodies(webhookId: string): Promise<Buffer[]> {
-  const { envelope } = await import('../src/modules/webhooks/payload.ts');
   return Array.from({ length: COUNT }, (_, i) => envelope({ eventId: `evt_bare${i}`, event: 'message.sent', eventCreatedAt: new Date(), webhookId, data: dataOf(i) }));
 }
 
@@ -107,7 +122,6 @@ async function bareBodies(webhookId: string): Promise<Buffer[]> {
  * request to its last answer.
  */
 async function bareLoop(target: BareTarget, bodies: Buffer[]): Promise<number> {
-  const { deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
   const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: target.ca });
   const post = (body: Buffer, i: number) =>
     new Promise<void>((resolve, reject) => {
@@ -165,12 +179,10 @@ interface FloorTarget extends BareTarget {
  * posted COUNT and written their outcomes; returns its wall time from its start.
  */
 async function floorLoop(target: FloorTarget): Promise<number> {
-  const { envelope, deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
   const { newId } = await import('../src/adapters/ids.ts');
-  const { Pool } = await import('undici');
   const fpool = new pg.Pool({ connectionString: target.databaseUrl, max: 3, options: '-c synchronous_commit=off' });
   // undici, the daemon's client (cheaper per request than node:https): the floor's loop is the better of the two bare loops.
-  const http = new Pool(`https://127.0.0.1:${target.port}`, { connections: CONCURRENCY, connect: { ca: target.ca } });
+  const http = await undiciPool(target);
   await Promise.all(Array.from({ length: 3 }, () => fpool.query('select 1')));
   type Ev = { id: string; type: 'message.sent'; data: Record<string, unknown>; created_at: Date };
   const queue: Ev[] = [];
@@ -210,13 +222,7 @@ async function floorLoop(target: FloorTarget): Promise<number> {
       fetching = false;
     }
   };
-  const post = async (e: Ev) => {
-    const body = envelope({ eventId: e.id, event: e.type, eventCreatedAt: e.created_at, webhookId: target.webhookId, data: e.data });
-    const headers = deliveryHeaders({ secret: target.secret, body, eventId: e.id, at: new Date(), attempt: 1 });
-    const res = await http.request({ path: '/hook', method: 'POST', headers, body });
-    await res.body.dump();
-    return res.statusCode;
-  };
+  const post = (e: Ev) => undiciPost(target, http, envelope({ eventId: e.id, event: e.type, eventCreatedAt: e.created_at, webhookId: target.webhookId, data: e.data }), e.id);
   const t0 = performance.now();
   void fetchMore();
   let posted = 0;
@@ -271,7 +277,6 @@ async function main() {
   const { testCertificates } = await import('../test/support/https.ts');
   const { benchEnvironment, childRun, percentile, threadTimes, threadTimesPer, describeThreadTimes } = await import('./support.ts');
   const { benchResult } = await import('./results.ts');
-  const { deliveryHeaders } = await import('../src/modules/webhooks/payload.ts');
   const { newId } = await import('../src/adapters/ids.ts');
   const { owedWebhooksSql } = await import('../src/modules/events/outbox.ts');
 
@@ -347,17 +352,7 @@ async function main() {
 
   // --- for reference, the same bare loop over undici (the client the daemon uses), which costs
   // less per request than node:https. The ratio above is the issue's (a plain node:https loop).
-  const { Pool } = await import('undici');
-  type UndiciPool = InstanceType<typeof Pool>;
-  const undiciPool = () => new Pool(`https://127.0.0.1:${port}`, { connections: CONCURRENCY, connect: { ca: certs.ca } });
-  /** One signed POST over undici (the undici reference loop's and the floor's); answers the status. */
-  const undiciPost = async (pool: UndiciPool, body: Buffer, eventId: string) => {
-    const headers = deliveryHeaders({ secret: signingSecret, body, eventId, at: new Date(), attempt: 1 });
-    const res = await pool.request({ path: '/hook', method: 'POST', headers, body });
-    await res.body.dump();
-    return res.statusCode;
-  };
-  const pool = undiciPool();
+  const pool = await undiciPool(target);
   let next = 0;
   const undiciCpu0 = process.cpuUsage();
   t = performance.now();
@@ -365,7 +360,7 @@ async function main() {
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < COUNT) {
         const i = next++;
-        const status = await undiciPost(pool, bodies[i], `evt_bare${i}`);
+        const status = await undiciPost(target, pool, bodies[i], `evt_bare${i}`);
         if (status !== 200) throw new Error(`status ${status}`);
       }
     }),
