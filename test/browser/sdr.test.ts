@@ -647,7 +647,14 @@ describe('dashboard in Chromium: the SDR desk', function () {
     await view.waitFor();
     await view.getByLabel('Your reply').fill('Half-written answer about pricing');
     await world.app.services().workspaces.revokeKey(busy.keyId);
-    await view.getByRole('button', { name: 'Send reply' }).click();
+    // The next request finds the session ended: this send, or the inbox's poll when it comes
+    // first, and then the form is already gone (a click waiting for it failed a CI run on
+    // 2026-12-01, the form detached under it). Either must keep the reply. Pressed inside the page, so it happens only while
+    // the form is there: a click left waiting could press Send after the sign-in below.
+    await p.evaluate((sel) => {
+      const send = [...document.querySelectorAll<HTMLButtonElement>(`${sel} button`)].find((x) => x.textContent?.trim() === 'Send reply');
+      send?.click();
+    }, `[data-thread-view="${thread}"]`);
     const ended = p.getByTestId('session-ended');
     await ended.waitFor();
     assert.match(await ended.innerText(), /^Your session ended .*sign in again.*not sent yet is kept/);
