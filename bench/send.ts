@@ -9,9 +9,11 @@
 // session 41).
 // Prints messages/s for both, the ratio, CPU per message of every
 // process, how long each side's main thread ran and waited for a core (bench/support.ts
-// threadTimes) and the worker's peak RSS.
+// threadTimes), the worker's peak RSS and its outcome statements (their count and mean time, read
+// from its metrics listener).
 import { fork, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { benchEnvironment, childRun, cpuOf, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
 import { steps, benchLeads, renderedMessages, bareSend, type BareMode } from './send-bare.ts';
@@ -191,8 +193,23 @@ const warmId = WARM ? (await env.api('POST', '/v1/campaigns', { name: 'warm-up',
 if (warmId) for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${warmId}/leads/bulk`, { leads: leads.slice(i, i + 10_000).map((l) => ({ ...l, email: `warm.${l.email}` })) });
 // BENCH_WORKER_NODE_ARGS: extra node flags for the worker (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
 const workerNodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+// The worker's metrics listener (docs/operating.md): its outcome statements are read from it.
+const metricsPort = await new Promise<number>((resolve) => {
+  const probe = createServer().listen(0, '127.0.0.1', () => {
+    const { port } = probe.address() as AddressInfo;
+    probe.close(() => resolve(port));
+  });
+});
 const worker = spawn('node', [...workerNodeArgs, 'bin/mailgate.js', 'serve', '--role', 'worker'], {
-  env: { ...process.env, DATABASE_URL: env.url, MAILGATE_SECRET_KEY: env.secretKey.toString('hex'), PORT: '0', LOG_LEVEL: 'warn', MAILGATE_SMTP_MAX_CONNECTIONS: String(CONNECTIONS) },
+  env: {
+    ...process.env,
+    DATABASE_URL: env.url,
+    MAILGATE_SECRET_KEY: env.secretKey.toString('hex'),
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    MAILGATE_SMTP_MAX_CONNECTIONS: String(CONNECTIONS),
+    MAILGATE_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+  },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 await new Promise((r) => setTimeout(r, 3000)); // let the worker boot before the clock starts
@@ -202,6 +219,25 @@ if (warmId) {
   await new Promise((r) => setTimeout(r, 1500));
   await ask('reset');
 }
+/**
+ * The worker's outcome statements so far (mailgate_outcome_write_seconds and _messages): how many,
+ * the messages they recorded, their time, and how many took at most 1 ms.
+ */
+const outcomeWrites = async () => {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const value = (name: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    if (line === undefined) throw new Error(`the worker's metrics have no ${name}`);
+    return Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  return {
+    statements: value('mailgate_outcome_write_seconds_count'),
+    seconds: value('mailgate_outcome_write_seconds_sum'),
+    messages: value('mailgate_outcome_write_messages_sum'),
+    within1ms: value('mailgate_outcome_write_seconds_bucket{le="0.001"}'),
+  };
+};
+const writes0 = await outcomeWrites();
 const cpu0 = { sink: cpuOf(sink.pid!), pg: postgresCpu() };
 const pgKinds0 = postgresCpuByKind();
 const worker0 = cpuOf(worker.pid!);
@@ -211,6 +247,13 @@ const t = performance.now();
 await env.api('POST', `/v1/campaigns/${id}/start`);
 await waitForCount(COUNT);
 const mailgateMs = performance.now() - t;
+const writes1 = await outcomeWrites();
+const writes = {
+  statements: writes1.statements - writes0.statements,
+  seconds: writes1.seconds - writes0.seconds,
+  messages: writes1.messages - writes0.messages,
+  within1ms: writes1.within1ms - writes0.within1ms,
+};
 const pgNow = postgresCpu();
 const pgKinds1 = postgresCpuByKind();
 const workerThreads = threadTimesPer(workerThreads0, threadTimes(worker.pid!), COUNT);
@@ -284,6 +327,12 @@ console.log(
     `${describeThreadTimes('in this process (before / after):', bareBefore.threads)}; ${describeThreadTimes('/', bareAfter.threads)}; ` +
     describeThreadTimes('mailgate worker:', workerThreads),
 );
+// The wait that paces each connection (docs/benchmarks.md, "Session 44"): a message ends its data
+// only once its connection's previous outcome is committed.
+console.log(
+  `outcome statements (the worker's metrics): ${writes.statements} for ${writes.messages} messages (${(writes.messages / writes.statements).toFixed(2)} per statement), ` +
+    `mean ${((writes.seconds * 1000) / writes.statements).toFixed(3)} ms from start to commit, ${((100 * writes.within1ms) / writes.statements).toFixed(0)}% within 1 ms`,
+);
 if (CAMPAIGNS > 1) console.log(`${CAMPAIGNS} campaigns of ${COUNT} messages in a row through one worker: RSS after each ${afterEach.map((v) => v.toFixed(0)).join(', ')} MB; peak over all ${seriesPeakMb.toFixed(0)} MB (BENCH_CAMPAIGNS)`);
 if (process.env.BENCH_PG_BREAKDOWN) {
   const parts = [...pgKinds1].map(([k, v]) => `${k} ${(((v - (pgKinds0.get(k) ?? 0)) * 1000) / COUNT).toFixed(3)} ms`);
@@ -300,6 +349,8 @@ benchResult(`send at ${CONNECTIONS}`, {
   peakRssMb,
   cpuPerMessageMs: mgCpu.pg === null ? null : ((mgCpu.worker + mgCpu.pg + mgCpu.sink) * 1000) / COUNT,
   bareCpuPerMessageMs: ((freshCpu.client + freshCpu.sink) * 1000) / COUNT,
+  outcomeWriteMs: (writes.seconds * 1000) / writes.statements,
+  messagesPerWrite: writes.messages / writes.statements,
 });
 sink.send({ cmd: 'exit' });
 await env.close();

@@ -61,6 +61,18 @@ export class Metrics {
     buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300],
     registers: [this.registry],
   });
+  readonly outcomeWrite = new Histogram({
+    name: 'mailgate_outcome_write_seconds',
+    help: "One statement recording accepted messages (and answering the guards asked meanwhile), to its commit: each connection's next message ends its data only after its previous one's",
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5],
+    registers: [this.registry],
+  });
+  readonly outcomeWriteMessages = new Histogram({
+    name: 'mailgate_outcome_write_messages',
+    help: 'Accepted messages recorded by one outcome statement (group commit)',
+    buckets: [1, 2, 3, 4, 6, 8, 16, 32, 64],
+    registers: [this.registry],
+  });
   readonly webhookAttempts = this.counter('mailgate_webhook_attempts_total', 'Webhook delivery attempts by outcome (delivered, retry, dead)', ['outcome']);
   readonly webhookLag = new Histogram({
     name: 'mailgate_webhook_delivery_lag_seconds',

@@ -78,6 +78,13 @@ describe('metrics and access logs', function () {
     assert.equal(sample(text, 'mailgate_smtp_outcomes_total', 'outcome="rejected"'), 1);
     assert.equal(sample(text, 'mailgate_smtp_transaction_seconds_count', 'outcome="accepted"'), 3);
     assert.equal(sample(text, 'mailgate_claim_to_send_seconds_count'), 4);
+    // The accepted messages' outcome statements: every one counted once, its three messages
+    // among them (group commit), each statement's time under its sum.
+    const writes = sample(text, 'mailgate_outcome_write_seconds_count')!;
+    assert.ok(writes >= 1 && writes <= 3, String(writes));
+    assert.equal(sample(text, 'mailgate_outcome_write_messages_count'), writes);
+    assert.equal(sample(text, 'mailgate_outcome_write_messages_sum'), 3);
+    assert.ok(sample(text, 'mailgate_outcome_write_seconds_sum')! > 0);
     // The queue by state, as the database holds it; the history (sent, bounced) is not read at
     // scrape time (the counters above, and the campaign's stats, count it).
     const states = (await db.query(`select state, count(*)::int as n from outbound_messages group by state`)).rows as Array<{ state: string; n: number }>;

@@ -311,7 +311,8 @@ export class SendOutcomeRecorder {
     if (batch.length) this.acceptedStatements++;
     const workerIds = [...new Set([...batch.map((p) => p.workerId), ...guards.map((g) => g.workerId)])];
     if (workerIds.length > 1) throw new Error('one outcome batch per worker');
-    return markSent(
+    const started = performance.now();
+    const done = await markSent(
       this.stmts,
       batch.map((p) => ({
         id: p.m.id,
@@ -327,6 +328,12 @@ export class SendOutcomeRecorder {
       workerIds[0],
       guards.map((g) => g.id),
     );
+    // Committed: how long the acceptance places of its messages waited for it (metrics.ts).
+    if (batch.length) {
+      this.deps.metrics.outcomeWrite.observe((performance.now() - started) / 1000);
+      this.deps.metrics.outcomeWriteMessages.observe(batch.length);
+    }
+    return done;
   }
 
   private async bounced(tx: EntityManager, m: SentMessage, type: 'hard' | 'soft', reason: string, workerId: string, now: Date): Promise<boolean> {
