@@ -11,11 +11,11 @@
 // process, how long each side's main thread ran and waited for a core (bench/support.ts
 // threadTimes), the worker's peak RSS and its outcome statements (their count and mean time, read
 // from its metrics listener).
-import { fork, spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { benchEnvironment, childRun, cpuOf, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
+import { benchEnvironment, spawnWorker, childRun, cpuOf, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
 import { steps, benchLeads, renderedMessages, bareSend, type BareMode } from './send-bare.ts';
 import { benchResult } from './results.ts';
 import { backfillTalliesSql } from '../src/modules/messages/tallies.ts';
@@ -191,8 +191,6 @@ if (PRIOR_SENT > 0) {
 for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${id}/leads/bulk`, { leads: leads.slice(i, i + 10_000) });
 const warmId = WARM ? (await env.api('POST', '/v1/campaigns', { name: 'warm-up', senderPoolId: pool.id, sequenceSteps: steps })).id : null;
 if (warmId) for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${warmId}/leads/bulk`, { leads: leads.slice(i, i + 10_000).map((l) => ({ ...l, email: `warm.${l.email}` })) });
-// BENCH_WORKER_NODE_ARGS: extra node flags for the worker (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
-const workerNodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 // The worker's metrics listener (docs/operating.md): its outcome statements are read from it.
 const metricsPort = await new Promise<number>((resolve) => {
   const probe = createServer().listen(0, '127.0.0.1', () => {
@@ -200,18 +198,8 @@ const metricsPort = await new Promise<number>((resolve) => {
     probe.close(() => resolve(port));
   });
 });
-const worker = spawn('node', [...workerNodeArgs, 'bin/mailgate.js', 'serve', '--role', 'worker'], {
-  env: {
-    ...process.env,
-    DATABASE_URL: env.url,
-    MAILGATE_SECRET_KEY: env.secretKey.toString('hex'),
-    PORT: '0',
-    LOG_LEVEL: 'warn',
-    MAILGATE_SMTP_MAX_CONNECTIONS: String(CONNECTIONS),
-    MAILGATE_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-  },
-  stdio: ['ignore', 'inherit', 'inherit'],
-});
+// BENCH_WORKER_NODE_ARGS: extra node flags for the worker (bench/support.ts spawnWorker).
+const worker = spawnWorker(env, { MAILGATE_SMTP_MAX_CONNECTIONS: String(CONNECTIONS), MAILGATE_METRICS_ADDRESS: `127.0.0.1:${metricsPort}` });
 await new Promise((r) => setTimeout(r, 3000)); // let the worker boot before the clock starts
 if (warmId) {
   await env.api('POST', `/v1/campaigns/${warmId}/start`);

@@ -1,7 +1,7 @@
 // Shared set-up for benchmarks: an embedded PostgreSQL in a temp dir (or BENCH_DATABASE_URL,
 // an admin URL), a migrated database, and the real app listening on an ephemeral port.
 import http from 'node:http';
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -18,6 +18,19 @@ import { Metrics } from '../src/adapters/metrics.ts';
 import { buildApp } from '../src/app.ts';
 import { createServices } from '../src/services.ts';
 import { createDeps, type Deps } from '../src/deps.ts';
+
+/**
+ * A `serve --role worker` process of the built daemon on the benchmark's database, its output on
+ * this process's. `env` adds to or overrides its environment. BENCH_WORKER_NODE_ARGS: extra
+ * node flags for it (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof), for profiling.
+ */
+export function spawnWorker(db: { url: string; secretKey: Buffer }, env: Record<string, string>): ChildProcess {
+  const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  return spawn('node', [...nodeArgs, 'bin/mailgate.js', 'serve', '--role', 'worker'], {
+    env: { ...process.env, DATABASE_URL: db.url, MAILGATE_SECRET_KEY: db.secretKey.toString('hex'), PORT: '0', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
 
 export async function benchEnvironment() {
   let embedded: EmbeddedDatabase | undefined;

@@ -21,7 +21,7 @@
 // event's commit to its receipt, the CPU per delivery of every process on each side, and how
 // long each side's main thread ran and waited for a core (bench/support.ts threadTimes).
 import https from 'node:https';
-import { fork, spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import pg from 'pg';
 import type { Pool as UndiciPool } from 'undici';
 import { deliveryHeaders, envelope } from '../src/modules/webhooks/payload.ts';
@@ -275,7 +275,7 @@ function procCpuMs(pid: number): number {
 
 async function main() {
   const { testCertificates } = await import('../test/support/https.ts');
-  const { benchEnvironment, childRun, percentile, threadTimes, threadTimesPer, describeThreadTimes } = await import('./support.ts');
+  const { benchEnvironment, spawnWorker, childRun, percentile, threadTimes, threadTimesPer, describeThreadTimes } = await import('./support.ts');
   const { benchResult } = await import('./results.ts');
   const { newId } = await import('../src/adapters/ids.ts');
   const { owedWebhooksSql } = await import('../src/modules/events/outbox.ts');
@@ -372,20 +372,8 @@ async function main() {
   await ask('reset');
 
   // --- mailgate: a worker process delivers what the outbox holds.
-  // BENCH_WORKER_NODE_ARGS: extra node flags for the worker (e.g. --cpu-prof), for profiling.
-  const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const worker = spawn('node', [...nodeArgs, 'bin/mailgate.js', 'serve', '--role', 'worker'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: env.url,
-      MAILGATE_SECRET_KEY: env.secretKey.toString('hex'),
-      PORT: '0',
-      LOG_LEVEL: 'warn',
-      MAILGATE_WEBHOOK_ALLOW_PRIVATE: 'true',
-      NODE_EXTRA_CA_CERTS: certs.caPath,
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  // BENCH_WORKER_NODE_ARGS: extra node flags for the worker (bench/support.ts spawnWorker).
+  const worker = spawnWorker(env, { MAILGATE_WEBHOOK_ALLOW_PRIVATE: 'true', NODE_EXTRA_CA_CERTS: certs.caPath });
   await new Promise((r) => setTimeout(r, 4000)); // let the worker boot before the clock starts
 
   /** Commits `n` events in one transaction (one multi-row insert); returns ids and commit time. */
