@@ -13,13 +13,14 @@
 // from its metrics listener).
 import { fork } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { benchEnvironment, spawnWorker, childRun, cpuOf, threadTimes, threadTimesPer, describeThreadTimes, type ThreadTimes } from './support.ts';
 import { steps, benchLeads, renderedMessages, bareSend, type BareMode } from './send-bare.ts';
 import { benchResult } from './results.ts';
 import { backfillTalliesSql } from '../src/modules/messages/tallies.ts';
 import { nativePlaceholders } from '../src/db/sql.ts';
+import { freePort } from '../src/db/embedded.ts';
+import { sample } from '../test/support/prometheus.ts';
 
 const COUNT = Number(process.env.BENCH_COUNT ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 3);
@@ -192,12 +193,7 @@ for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${i
 const warmId = WARM ? (await env.api('POST', '/v1/campaigns', { name: 'warm-up', senderPoolId: pool.id, sequenceSteps: steps })).id : null;
 if (warmId) for (let i = 0; i < COUNT; i += 10_000) await env.api('POST', `/v1/campaigns/${warmId}/leads/bulk`, { leads: leads.slice(i, i + 10_000).map((l) => ({ ...l, email: `warm.${l.email}` })) });
 // The worker's metrics listener (docs/operating.md): its outcome statements are read from it.
-const metricsPort = await new Promise<number>((resolve) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = probe.address() as AddressInfo;
-    probe.close(() => resolve(port));
-  });
-});
+const metricsPort = await freePort();
 // BENCH_WORKER_NODE_ARGS: extra node flags for the worker (bench/support.ts spawnWorker).
 const worker = spawnWorker(env, { MAILGATE_SMTP_MAX_CONNECTIONS: String(CONNECTIONS), MAILGATE_METRICS_ADDRESS: `127.0.0.1:${metricsPort}` });
 await new Promise((r) => setTimeout(r, 3000)); // let the worker boot before the clock starts
@@ -213,16 +209,16 @@ if (warmId) {
  */
 const outcomeWrites = async () => {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  const value = (name: string) => {
-    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-    if (line === undefined) throw new Error(`the worker's metrics have no ${name}`);
-    return Number(line.slice(line.lastIndexOf(' ') + 1));
+  const value = (name: string, labels = '') => {
+    const v = sample(text, name, labels);
+    if (v === undefined) throw new Error(`the worker's metrics have no ${name}`);
+    return v;
   };
   return {
     statements: value('mailgate_outcome_write_seconds_count'),
     seconds: value('mailgate_outcome_write_seconds_sum'),
     messages: value('mailgate_outcome_write_messages_sum'),
-    within1ms: value('mailgate_outcome_write_seconds_bucket{le="0.001"}'),
+    within1ms: value('mailgate_outcome_write_seconds_bucket', 'le="0.001"'),
   };
 };
 const writes0 = await outcomeWrites();

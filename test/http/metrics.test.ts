@@ -12,12 +12,8 @@ import { readFileSync } from 'node:fs';
 import { Metrics } from '../../src/adapters/metrics.ts';
 import { openOrm } from '../../src/db/orm.ts';
 import { freezingProxy } from '../support/freezing-proxy.ts';
+import { sample } from '../support/prometheus.ts';
 
-/** A sample's value in Prometheus text: `name{labels} value`. */
-function sample(text: string, name: string, labels = ''): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `));
-  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
-}
 
 // Metrics and access logs (issue 16, part 2): a real campaign to the smtp-server sink, then
 // /metrics from the metrics listener.
