@@ -10,7 +10,8 @@
 // Prints messages/s for both, the ratio, CPU per message of every
 // process, how long each side's main thread ran and waited for a core (bench/support.ts
 // threadTimes), the worker's peak RSS and its outcome statements (their count and mean time, read
-// from its metrics listener).
+// from its metrics listener). With BENCH_WAL=1, also the write-ahead log per message by record
+// type and relation (index entries, row locks, updates: counts that do not depend on the machine).
 import { fork } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -55,6 +56,39 @@ function postgresCpu(): number | null {
   let total = cpuOf(Number(master), true);
   for (const p of pids) if (stat(p)?.ppid === Number(master)) total += cpuOf(Number(p));
   return total;
+}
+/**
+ * BENCH_WAL=1: the write-ahead log written from the start request to the last message accepted,
+ * per message: records and bytes (pg_stat_wal), by record type and by relation and record type
+ * (pg_walinspect, loaded into the bench's database; the embedded cluster's user is a superuser).
+ * Counts, not times: a B-tree leaf insert is one index entry, a heap LOCK a row lock written (or
+ * an update whose new version goes to another page), so two designs compare without the
+ * machine's noise.
+ */
+const WAL = process.env.BENCH_WAL === '1';
+async function walPosition(): Promise<{ lsn: string; records: number; bytes: number; syncs: number }> {
+  await env.pool.query('create extension if not exists pg_walinspect');
+  const { rows } = await env.pool.query(
+    `select pg_current_wal_lsn()::text as lsn, wal_records::float8 as records, wal_bytes::float8 as bytes, wal_sync::float8 as syncs from pg_stat_wal`,
+  );
+  return rows[0];
+}
+async function printWal(a: Awaited<ReturnType<typeof walPosition>>, b: Awaited<ReturnType<typeof walPosition>>): Promise<void> {
+  const per = (n: number, digits = 2) => (n / COUNT).toFixed(digits);
+  console.log(`WAL per message (BENCH_WAL): ${per(b.records - a.records, 1)} records, ${per(b.bytes - a.bytes, 0)} bytes, ${per(b.syncs - a.syncs)} flushes`);
+  const types = await env.pool.query(
+    `select "resource_manager/record_type" as type, count::float8 as n, combined_size::float8 as bytes
+       from pg_get_wal_stats($1, $2, true) where count > 0 order by combined_size desc limit 12`,
+    [a.lsn, b.lsn],
+  );
+  console.log(`  by record type: ${types.rows.map((r) => `${r.type} ${per(r.n)} (${per(r.bytes, 0)} B)`).join(', ')}`);
+  const rels = await env.pool.query(
+    `select record_type as type, coalesce(pg_filenode_relation(0, substring(block_ref from 'rel \\d+/\\d+/(\\d+)')::oid)::text, '?') as rel, count(*)::float8 as n
+       from pg_get_wal_records_info($1, $2) where resource_manager in ('Heap', 'Heap2', 'Btree')
+      group by 1, 2 order by 3 desc limit 30`,
+    [a.lsn, b.lsn],
+  );
+  console.log(`  heap and B-tree records by relation: ${rels.rows.map((r) => `${r.rel} ${r.type} ${per(r.n)}`).join(', ')}`);
 }
 /** BENCH_PG_BREAKDOWN=1: PostgreSQL CPU seconds by process kind (backends, WAL writer, exited children such as autovacuum workers, ...). */
 function postgresCpuByKind(): Map<string, number> {
@@ -227,10 +261,12 @@ const pgKinds0 = postgresCpuByKind();
 const worker0 = cpuOf(worker.pid!);
 const workerThreads0 = threadTimes(worker.pid!);
 await env.statementStats(true);
+const wal0 = WAL ? await walPosition() : null;
 const t = performance.now();
 await env.api('POST', `/v1/campaigns/${id}/start`);
 await waitForCount(COUNT);
 const mailgateMs = performance.now() - t;
+const wal1 = WAL ? await walPosition() : null;
 const writes1 = await outcomeWrites();
 const writes = {
   statements: writes1.statements - writes0.statements,
@@ -322,6 +358,7 @@ if (process.env.BENCH_PG_BREAKDOWN) {
   const parts = [...pgKinds1].map(([k, v]) => `${k} ${(((v - (pgKinds0.get(k) ?? 0)) * 1000) / COUNT).toFixed(3)} ms`);
   console.log(`PostgreSQL CPU per message by process: ${parts.join(', ')}`);
 }
+if (wal0 && wal1) await printWal(wal0, wal1);
 if (stmts) {
   console.log(`statements per message (pg_stat_statements, the worker's and the start request's): ${(stmts.calls / COUNT).toFixed(2)}; execution ${((stmts.execMs * 1000) / COUNT).toFixed(0)} us, planning ${((stmts.planMs * 1000) / COUNT).toFixed(0)} us per message`);
   for (const q of stmts.top) console.log(`  ${String(q.calls).padStart(7)} calls ${q.ms.toFixed(0).padStart(6)} ms ${String(q.plans).padStart(6)} plans ${q.plan_ms.toFixed(0).padStart(5)} ms ${String(q.jit_fns).padStart(5)} jit fns ${q.jit_ms.toFixed(0).padStart(5)} jit ms  ${q.query}`);
