@@ -59,34 +59,35 @@ function postgresCpu(): number | null {
 }
 /**
  * BENCH_WAL=1: the write-ahead log written from the start request to the last message accepted,
- * per message: records and bytes (pg_stat_wal), by record type and by relation and record type
+ * per message: records, bytes and commits, by record type and by relation and record type
  * (pg_walinspect, loaded into the bench's database; the embedded cluster's user is a superuser).
  * Counts, not times: a B-tree leaf insert is one index entry, a heap LOCK a row lock written (or
  * an update whose new version goes to another page), so two designs compare without the
  * machine's noise.
  */
 const WAL = process.env.BENCH_WAL === '1';
-async function walPosition(): Promise<{ lsn: string; records: number; bytes: number; syncs: number }> {
+async function walPosition(): Promise<string> {
   await env.pool.query('create extension if not exists pg_walinspect');
-  const { rows } = await env.pool.query(
-    `select pg_current_wal_lsn()::text as lsn, wal_records::float8 as records, wal_bytes::float8 as bytes, wal_sync::float8 as syncs from pg_stat_wal`,
-  );
-  return rows[0];
+  return (await env.pool.query(`select pg_current_wal_lsn()::text as lsn`)).rows[0].lsn;
 }
-async function printWal(a: Awaited<ReturnType<typeof walPosition>>, b: Awaited<ReturnType<typeof walPosition>>): Promise<void> {
+async function printWal(a: string, b: string): Promise<void> {
   const per = (n: number, digits = 2) => (n / COUNT).toFixed(digits);
-  console.log(`WAL per message (BENCH_WAL): ${per(b.records - a.records, 1)} records, ${per(b.bytes - a.bytes, 0)} bytes, ${per(b.syncs - a.syncs)} flushes`);
+  // From the log itself, not pg_stat_wal: a backend reports its WAL counters to it at most once a
+  // second (idle: within ten), so the last second's were missing from some runs.
   const types = await env.pool.query(
     `select "resource_manager/record_type" as type, count::float8 as n, combined_size::float8 as bytes
-       from pg_get_wal_stats($1, $2, true) where count > 0 order by combined_size desc limit 12`,
-    [a.lsn, b.lsn],
+       from pg_get_wal_stats($1, $2, true) where count > 0 order by combined_size desc`,
+    [a, b],
   );
-  console.log(`  by record type: ${types.rows.map((r) => `${r.type} ${per(r.n)} (${per(r.bytes, 0)} B)`).join(', ')}`);
+  const total = types.rows.reduce((t, r) => ({ n: t.n + r.n, bytes: t.bytes + r.bytes }), { n: 0, bytes: 0 });
+  const commits = types.rows.find((r) => r.type === 'Transaction/COMMIT')?.n ?? 0;
+  console.log(`WAL per message (BENCH_WAL): ${per(total.n, 1)} records, ${per(total.bytes, 0)} bytes, ${per(commits)} commits`);
+  console.log(`  by record type: ${types.rows.slice(0, 12).map((r) => `${r.type} ${per(r.n)} (${per(r.bytes, 0)} B)`).join(', ')}`);
   const rels = await env.pool.query(
     `select record_type as type, coalesce(pg_filenode_relation(0, substring(block_ref from 'rel \\d+/\\d+/(\\d+)')::oid)::text, '?') as rel, count(*)::float8 as n
        from pg_get_wal_records_info($1, $2) where resource_manager in ('Heap', 'Heap2', 'Btree')
       group by 1, 2 order by 3 desc limit 30`,
-    [a.lsn, b.lsn],
+    [a, b],
   );
   console.log(`  heap and B-tree records by relation: ${rels.rows.map((r) => `${r.rel} ${r.type} ${per(r.n)}`).join(', ')}`);
 }
