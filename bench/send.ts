@@ -73,7 +73,8 @@ async function walPosition(): Promise<string> {
 async function printWal(a: string, b: string): Promise<void> {
   const per = (n: number, digits = 2) => (n / COUNT).toFixed(digits);
   // From the log itself, not pg_stat_wal: a backend reports its WAL counters to it at most once a
-  // second (idle: within ten), so the last second's were missing from some runs.
+  // second (idle: within ten), so a run's totals there took in records written before it (43
+  // records per message against the log's 34) and could miss its own last ones.
   const types = await env.pool.query(
     `select "resource_manager/record_type" as type, count::float8 as n, combined_size::float8 as bytes
        from pg_get_wal_stats($1, $2, true) where count > 0 order by combined_size desc`,
