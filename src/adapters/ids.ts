@@ -59,19 +59,23 @@ export function orderedIds(prefix: IdPrefix, n: number): string[] {
   bytes.writeUIntBE(ms, 0, 6);
   for (let i = 0; i < n; i++) {
     counter = (counter + 1) >>> 0;
-    bytes.writeUInt32BE(counter, 6);
-    random.copy(bytes, 10, 6 * i, 6 * i + 6);
+    bytes[6] = counter >>> 24;
+    bytes[7] = (counter >>> 16) & 0xff;
+    bytes[8] = (counter >>> 8) & 0xff;
+    bytes[9] = counter & 0xff;
+    for (let j = 0; j < 6; j++) bytes[10 + j] = random[6 * i + j];
     out[i] = encode(prefix, bytes, SORTED_ALPHABET);
   }
   return out;
 }
 
-function encode(prefix: string, bytes: Buffer, alphabet = ALPHABET): string {
+function encode(prefix: string, bytes: Uint8Array, alphabet = ALPHABET): string {
+  // Indexed, not iterated: ten thousand ids per bulk request, two per message sent.
   let bits = 0;
   let value = 0;
-  let out = '';
-  for (const b of bytes) {
-    value = (value << 8) | b;
+  let out = `${prefix}_`;
+  for (let i = 0; i < bytes.length; i++) {
+    value = ((value << 8) | bytes[i]) & 0xfff;
     bits += 8;
     while (bits >= 5) {
       out += alphabet[(value >>> (bits - 5)) & 31];
@@ -79,5 +83,5 @@ function encode(prefix: string, bytes: Buffer, alphabet = ALPHABET): string {
     }
   }
   if (bits > 0) out += alphabet[(value << (5 - bits)) & 31];
-  return `${prefix}_${out}`;
+  return out;
 }

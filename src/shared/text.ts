@@ -10,9 +10,13 @@ export const MAX_JSON_DEPTH = 32;
 const NUL = /\u0000/g;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 const LONE_SURROGATE_TEST = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** A NUL or any surrogate code unit: what textProblem looks at more closely. */
+const SUSPECT = /[\u0000\ud800-\udfff]/;
 
 /** Why mailgate refuses this string, in words for an error message; null when it is fine. */
 export function textProblem(s: string): string | null {
+  // One scan for the usual case, text with neither (a surrogate pair passes on to the full test).
+  if (!SUSPECT.test(s)) return null;
   if (s.includes('\u0000')) return 'must not contain a NUL character (\\u0000)';
   if (LONE_SURROGATE_TEST.test(s)) return 'must be valid Unicode (it holds a lone UTF-16 surrogate)';
   return null;
@@ -56,38 +60,46 @@ export interface TextViolation {
 /**
  * The first string (value or object key) of a JSON value that breaks the text rule, the first
  * number too large to hold, or the first place it nests deeper than `maxDepth` (`root` itself
- * sits at `rootDepth` levels inside the body). Walks with an explicit stack, so a body nested
- * 10,000 levels costs a loop, not the call stack.
+ * sits at `rootDepth` levels inside the body). Recursive, but never deeper than `maxDepth`
+ * (a body nested 10,000 levels stops at the limit), and the path is built only for what it
+ * reports: a 10,000-lead request walks its 60,000 fields without an allocation each.
  */
 export function findTextViolation(root: unknown, prefix: PropertyKey[] = [], maxDepth = MAX_JSON_DEPTH, rootDepth = 0): TextViolation | null {
-  const stack: Array<{ value: unknown; path: PropertyKey[]; depth: number }> = [{ value: root, path: prefix, depth: rootDepth }];
-  while (stack.length) {
-    const { value, path, depth } = stack.pop()!;
-    if (typeof value === 'string') {
-      const problem = textProblem(value);
-      if (problem) return { field: fieldPath(path), message: problem };
-      continue;
+  return visit(root, [...prefix], rootDepth, maxDepth);
+}
+
+/** findTextViolation's walk, in document order; `path` is the value's own, pushed and popped. */
+function visit(value: unknown, path: PropertyKey[], depth: number, maxDepth: number): TextViolation | null {
+  if (typeof value === 'string') {
+    const problem = textProblem(value);
+    return problem ? { field: fieldPath(path), message: problem } : null;
+  }
+  // JSON.parse turns a number past double's range (1e400) into Infinity, which jsonb would
+  // store as null: refused, as a string with NUL is, instead of quietly changed.
+  if (typeof value === 'number') return Number.isFinite(value) ? null : { field: fieldPath(path), message: 'is a number beyond what a double holds (about ±1.8e308)' };
+  if (value === null || typeof value !== 'object') return null;
+  if (depth >= maxDepth) return { field: fieldPath(path), message: `nests deeper than ${maxDepth} levels of objects and arrays` };
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      path.push(i);
+      const found = visit(value[i], path, depth + 1, maxDepth);
+      path.pop();
+      if (found) return found;
     }
-    // JSON.parse turns a number past double's range (1e400) into Infinity, which jsonb would
-    // store as null: refused, as a string with NUL is, instead of quietly changed.
-    if (typeof value === 'number' && !Number.isFinite(value)) return { field: fieldPath(path), message: 'is a number beyond what a double holds (about ±1.8e308)' };
-    if (value === null || typeof value !== 'object') continue;
-    if (depth >= maxDepth) return { field: fieldPath(path), message: `nests deeper than ${maxDepth} levels of objects and arrays` };
-    // Pushed in reverse so the first offending field in document order is the one reported.
-    if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: [...path, i], depth: depth + 1 });
-      continue;
-    }
-    const entries = Object.entries(value as Record<string, unknown>);
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const [key, v] = entries[i];
-      stack.push({ value: v, path: [...path, key], depth: depth + 1 });
-    }
-    // Keys are checked before their values (a lead's custom field name lands in jsonb too).
-    for (const [key] of entries) {
-      const problem = textProblem(key);
-      if (problem) return { field: displayable(fieldPath([...path, key])), message: `field name ${problem}` };
-    }
+    return null;
+  }
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj);
+  // Keys are checked before their values (a lead's custom field name lands in jsonb too).
+  for (const key of keys) {
+    const problem = textProblem(key);
+    if (problem) return { field: displayable(fieldPath([...path, key])), message: `field name ${problem}` };
+  }
+  for (const key of keys) {
+    path.push(key);
+    const found = visit(obj[key], path, depth + 1, maxDepth);
+    path.pop();
+    if (found) return found;
   }
   return null;
 }

@@ -94,12 +94,13 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
   const keys = leads.map((l) => l.emailKey);
   // A custom field set to null is no field (as null clears a standard one): a new lead is
   // stored without it, and an existing lead's is removed (patchLeads).
-  const customs = leads.map((l) => JSON.stringify(withoutNulls(l.custom)));
+  const stored = leads.map((l) => withoutNulls(l.custom));
+  const customs = stored.map((c) => JSON.stringify(c));
 
   // leads_workspace_email_key: the conflict target. Rows go in by email key (and are patched in
   // the same order below), so requests enrolling the same leads in any order wait for each
   // other instead of deadlocking; each row keeps the id of its place in the request.
-  const inserted = await sql<{ id: string; email_key: string; custom_count: number }>(
+  const inserted = await sql<{ id: string; email_key: string }>(
     em,
     `insert into leads (id, workspace_id, email, email_key, first_name, last_name, company, job_title, custom, created_at, updated_at)
      select t.id, ?, t.email, t.email_key, t.first_name, t.last_name, t.company, t.job_title, t.custom::jsonb, ?, ?
@@ -107,7 +108,7 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
          as t(id, email, email_key, first_name, last_name, company, job_title, custom)
       order by t.email_key
      on conflict (workspace_id, email_key) do nothing
-     returning id, email_key, (select count(*) from jsonb_object_keys(custom))::int as custom_count`,
+     returning id, email_key`,
     [
       workspaceId,
       now,
@@ -129,8 +130,12 @@ export async function upsertLeads(em: EntityManager, workspaceId: string, leads:
   const idByKey = new Map<string, string>();
   for (const r of [...inserted, ...updated]) idByKey.set(r.email_key, r.id);
   // Custom fields merge key by key (with those stored, and between items of one lead): the count
-  // each lead ends with, for the caller to hold to the per-lead limit.
-  const customCount = new Map([...inserted, ...updated].map((r) => [r.email_key, r.custom_count]));
+  // each lead ends with, for the caller to hold to the per-lead limit. A new lead holds what the
+  // request gave it (counted here, not by PostgreSQL for each of ten thousand rows); a patched
+  // one what the merge left, which its update returns.
+  const customCount = new Map<string, number>();
+  leads.forEach((l, i) => customCount.set(l.emailKey, Object.keys(stored[i]).length));
+  for (const r of updated) customCount.set(r.email_key, r.custom_count);
   return { leadIds: keys.map((k) => idByKey.get(k)!), customCounts: keys.map((k) => customCount.get(k)!), created: inserted.length, updated: updated.length };
 }
 
