@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import type { Job } from 'agenda';
 import { sendingWorld, HOUR } from '../sending/world.ts';
 import { recordForward } from '../../src/modules/messages/desk.ts';
-import { lockAccounts, lockPool } from '../../src/modules/messages/claim.ts';
+import { accountSlots, lockAccounts, lockPool } from '../../src/modules/messages/claim.ts';
 import { backfillTalliesSql, tallyWindow, usedSql, TALLY_BUCKET_MS } from '../../src/modules/messages/tallies.ts';
 import { nativePlaceholders } from '../../src/db/sql.ts';
 import { recurringJobs, type Workers } from '../../src/jobs/registry.ts';
@@ -19,15 +19,16 @@ describe('messages: sent tallies count a rolling 24 hours exactly', function () 
   this.timeout(120_000);
   const w = sendingWorld();
 
-  /** What the claim reads at `now` (lockPool, lockAccounts, in a transaction rolled back). */
+  /** What the claim reads at `now` (lockPool, lockAccounts, accountSlots, in a transaction rolled back). */
   async function claimCounts(poolId: string, now: Date): Promise<{ pool: number; accounts: Map<string, number> }> {
     const em = w.app.deps.orm.em.fork();
     let out!: { pool: number; accounts: Map<string, number> };
     await em
       .transactional(async (tx) => {
-        const pool = await lockPool(tx, poolId, now);
-        const accounts = await lockAccounts(tx, poolId, now);
-        out = { pool: pool!.used, accounts: new Map(accounts.map((a) => [a.id, Number(a.used)])) };
+        assert.ok(await lockPool(tx, poolId));
+        const locked = await lockAccounts(tx, poolId, now);
+        const accounts = await accountSlots(tx, locked.ids, now);
+        out = { pool: locked.used, accounts: new Map(accounts.map((a) => [a.id, Number(a.used)])) };
         throw new Error('rollback');
       })
       .catch((e) => {

@@ -6,12 +6,6 @@ import { tallyWindow, usedSql } from './tallies.ts';
 // The statements lock the pool's and its accounts' rows (FOR NO KEY UPDATE) to serialize
 // capacity decisions; they write only outbound_messages.
 
-export interface PoolCapacity {
-  dailyCapacity: number;
-  used: number;
-  inFlight: number;
-}
-
 /**
  * The claim's statements are index lookups and ordered index scans by design, on tables that
  * grow fast from empty (a campaign's queue is written in one go when it starts): plans made from
@@ -19,38 +13,74 @@ export interface PoolCapacity {
  * sequential scan of outbound_messages, ~10 ms per claim of 100 at 10,000 messages). For the
  * claim transaction only, the planner uses index paths where there are any (as the dispatcher's
  * prepared statements do, see PreparedStatements' indexPathsOnly; bitmap scans stay allowed:
- * the pool's rolling count reads fewer heap pages with one).
+ * the pool's rolling count reads fewer heap pages with one). Set by the claim's first statement
+ * (lockPool), a lookup by primary key whatever the settings, so they cost no round trip of
+ * their own.
  */
-export async function claimPlans(em: EntityManager): Promise<void> {
-  await sql(
+const CLAIM_PLANS = `set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+            set_config('enable_mergejoin', 'off', true)`;
+
+/**
+ * The claim's first statement: locks the pool row (serializing capacity decisions for it) and
+ * sets the claim's planner settings for the rest of the transaction (CLAIM_PLANS). FOR NO KEY
+ * UPDATE, like the accounts below: it excludes other claims of the pool but not the key-share
+ * locks of foreign-key checks (a claim's pool_id, an outcome's sticky account), which FOR
+ * UPDATE made wait for the whole claim transaction. Null: no such pool.
+ */
+export async function lockPool(em: EntityManager, poolId: string): Promise<{ dailyCapacity: number } | null> {
+  const [pool] = await sql<{ daily_capacity: number }>(
     em,
-    `select set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
-            set_config('enable_mergejoin', 'off', true)`,
-    [],
-    { name: 'claim.plans' },
+    `select daily_capacity, ${CLAIM_PLANS} from sender_pools where id = ? for no key update`,
+    [poolId],
+    { name: 'claim.pool' },
   );
+  return pool ? { dailyCapacity: pool.daily_capacity } : null;
+}
+
+export interface LockedAccounts {
+  /** The pool's messages in its rolling 24 hours, and those being sent now. */
+  used: number;
+  inFlight: number;
+  /** The pool's accounts that may send, locked, in id order. */
+  ids: string[];
 }
 
 /**
- * Locks the pool row (serializing capacity decisions for it) and reads its usage. FOR NO KEY
- * UPDATE, like the accounts below: it excludes other claims of the pool but not the key-share
- * locks of foreign-key checks (a claim's pool_id, an outcome's sticky account), which FOR
- * UPDATE made wait for the whole claim transaction.
+ * After lockPool, in one statement: the pool's usage, and its accounts that may send (active, not
+ * failing authentication, not in a back-off after an unreachable server or throttling:
+ * senders/health.ts) locked in id order, so an account shared by two pools is never over its
+ * own limit. The usage is the pool's sent tallies (tallies.ts) with outbound_pool_sent_idx for
+ * the bucket the window cuts, and its messages being sent (outbound_sending_pool_idx), read in
+ * this statement's snapshot, taken after the pool's lock was granted: no other claim of the pool
+ * can commit meanwhile, and an outcome moves a message from being sent to the tallies in one
+ * commit. (Counted before the accounts' locks are granted, it can only count a message given
+ * back meanwhile as still being sent: never less than the pool has used.) The accounts' own
+ * usage is read by accountSlots, in a statement of its own.
  */
-export async function lockPool(em: EntityManager, poolId: string, now: Date): Promise<PoolCapacity | null> {
-  const [pool] = await sql<{ daily_capacity: number }>(em, `select daily_capacity from sender_pools where id = ? for no key update`, [poolId], { name: 'claim.pool' });
-  if (!pool) return null;
-  // the pool's sent tallies (tallies.ts) with outbound_pool_sent_idx for the bucket the window
-  // cuts; outbound_sending_pool_idx
+export async function lockAccounts(em: EntityManager, poolId: string, now: Date): Promise<LockedAccounts> {
   const w = tallyWindow(now);
-  const [usage] = await sql<{ used: string; in_flight: string }>(
+  // pool_members primary key for the accounts
+  const rows = await sql<{ used: string; in_flight: string; id: string | null }>(
     em,
-    `select ${usedSql('?::text', 'pool_id')} as used,
-            (select count(*) from outbound_messages where pool_id = ? and state = 'sending') as in_flight`,
-    [poolId, w.edgeEnd, poolId, w.since, w.edgeEnd, poolId],
-    { name: 'claim.pool_usage' },
+    `select u.used, u.in_flight, a.id
+       from (select ${usedSql('?::text', 'pool_id')} as used,
+                    (select count(*) from outbound_messages where pool_id = ? and state = 'sending') as in_flight) u
+       left join (
+         select a.id
+           from pool_members pm join sender_accounts a on a.id = pm.sender_account_id
+          where pm.pool_id = ? and a.status = 'active' and a.health <> 'auth_failed'
+            and (a.health_retry_at is null or a.health_retry_at <= ?)
+          order by a.id
+          for no key update of a) a on true
+      order by a.id`,
+    [poolId, w.edgeEnd, poolId, w.since, w.edgeEnd, poolId, poolId, now],
+    { name: 'claim.lock_accounts' },
   );
-  return { dailyCapacity: pool.daily_capacity, used: Number(usage.used), inFlight: Number(usage.in_flight) };
+  return {
+    used: Number(rows[0].used),
+    inFlight: Number(rows[0].in_flight),
+    ids: rows.flatMap((r) => (r.id === null ? [] : [r.id])),
+  };
 }
 
 export interface AccountSlot {
@@ -63,30 +93,16 @@ export interface AccountSlot {
 }
 
 /**
- * The pool's accounts that may send (active, not failing authentication, not in a back-off
- * after an unreachable server or throttling: senders/health.ts), locked in id order so
- * an account shared by two pools is never over its own limit, with their rolling usage (counted
- * only for an account with a daily limit: without one nothing reads it).
+ * The locked accounts' (lockAccounts) limits and rolling usage (counted only for an account with
+ * a daily limit: without one nothing reads it), in id order.
  *
  * Locked first, counted in a statement of its own: a statement reads one snapshot, taken when it
  * starts, so usage counted by the statement that waited for the lock missed what the claim
  * holding the lock (another pool's, for an account in both) committed meanwhile, and each pool
  * gave the account its whole limit (6 messages for a limit of 3, capacity.test.ts).
  */
-export async function lockAccounts(em: EntityManager, poolId: string, now: Date): Promise<AccountSlot[]> {
-  // pool_members primary key
-  const locked = await sql<{ id: string }>(
-    em,
-    `select a.id
-       from pool_members pm join sender_accounts a on a.id = pm.sender_account_id
-      where pm.pool_id = ? and a.status = 'active' and a.health <> 'auth_failed'
-        and (a.health_retry_at is null or a.health_retry_at <= ?)
-      order by a.id
-      for no key update of a`,
-    [poolId, now],
-    { name: 'claim.lock_accounts' },
-  );
-  if (!locked.length) return [];
+export async function accountSlots(em: EntityManager, ids: string[], now: Date): Promise<AccountSlot[]> {
+  if (!ids.length) return [];
   // sender_accounts primary key; the account's sent tallies with outbound_sender_sent_idx (as
   // the pool's: tallies.ts); outbound_sending_sender_idx
   const w = tallyWindow(now);
@@ -99,7 +115,7 @@ export async function lockAccounts(em: EntityManager, poolId: string, now: Date)
        from sender_accounts a
       where a.id = any(?::text[])
       order by a.id`,
-    [w.edgeEnd, w.since, w.edgeEnd, locked.map((a) => a.id)],
+    [w.edgeEnd, w.since, w.edgeEnd, ids],
     { name: 'claim.accounts' },
   );
 }

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { toDate } from '../../shared/time.ts';
-import { claimPlans, lockPool, lockAccounts, dueMessages, claim, type AccountSlot, type Candidate } from '../messages/claim.ts';
+import { lockPool, lockAccounts, accountSlots, dueMessages, claim, type AccountSlot, type Candidate } from '../messages/claim.ts';
 import { noteClaimed } from '../senders/repository.ts';
 
 // Choosing accounts within a pool's capacity: one claim transaction per batch, decided under
@@ -29,12 +29,12 @@ export interface ClaimRequest {
  * stays queued.
  */
 export async function claimForPool(em: EntityManager, r: ClaimRequest): Promise<Claim[]> {
-  await claimPlans(em);
-  const pool = await lockPool(em, r.poolId, r.now);
+  const pool = await lockPool(em, r.poolId);
   if (!pool) return [];
-  let poolLeft = pool.dailyCapacity - pool.used - pool.inFlight;
-  if (poolLeft <= 0) return [];
-  const accounts = await lockAccounts(em, r.poolId, r.now);
+  const locked = await lockAccounts(em, r.poolId, r.now);
+  let poolLeft = pool.dailyCapacity - locked.used - locked.inFlight;
+  if (poolLeft <= 0 || !locked.ids.length) return [];
+  const accounts = await accountSlots(em, locked.ids, r.now);
   if (!accounts.length) return [];
   const slots = new Map(accounts.map((a) => [a.id, slotOf(a, r.now)]));
   // Accounts that cannot take a message now: the messages sticky to them wait and are not
