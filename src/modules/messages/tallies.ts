@@ -3,7 +3,7 @@ import { sql } from '../../db/sql.ts';
 
 // The pools' and accounts' sent tallies (sent_tallies, migration 0020): how many messages each
 // pool and each account sent, per five-minute bucket of sent_at. They exist so that a claim's
-// rolling 24-hour count (claim.ts lockPool, lockAccounts) costs the same whatever the day's
+// rolling 24-hour count (claim.ts lockAccounts, accountSlots) costs the same whatever the day's
 // volume: counting one index entry per message sent in the window took 12 ms per claim with
 // 100,000 messages in it (docs/benchmarks.md, issue 20, session 18).
 //
