@@ -33,7 +33,8 @@ export async function claimForPool(em: EntityManager, r: ClaimRequest): Promise<
   if (!pool) return [];
   const locked = await lockAccounts(em, r.poolId, r.now);
   let poolLeft = pool.dailyCapacity - locked.used - locked.inFlight;
-  if (poolLeft <= 0 || !locked.ids.length) return [];
+  if (poolLeft <= 0) return [];
+  // No account that may send: none read (accountSlots asks nothing for no ids), nothing claimed.
   const accounts = await accountSlots(em, locked.ids, r.now);
   if (!accounts.length) return [];
   const slots = new Map(accounts.map((a) => [a.id, slotOf(a, r.now)]));
