@@ -39,7 +39,13 @@ export function ormOptions(clientUrl: string, poolMax = 10): Options {
     discovery: { warnWhenNoEntities: false },
     allowGlobalContext: false,
     pool: {
-      min: 0,
+      // Two connections stay open through a quiet spell (the pool closes the others once idle
+      // for 30 s). A new one made the first request after a lull pay for the connection, the
+      // SET below, a backend's cold caches and the statements prepared again: the inbox's first
+      // page took 45-79 ms after a 35 s spell on session 52's machine, 18-25 ms with two kept
+      // (docs/benchmarks.md, "Session 52"), and a desk whose requests come more than 30 s apart
+      // met it on every one.
+      min: Math.min(2, poolMax),
       max: poolMax,
       // Every session of the pool runs in UTC, whatever the server's TimeZone: timestamps come
       // back as "2026-04-01 08:00:00.123+00" (the text toIso rewrites without parsing). No
@@ -49,6 +55,11 @@ export function ormOptions(clientUrl: string, poolMax = 10): Options {
       afterCreate: (conn: { query(text: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) =>
         conn.query(`set time zone 'UTC'`, (err) => done(err, conn)),
     },
+    // A connection kept open must not go stale unseen: TCP keepalives once it has been idle a
+    // minute keep a NAT's or a firewall's entry for it alive, where a connection whose entry was
+    // dropped silently would hang its next statement for as long as the kernel retransmits (and
+    // the kernel's probes find a peer that is gone).
+    driverOptions: { connection: { keepAlive: true, keepAliveInitialDelayMillis: 60_000 } },
     debug: false,
     // Dates the ORM writes are formatted in UTC.
     forceUtcTimezone: true,
