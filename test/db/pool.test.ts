@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Knex } from '@mikro-orm/knex';
 import { withDatabase } from '../support/global.ts';
+import { waitFor } from '../support/wait.ts';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormOptions } from '../../src/db/orm.ts';
 import { sql } from '../../src/db/sql.ts';
@@ -38,15 +39,6 @@ describe('the ORM pool through a quiet spell', () => {
   const backend = async (orm: MikroORM) => (await sql<{ pid: number }>(orm.em.fork(), 'select pg_backend_pid() as pid'))[0].pid;
   /** Backends connected to this test's database, as the server counts them. */
   const connected = async () => (await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where datname = $1', [name])).rows[0].n;
-  /** The count of backends once it reaches `n` (a closed connection's backend leaves a moment later), or the last seen after 5 s. */
-  async function settlesAt(n: number): Promise<number> {
-    const until = Date.now() + 5_000;
-    for (;;) {
-      const seen = await connected();
-      if (seen === n || Date.now() > until) return seen;
-      await sleep(20);
-    }
-  }
   /** Four statements at once: four connections. */
   const busy = (orm: MikroORM) => Promise.all([1, 2, 3, 4].map(() => sql(orm.em.fork(), 'select pg_sleep(0.05)')));
 
@@ -57,7 +49,9 @@ describe('the ORM pool through a quiet spell', () => {
       assert.equal(await connected(), 4);
       const warm = await backend(orm);
       await sleep(400);
-      assert.equal(await settlesAt(2), 2);
+      // A closed connection's backend leaves pg_stat_activity a moment later.
+      await waitFor('the pool down to two connections', async () => (await connected()) === 2);
+      assert.equal(await connected(), 2);
       assert.equal(await backend(orm), warm, 'the statement after the lull ran on the connection used last');
     } finally {
       await orm.close(true);
@@ -70,7 +64,8 @@ describe('the ORM pool through a quiet spell', () => {
       await busy(orm);
       const warm = await backend(orm);
       await sleep(400);
-      assert.equal(await settlesAt(0), 0);
+      await waitFor('the pool down to no connection', async () => (await connected()) === 0);
+      assert.equal(await connected(), 0);
       assert.notEqual(await backend(orm), warm);
     } finally {
       await orm.close(true);
