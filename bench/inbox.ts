@@ -192,7 +192,8 @@ if (process.env.BENCH_TARGET_ONLY === '1') {
 // After a quiet spell: the first calls once the API has had no request for longer than its
 // database pool keeps an idle connection beyond its minimum (30 s), as a desk used less than
 // twice a minute sees every call, against the same calls right after. BENCH_LULL_MS sets the
-// spell (default 35 s; 0 skips the check). HTTP's keep-alive (5 s) has ended either way.
+// spell (default 35 s; 0 skips the check). The HTTP connection is kept through it
+// (MAILGATE_HTTP_KEEPALIVE_TIMEOUT, 65 s; fetch keeps it a second less).
 {
   const LULL_MS = Number(process.env.BENCH_LULL_MS ?? 35_000);
   const first: Combo = { orderBy: 'priority', offset: 0 };

@@ -1,6 +1,5 @@
 // Shared set-up for benchmarks: an embedded PostgreSQL in a temp dir (or BENCH_DATABASE_URL,
 // an admin URL), a migrated database, and the real app listening on an ephemeral port.
-import http from 'node:http';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +15,7 @@ import { systemClock } from '../src/adapters/clock.ts';
 import { realMailProbe } from '../src/adapters/mailprobe.ts';
 import { Metrics } from '../src/adapters/metrics.ts';
 import { buildApp } from '../src/app.ts';
+import { createHttpServer } from '../src/http/server.ts';
 import { createServices } from '../src/services.ts';
 import { createDeps, type Deps } from '../src/deps.ts';
 
@@ -69,7 +69,8 @@ export async function benchEnvironment() {
   const config = loadConfig({}, { databaseUrl: url, port: 0, logLevel: 'warn' });
   const secretKey = randomBytes(32);
   const deps: Deps = createDeps({ orm, config, clock: systemClock, crypto: new Crypto(secretKey), log: createLogger('warn', process.stderr), mailProbe: realMailProbe, metrics: new Metrics(orm) });
-  const server = http.createServer(buildApp(deps).callback());
+  // The daemon's HTTP server (src/http/server.ts), with its keep-alive timeout.
+  const server = createHttpServer(buildApp(deps).callback(), { keepAliveTimeoutMs: config.httpKeepAliveTimeout });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   const pool = new pg.Pool({ connectionString: url, max: 4 });

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { publicUrlWarning, type Config } from './config/index.ts';
 import type { Logger } from './adapters/logger.ts';
 import { buildApp } from './app.ts';
-import { createHttpServer } from './http/server.ts';
+import { closeGracefully, createHttpServer } from './http/server.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 import { StartupError } from './shared/errors.ts';
 import { announceAdminKey, remindOfAdminKeyFile, type TerminalIO } from './admin-key.ts';
@@ -44,7 +44,7 @@ export class StartAborted extends Error {}
  */
 export async function serve(config: Config, log: Logger, role: Role, io: ServeIO = process, abort?: AbortSignal): Promise<RunningDaemon> {
   let handler: http.RequestListener | undefined;
-  const server = createHttpServer((req, res) => (handler ? handler(req, res) : answerStarting(req, res)));
+  const server = createHttpServer((req, res) => (handler ? handler(req, res) : answerStarting(req, res)), { keepAliveTimeoutMs: config.httpKeepAliveTimeout });
   await listen(server, config);
   const port = (server.address() as { port: number }).port;
 
@@ -64,8 +64,7 @@ export async function serve(config: Config, log: Logger, role: Role, io: ServeIO
   const shutdown = (reason: string) => {
     stopping ??= (async () => {
       log.info({ reason }, up ? 'shutting down: no new work, finishing in-flight work' : 'stopping what had started');
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
+      const closed = closeGracefully(server);
       // One deadline for the whole drain: each wait below gets what is left of it, so a round
       // stuck on a slow server is waited for once, not once by the job runner and again here.
       const endsAt = Date.now() + config.shutdownTimeout;

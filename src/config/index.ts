@@ -169,6 +169,12 @@ export const settings = {
     default: '30s',
     doc: 'how long a graceful shutdown waits for in-flight work before exiting',
   },
+  httpKeepAliveTimeout: {
+    env: 'MAILGATE_HTTP_KEEPALIVE_TIMEOUT',
+    schema: timer.refine((ms) => ms >= 1_000, 'must be at least 1s'),
+    default: '65s',
+    doc: "how long the HTTP listener keeps an idle keep-alive connection open; longer than the idle timeout of a reverse proxy's or load balancer's connections to mailgate (nginx upstream keepalive_timeout and AWS ALB: 60 s), so the proxy closes first",
+  },
   webhookTimeout: {
     env: 'MAILGATE_WEBHOOK_TIMEOUT',
     schema: duration.refine((ms) => ms > 0, 'must be more than 0').refine((ms) => ms <= 600_000, 'must be at most 10m (its leases are multiples of it)'),

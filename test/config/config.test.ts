@@ -74,6 +74,13 @@ describe('configuration', () => {
     assert.equal(loadConfig({ MAILGATE_WEBHOOK_TIMEOUT: '10m' }).webhookTimeout, 600_000);
   });
 
+  it('the HTTP keep-alive timeout: 65s by default, at least 1s, at most 24d', () => {
+    assert.equal(loadConfig({}).httpKeepAliveTimeout, 65_000);
+    assert.equal(loadConfig({ MAILGATE_HTTP_KEEPALIVE_TIMEOUT: '120s' }).httpKeepAliveTimeout, 120_000);
+    assert.throws(() => loadConfig({ MAILGATE_HTTP_KEEPALIVE_TIMEOUT: '500ms' }), /invalid setting MAILGATE_HTTP_KEEPALIVE_TIMEOUT.*at least 1s/);
+    assert.throws(() => loadConfig({ MAILGATE_HTTP_KEEPALIVE_TIMEOUT: '25d' }), /invalid setting MAILGATE_HTTP_KEEPALIVE_TIMEOUT.*at most 24d/);
+  });
+
   it('the IMAP answer timeout: 30s by default, at least 1s', () => {
     assert.equal(loadConfig({}).imapTimeout, 30_000);
     assert.equal(loadConfig({ MAILGATE_IMAP_TIMEOUT: '45s' }).imapTimeout, 45_000);

@@ -58,7 +58,7 @@ async function startDaemon(env: NodeJS.ProcessEnv, args: string[] = []): Promise
 
 async function get(port: number, p: string, key?: string) {
   const res = await fetch(`http://127.0.0.1:${port}${p}`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
-  return { status: res.status, body: await res.json().catch(() => undefined) };
+  return { status: res.status, headers: res.headers, body: await res.json().catch(() => undefined) };
 }
 
 /**
@@ -93,6 +93,9 @@ describe('mailgate serve (a real process)', function () {
       const res = await get(d1.port, '/v1/sender-accounts', key);
       assert.equal(res.status, 200);
       assert.deepEqual(res.body, []);
+      // MAILGATE_HTTP_KEEPALIVE_TIMEOUT's default (65 s, past a proxy's 60 s), and SIGTERM with
+      // that connection kept still stops at once.
+      assert.equal(res.headers.get('keep-alive'), 'timeout=65');
       assert.equal(await d1.stop(), 0);
       assert.match(d1.output(), /"msg":"stopped"/);
       // The key is in no output at all, and the log stream stays one JSON object per line.

@@ -109,7 +109,7 @@ export async function startTestApp(
   const clock = opts.clock ?? systemClock;
   const deps: Deps = createDeps({ orm, config, clock, crypto: new Crypto(opts.secretKey ?? randomBytes(32)), log, mailProbe: opts.mailProbe ?? realMailProbe, metrics: new Metrics(orm) });
   const app = buildApp(deps, { api: opts.api });
-  const server = createHttpServer(app.callback());
+  const server = createHttpServer(app.callback(), { keepAliveTimeoutMs: config.httpKeepAliveTimeout });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   return {
