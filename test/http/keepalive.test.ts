@@ -28,6 +28,26 @@ function connectionCounter(server: http.Server) {
   return c;
 }
 
+/**
+ * A server (65 s keep-alive) whose requests to /held wait for `release` before `finish` answers
+ * them; `arrived` counts the ones that reached it. Any other path is answered at once.
+ */
+function heldServer(finish: (res: http.ServerResponse) => void, start: (res: http.ServerResponse) => void = () => {}) {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const s = { arrived: 0, release: () => release() };
+  const server = createHttpServer(
+    (req, res) => {
+      if (req.url !== '/held') return void res.end('ok');
+      s.arrived++;
+      start(res);
+      void held.then(() => finish(res));
+    },
+    { keepAliveTimeoutMs: 65_000 },
+  );
+  return Object.assign(s, { server });
+}
+
 describe('HTTP keep-alive (MAILGATE_HTTP_KEEPALIVE_TIMEOUT)', function () {
   this.timeout(60_000);
 
@@ -87,15 +107,8 @@ describe('HTTP keep-alive (MAILGATE_HTTP_KEEPALIVE_TIMEOUT)', function () {
     });
 
     it('closing: a response under way says Connection: close and its connection ends with it, not after the keep-alive timeout; idle connections close at once', async () => {
-      let release!: () => void;
-      const held = new Promise<void>((r) => (release = r));
-      const server = createHttpServer(
-        (req, res) => {
-          if (req.url === '/slow') void held.then(() => res.end('slow done'));
-          else res.end('ok');
-        },
-        { keepAliveTimeoutMs: 65_000 },
-      );
+      const slowOne = heldServer((res) => res.end('slow done'));
+      const server = slowOne.server;
       const conns = connectionCounter(server);
       const port = await listen(server);
       const idleAgent = new http.Agent({ keepAlive: true });
@@ -103,14 +116,14 @@ describe('HTTP keep-alive (MAILGATE_HTTP_KEEPALIVE_TIMEOUT)', function () {
       try {
         // A kept connection, idle when the server closes.
         assert.equal((await get(port, '/', idleAgent)).status, 200);
-        const slow = get(port, '/slow', busyAgent);
-        await waitFor('the slow request under way', async () => conns.opened === 2);
+        const slow = get(port, '/held', busyAgent);
+        await waitFor('the slow request under way', async () => slowOne.arrived === 1);
         const t0 = Date.now();
         let closedAt = 0;
         const closed = closeGracefully(server).then(() => (closedAt = Date.now()));
         await waitFor('the idle connection closed', async () => conns.closed === 1);
         assert.equal(closedAt, 0, 'the server waits for the request under way');
-        release();
+        slowOne.release();
         const answer = await slow;
         assert.equal(answer.body, 'slow done', 'the request under way is answered whole');
         assert.equal(answer.headers.connection, 'close');
@@ -125,17 +138,15 @@ describe('HTTP keep-alive (MAILGATE_HTTP_KEEPALIVE_TIMEOUT)', function () {
     });
 
     it('closing: a response whose headers went out with keep-alive has its connection closed once it has finished', async () => {
-      let release!: () => void;
-      const held = new Promise<void>((r) => (release = r));
-      const server = createHttpServer(
-        (_req, res) => {
-          // Headers first (keep-alive), the body later: a streamed answer.
+      // Headers first (keep-alive), the body later: a streamed answer.
+      const streamed = heldServer(
+        (res) => res.end('part two'),
+        (res) => {
           res.writeHead(200, { 'content-type': 'text/plain' });
           res.write('part one, ');
-          void held.then(() => res.end('part two'));
         },
-        { keepAliveTimeoutMs: 65_000 },
       );
+      const server = streamed.server;
       const conns = connectionCounter(server);
       const port = await listen(server);
       const agent = new http.Agent({ keepAlive: true });
@@ -143,7 +154,7 @@ describe('HTTP keep-alive (MAILGATE_HTTP_KEEPALIVE_TIMEOUT)', function () {
         let headers: http.IncomingHttpHeaders | undefined;
         const body = new Promise<string>((resolve, reject) => {
           http
-            .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+            .get({ host: '127.0.0.1', port, path: '/held', agent }, (res) => {
               headers = res.headers;
               let b = '';
               res.setEncoding('utf8');
@@ -156,7 +167,7 @@ describe('HTTP keep-alive (MAILGATE_HTTP_KEEPALIVE_TIMEOUT)', function () {
         assert.equal(headers!.connection, 'keep-alive');
         const t0 = Date.now();
         const closed = closeGracefully(server);
-        release();
+        streamed.release();
         assert.equal(await body, 'part one, part two');
         await closed;
         await waitFor('the connection closed', async () => conns.closed === 1);

@@ -131,4 +131,37 @@ describe('graceful shutdown', function () {
       await database.drop();
     }
   });
+
+  it('a request under way when the shutdown begins is answered with Connection: close, and the drain ends with it, not at the deadline (the connections are kept 65 s)', async () => {
+    const database = await createTestDatabase();
+    const config = loadConfig({}, { databaseUrl: database.url, port: 0, dataDir: '.tmp/test-data', secretKey: SECRET, shutdownTimeout: '20s' });
+    assert.equal(config.httpKeepAliveTimeout, 65_000);
+    const quiet = { write: () => true, isTTY: false };
+    const daemon = await serve(config, createLogger('warn', new LogSink()), 'api', { stdout: quiet, stderr: quiet } as never);
+    const socket = net.connect(daemon.port, '127.0.0.1');
+    try {
+      let answer = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (c: string) => (answer += c));
+      const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
+      // A request begun (its headers not yet whole) is under way: the shutdown keeps its connection.
+      await new Promise<void>((resolve) => socket.write('GET /healthz HTTP/1.1\r\nHost: mailgate.test\r\n', () => resolve()));
+      await new Promise((r) => setTimeout(r, 200));
+      const t0 = Date.now();
+      const stopped = daemon.shutdown('test');
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(answer, '', 'nothing answered yet');
+      socket.write('\r\n');
+      await ended;
+      assert.match(answer, /^HTTP\/1\.1 \d{3} /);
+      assert.match(answer, /\r\nConnection: close\r\n/i);
+      await stopped;
+      const took = Date.now() - t0;
+      assert.ok(took < 10_000, `shut down in ${took} ms: the drain waited for the kept connection (deadline 20 s)`);
+    } finally {
+      socket.destroy();
+      await daemon.shutdown('test');
+      await database.drop();
+    }
+  });
 });
