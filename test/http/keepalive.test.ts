@@ -6,9 +6,9 @@ import { startTestApp, type TestApp } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
 
 /** A GET over `agent`; resolves with the answer, its body, and whether the request went on a kept connection. */
-function get(port: number, path: string, agent: http.Agent, headers: http.OutgoingHttpHeaders = {}) {
+function get(port: number, path: string, agent: http.Agent) {
   return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string; reused: boolean }>((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, agent, headers }, (res) => {
+    const req = http.get({ host: '127.0.0.1', port, path, agent }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
