@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { openDesk, type Desk, SDR_EMAIL, CALENDAR } from './desk-fixture.ts';
 import { waitFor } from '../support/wait.ts';
+import { holdMailboxHealth } from '../support/mailbox-health.ts';
 import pg from 'pg';
 
 describe('AI drafts without an LLM: the offline composer and the draft lifecycle', function () {
@@ -359,7 +360,8 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
 
   it('a mailbox that is not usable: 409 mail_not_connected, nothing written', async () => {
     const [d] = (await generate({})).body.data.drafts;
-    await desk.db.query(`update sdr_mailboxes set health_state = 'needs_reauth' where sdr_id = $1`, [desk.sdrId]);
+    // Held while the request runs: the watcher's poll would set it active again.
+    const held = await holdMailboxHealth(desk.app.databaseUrl, desk.sdrId, 'needs_reauth');
     try {
       // Without a body (every field of it is optional): the send goes on to the mailbox check.
       const res = await req('POST', `/v1/sdr/drafts/${d.id}/send`);
@@ -367,7 +369,7 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
       assert.equal(res.body.error.code, 'mail_not_connected');
       assert.equal(await draftState(d.id), 'generated');
     } finally {
-      await desk.db.query(`update sdr_mailboxes set health_state = 'active' where sdr_id = $1`, [desk.sdrId]);
+      await held.release();
     }
   });
 

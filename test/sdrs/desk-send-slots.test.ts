@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { openDesk, type Desk, SDR_EMAIL } from '../drafts/desk-fixture.ts';
 import { waitFor } from '../support/wait.ts';
+import { holdMailboxHealth, type HeldMailboxHealth } from '../support/mailbox-health.ts';
 import { assertThreadCountsExact } from '../support/thread-counts.ts';
 import { deskSendCapacity, deskSendSlots, inDeskSendSlot } from '../../src/modules/sdrs/desk-slots.ts';
 
@@ -155,27 +156,29 @@ describe('SDR desk: sends waiting on a slow SMTP server leave the pool to the AP
   it('a send that waited for a slot goes out through the mailbox as it is then: disconnected meanwhile, 409 mail_not_connected and nothing sent', async () => {
     const em = desk.app.deps.orm.em;
     const releases: Array<() => void> = [];
-    const held = [0, 1].map(() => inDeskSendSlot(em, () => new Promise<void>((r) => releases.push(r))));
+    const slots = [0, 1].map(() => inDeskSendSlot(em, () => new Promise<void>((r) => releases.push(r))));
     await waitFor('both slots taken', async () => releases.length === 2);
     const mails = desk.sink.received.length;
     let sending: Promise<{ status: number; body: any }> | undefined;
+    let held: HeldMailboxHealth | undefined;
     try {
       sending = desk.app.request('POST', `/v1/sdr/threads/${desk.threadId}/send-manual`, { key: desk.sdrKey, body: { bodyText: 'One last thing before I log off.\nSam' } });
       await waitFor('the send waiting for a slot', async () => deskSendSlots(em).waiting === 1);
-      // The mailbox's login is refused meanwhile (the watcher found out, or the SDR changed the password).
-      await desk.db.query(`update sdr_mailboxes set health_state = 'needs_reauth' where sdr_id = $1`, [desk.sdrId]);
+      // The mailbox's login is refused meanwhile (the watcher found out, or the SDR changed the
+      // password); held until the answer, as the watcher's next poll would set it active again.
+      held = await holdMailboxHealth(desk.app.databaseUrl, desk.sdrId, 'needs_reauth');
     } finally {
       releases.forEach((r) => r());
     }
-    await Promise.all(held);
-    const res = await sending!;
     try {
+      await Promise.all(slots);
+      const res = await sending!;
       assert.equal(res.status, 409, JSON.stringify(res.body));
       assert.equal(res.body.error.code, 'mail_not_connected');
       assert.match(res.body.error.message, /needs_reauth/);
       assert.equal(desk.sink.received.length, mails, 'nothing sent');
     } finally {
-      await desk.db.query(`update sdr_mailboxes set health_state = 'active' where sdr_id = $1`, [desk.sdrId]);
+      await held?.release();
     }
   });
 });

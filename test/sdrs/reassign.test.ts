@@ -2,10 +2,10 @@
 // end to end on the real desk: a campaign reply caught over IMAP and assigned (a real forward),
 // the SDRs' own mailboxes on the SMTP sink and Dovecot, watched by the mailbox watcher.
 import assert from 'node:assert/strict';
-import pg from 'pg';
 import { openDesk, type Desk, SDR_EMAIL } from '../drafts/desk-fixture.ts';
 import { seedSdr, seedWorkspace } from '../support/harness.ts';
 import { waitFor } from '../support/wait.ts';
+import { holdMailboxHealth } from '../support/mailbox-health.ts';
 import { assertThreadCountsExact } from '../support/thread-counts.ts';
 
 const NORA = 'nora@acme-sales.example';
@@ -86,32 +86,17 @@ describe('SDR desk: reassigning threads to another SDR', function () {
     assert.equal(inactive.body.error.code, 'sdr_inactive');
     assert.equal((await desk.app.request('PATCH', `/v1/sdr-profiles/${noraId}`, { key: desk.adminKey, body: { active: true } })).status, 200);
 
-    // A target whose mailbox refused its login cannot answer the threads either. The watcher
-    // writes the mailbox's health at every poll (300 ms here), so it could set `active` again
-    // before the request read it (a CI run under load did): the row stays locked by a second
-    // connection while the request runs, with `needs_reauth` committed (the request reads it
-    // without a lock; the watcher's write waits).
-    const hold = new pg.Client({ connectionString: desk.app.databaseUrl });
-    await hold.connect();
+    // A target whose mailbox refused its login cannot answer the threads either (the state held
+    // while the request runs: the watcher's poll would set it active again).
+    const reauthHeld = await holdMailboxHealth(desk.app.databaseUrl, noraId, 'needs_reauth');
     try {
-      await waitFor('needs_reauth committed and the row held', async () => {
-        await desk.db.query(`update sdr_mailboxes set health_state = 'needs_reauth' where sdr_id = $1`, [noraId]);
-        await hold.query('begin');
-        await hold.query(`select 1 from sdr_mailboxes where sdr_id = $1 for no key update`, [noraId]);
-        const [row] = (await desk.db.query(`select health_state from sdr_mailboxes where sdr_id = $1`, [noraId])).rows;
-        if (row.health_state === 'needs_reauth') return true;
-        await hold.query('rollback');
-        return false;
-      });
       const reauth = await reassign(desk.sdrId, { toSdrId: noraId });
       assert.equal(reauth.status, 409);
       assert.equal(reauth.body.error.code, 'mail_not_connected');
       assert.match(reauth.body.error.message, /needs_reauth/);
-      await hold.query('rollback');
     } finally {
-      await hold.end();
+      await reauthHeld.release();
     }
-    await desk.db.query(`update sdr_mailboxes set health_state = 'active' where sdr_id = $1`, [noraId]);
 
     const after = await state();
     assert.deepEqual(
