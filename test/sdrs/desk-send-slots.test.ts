@@ -66,7 +66,7 @@ describe('SDR desk: sends waiting on a slow SMTP server leave the pool to the AP
       );
       // As many sends at the server as there are slots; the others wait for one, holding no connection.
       await waitFor('the sends at the SMTP server', async () => desk.sink.dataEnded.length - ended >= deskSendCapacity(POOL));
-      await new Promise((r) => setTimeout(r, 500));
+      await waitFor('the other sends waiting for a slot', async () => deskSendSlots(desk.app.deps.orm.em).waiting === threadIds.length - deskSendCapacity(POOL));
 
       // The API answers meanwhile (each request needs a connection of the pool)...
       const inbox = await within('GET /v1/sdr/inbox', 5_000, desk.app.request('GET', '/v1/sdr/inbox', { key: desk.sdrKey }));
@@ -165,7 +165,8 @@ describe('SDR desk: sends waiting on a slow SMTP server leave the pool to the AP
       sending = desk.app.request('POST', `/v1/sdr/threads/${desk.threadId}/send-manual`, { key: desk.sdrKey, body: { bodyText: 'One last thing before I log off.\nSam' } });
       await waitFor('the send waiting for a slot', async () => deskSendSlots(em).waiting === 1);
       // The mailbox's login is refused meanwhile (the watcher found out, or the SDR changed the
-      // password); held until the answer, as the watcher's next poll would set it active again.
+      // password); held until the answer, as a watcher session logging in could set it
+      // active again.
       held = await holdMailboxHealth(desk.app.databaseUrl, desk.sdrId, 'needs_reauth');
     } finally {
       releases.forEach((r) => r());

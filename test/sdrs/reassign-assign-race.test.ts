@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { openDesk, type Desk } from '../drafts/desk-fixture.ts';
 import { seedSdr } from '../support/harness.ts';
+import { waitForLockWait } from '../support/wait.ts';
 import { assertThreadCountsExact } from '../support/thread-counts.ts';
 
 const NORA = 'nora@acme-sales.example';
@@ -43,7 +44,7 @@ describe('SDR desk: a reassignment and an assignment of the same reply to the ta
     const moving = desk.app
       .request('POST', `/v1/sdr-profiles/${desk.sdrId}/reassign-threads`, { key: desk.adminKey, body: { toSdrId: noraId } })
       .then((r) => ((answered = true), r));
-    await new Promise((r) => setTimeout(r, 700));
+    await waitForLockWait(desk.app.databaseUrl, "the move waiting for the reply's assignment lock");
     const waited = !answered;
     await desk.db.query('commit');
     const res = await moving;

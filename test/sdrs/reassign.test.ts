@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { openDesk, type Desk, SDR_EMAIL } from '../drafts/desk-fixture.ts';
 import { seedSdr, seedWorkspace } from '../support/harness.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor, waitForLockWait } from '../support/wait.ts';
 import { holdMailboxHealth } from '../support/mailbox-health.ts';
 import { assertThreadCountsExact } from '../support/thread-counts.ts';
 
@@ -87,7 +87,7 @@ describe('SDR desk: reassigning threads to another SDR', function () {
     assert.equal((await desk.app.request('PATCH', `/v1/sdr-profiles/${noraId}`, { key: desk.adminKey, body: { active: true } })).status, 200);
 
     // A target whose mailbox refused its login cannot answer the threads either (the state held
-    // while the request runs: the watcher's poll would set it active again).
+    // while the request runs: a watcher session logging in could set it active again).
     const reauthHeld = await holdMailboxHealth(desk.app.databaseUrl, noraId, 'needs_reauth');
     try {
       const reauth = await reassign(desk.sdrId, { toSdrId: noraId });
@@ -223,7 +223,7 @@ describe('SDR desk: reassigning threads to another SDR', function () {
       await waitFor('the send at the SMTP server', async () => desk.sink.dataEnded.length > ended);
       let answered = false;
       const moving = reassign(noraId, { toSdrId: desk.sdrId }).then((r) => ((answered = true), r));
-      await new Promise((r) => setTimeout(r, 700));
+      await waitForLockWait(desk.app.databaseUrl, 'the reassignment waiting for the thread', 'prospect_threads');
       assert.equal(answered, false, 'the reassignment waits for the send in progress');
       accept();
       const [s, m] = await Promise.all([sending, moving]);
@@ -253,7 +253,7 @@ describe('SDR desk: reassigning threads to another SDR', function () {
       await waitFor('the draft at the SMTP server', async () => desk.sink.dataEnded.length > ended);
       let answered = false;
       const moving = reassign(desk.sdrId, { toSdrId: noraId, threadIds: [desk.threadId] }).then((r) => ((answered = true), r));
-      await new Promise((r) => setTimeout(r, 700));
+      await waitForLockWait(desk.app.databaseUrl, 'the reassignment waiting for the draft being sent', 'from drafts');
       assert.equal(answered, false, 'the reassignment waits for the draft in flight');
       accept();
       const [s, m] = await Promise.all([sending, moving]);
@@ -287,7 +287,7 @@ describe('SDR desk: reassigning threads to another SDR', function () {
       await desk.db.query(`select id from prospect_threads where id = $1 for update`, [desk.threadId]);
       await desk.db.query(`update prospect_threads set sdr_id = $1 where id = $2`, [noraId, desk.threadId]);
       const pending = request();
-      await new Promise((r) => setTimeout(r, 700));
+      await waitForLockWait(desk.app.databaseUrl, "the request waiting for the thread's lock");
       await desk.db.query('commit');
       const res = await pending;
       await desk.db.query(`update prospect_threads set sdr_id = $1 where id = $2`, [desk.sdrId, desk.threadId]);

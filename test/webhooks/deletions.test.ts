@@ -5,7 +5,7 @@ import { fanOut } from '../../src/modules/webhooks/repository.ts';
 import type { WebhookWorld } from './helpers.ts';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { deliveryWorld } from './delivery-world.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor, waitForLockWait } from '../support/wait.ts';
 import { transactionRetries } from '../../src/db/transaction.ts';
 
 describe('webhook delivery: deleted and disabled webhooks and workspaces', function () {
@@ -48,7 +48,7 @@ describe('webhook delivery: deleted and disabled webhooks and workspaces', funct
       await fan.query('begin');
       await fan.query(`select id from events where fanned_out_at is null and workspace_id = $1 for update skip locked`, [workspaceId]);
       const deleting = w.app.services().workspaces.delete(workspaceId);
-      await new Promise((res) => setTimeout(res, 300));
+      await waitForLockWait(w.app.databaseUrl, 'the deletion waiting for the events the fan-out holds');
       // With the deletion holding the webhooks first, this waited for it while it waited for
       // the events: a deadlock, one side aborted after deadlock_timeout.
       await fan.query(`select id from webhooks where workspace_id = $1 and status = 'active' for key share`, [workspaceId]);
@@ -108,7 +108,7 @@ describe('webhook delivery: deleted and disabled webhooks and workspaces', funct
       const r = await fanOut({ run: async (_n, text, params) => (await fan.query(nativePlaceholders(text), params)).rows }, w.clock.now(), 10);
       assert.equal(r.deliveries, 1);
       const deleting = w.app.request('DELETE', `/v1/webhooks/${hook.id}`, { key });
-      await new Promise((res) => setTimeout(res, 300));
+      await waitForLockWait(w.app.databaseUrl, 'the deletion waiting for the deliveries being written');
       await fan.query('commit');
       assert.equal((await deleting).status, 204);
     } finally {
