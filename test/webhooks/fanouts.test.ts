@@ -92,16 +92,25 @@ describe('webhook delivery: first attempts written with their outcome, under the
   });
 
   it('a first attempt of a webhook deleted meanwhile writes nothing; of one disabled meanwhile, a failure is written held', async () => {
-    w.receiver.respond = () => ({ status: 500, delayMs: 300 });
+    // Both attempts stay in flight until the webhooks have changed: the receiver holds its
+    // answers (500) until then, under a worker whose attempts time out after 20 s, not the
+    // world's 400 ms (a change committed after an answer would make this another test).
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    w.receiver.respond = () => gate.then(() => 500);
+    const patient = w.dispatcher({}, { ...w.app.deps, config: { ...w.app.deps.config, webhookTimeout: 20_000 } });
     const { key, workspaceId } = await w.workspace();
     const gone = await w.register(key, ['message.sent'], '/gone');
     const held = await w.register(key, ['message.sent'], '/held');
     await w.emit(workspaceId, 'message.sent', { messageId: 'msg_meanwhile' });
-    const round = d.dispatcher.runRound();
-    await w.receiver.waitFor(2, 10_000);
-    // Both attempts are in flight (the receiver answers after 300 ms).
-    assert.equal((await w.app.request('DELETE', `/v1/webhooks/${gone.id}`, { key })).status, 204);
-    assert.equal((await w.app.request('PATCH', `/v1/webhooks/${held.id}`, { key, body: { status: 'disabled' } })).status, 200);
+    const round = patient.runRound();
+    try {
+      await w.receiver.waitFor(2, 10_000);
+      assert.equal((await w.app.request('DELETE', `/v1/webhooks/${gone.id}`, { key })).status, 204);
+      assert.equal((await w.app.request('PATCH', `/v1/webhooks/${held.id}`, { key, body: { status: 'disabled' } })).status, 200);
+    } finally {
+      release();
+    }
     const r = await round;
     assert.equal(r.retrying, 1);
     assert.equal((await db.query('select count(*)::int as n from webhook_deliveries where webhook_id = $1', [gone.id])).rows[0].n, 0);
