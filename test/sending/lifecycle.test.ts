@@ -489,7 +489,12 @@ describe('sending engine: pause, wake-up, shutdown, leases and crash bounds', fu
     const slow: Messenger = {
       send: async (account, mail) => {
         clock.advance(1000); // the claim's 300 ms lease has run out on the clock...
-        await new Promise((r) => setTimeout(r, 400)); // ...while the renewal runs every 100 ms
+        // ...and the renewal (every 100 ms) moves it past the new time; a fixed wait could end
+        // before a renewal computed after the move has committed, on a loaded machine.
+        await waitFor('the lease renewed past the moved clock', async () => {
+          const [row] = (await db.query(`select lease_until from outbound_messages where campaign_id = $1`, [t.campaignId])).rows;
+          return row.lease_until > clock.now();
+        });
         await requeueExpired(app.deps.orm.em.fork(), clock.now());
         meanwhile = (await db.query(`select state, claimed_by from outbound_messages where campaign_id = $1`, [t.campaignId])).rows[0];
         return messenger.send(account, mail);
