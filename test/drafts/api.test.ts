@@ -360,7 +360,7 @@ describe('AI drafts without an LLM: the offline composer and the draft lifecycle
 
   it('a mailbox that is not usable: 409 mail_not_connected, nothing written', async () => {
     const [d] = (await generate({})).body.data.drafts;
-    // Held while the request runs: the watcher's poll would set it active again.
+    // Held while the request runs: a watcher session logging in could set it active again.
     const held = await holdMailboxHealth(desk.app.databaseUrl, desk.sdrId, 'needs_reauth');
     try {
       // Without a body (every field of it is optional): the send goes on to the mailbox check.

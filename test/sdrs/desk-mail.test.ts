@@ -318,8 +318,9 @@ describe('SDR desk mail: send-manual through the SDR mailbox, answers joining th
         const moved = await keyed('Here is the case study.', 'req-moved');
         assert.equal(moved.status, 200, JSON.stringify(moved.body));
         assert.deepEqual(moved.body.data, first.body.data);
-        // A mailbox that needs a new login (held while the request runs: the watcher's poll
-        // would set it active again): the mail went out all the same.
+        // A mailbox that needs a new login (held while the request runs: the reconnect above
+        // starts a watcher session whose login could set it active again): the mail went out
+        // all the same.
         const held = await holdMailboxHealth(app.databaseUrl, sdrId, 'needs_reauth');
         try {
           const unusable = await keyed('Here is the case study.', 'req-moved');

@@ -1,8 +1,9 @@
 // Sets an SDR mailbox's health straight in the database and keeps it there while a test's
-// request runs. A running mailbox watcher writes the health at every poll (300 ms in the desk
-// tests), so it could set `active` again before the request read it (a CI run under load did):
-// the row stays locked by a second connection, with the state committed, until `release()`.
-// Requests read the row without a lock; the watcher's write waits for the release.
+// request runs. A running mailbox watcher writes the health when a session logs in (the first
+// tick after a mailbox is connected, 300 ms in the desk tests; every connectMail starts a new
+// session) and when one fails, so it could set `active` again before the request read it (a CI
+// run under load did): the row stays locked by a second connection, with the state committed,
+// until `release()`. Requests read the row without a lock; the watcher's write waits for it.
 import pg from 'pg';
 import { waitFor } from './wait.ts';
 
