@@ -72,8 +72,8 @@ export function orderedIds(prefix: IdPrefix, n: number): string[] {
 const ALPHABET_CODES = Uint8Array.from(ALPHABET, (c) => c.charCodeAt(0));
 const SORTED_CODES = Uint8Array.from(SORTED_ALPHABET, (c) => c.charCodeAt(0));
 // The symbols' char codes, reused by every call (26 for 16 bytes; one string made from them):
-// appending them one by one to a string made 26 strings per id, 770 bytes of garbage each, 15
-// MB per 10,000-lead request (docs/benchmarks.md, session 54).
+// appending them one by one to a string made 26 strings per id, 770 bytes of garbage an id and
+// 15 MB per 10,000-lead request (docs/benchmarks.md, session 54).
 const codes: number[] = [];
 
 function encode(prefix: string, bytes: Uint8Array, alphabet = ALPHABET_CODES): string {

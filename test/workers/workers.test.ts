@@ -91,21 +91,37 @@ describe('a dead worker\'s work moves on within seconds (real processes, SIGKILL
     assert.equal((await start()).status, 200);
 
     const unique = () => new Set(sink.received.map((r) => r.to[0])).size;
+    await waitFor('a third of the campaign sent', async () => unique() >= leads / 3, 120_000);
     // The worker killed is one holding claims at that moment (the two take rounds in turns).
-    const idA = await waitFor('a third of the campaign sent and a worker holding claims', async () => {
-      if (unique() < leads / 3) return undefined;
-      const { rows } = await db.query<{ claimed_by: string }>(
-        `select claimed_by from outbound_messages where state = 'sending' and claimed_by = any($1) group by 1 order by count(*) desc limit 1`,
-        [ids],
-      );
-      return rows[0]?.claimed_by;
-    }, 120_000);
-    const [a, b] = idA === ids[0] ? pair : [pair[1], pair[0]];
+    // The server holds its acceptances from here to the kill, so the claims found are still
+    // held when the kill comes (a fast worker could otherwise finish them in between), and each
+    // of the killed worker's connections has a message in flight: the worst case the contract
+    // bounds (at most one repeat per open connection).
+    let accept!: () => void;
+    sink.hold = new Promise<void>((r) => (accept = r));
+    let idA!: string;
+    let held!: number;
+    let atKill!: number;
+    let killedAt!: number;
+    let a!: WorkerProcess, b!: WorkerProcess;
+    try {
+      idA = await waitFor('a worker holding claims', async () => {
+        const { rows } = await db.query<{ claimed_by: string }>(
+          `select claimed_by from outbound_messages where state = 'sending' and claimed_by = any($1) group by 1 order by count(*) desc limit 1`,
+          [ids],
+        );
+        return rows[0]?.claimed_by;
+      }, 30_000);
+      [a, b] = idA === ids[0] ? pair : [pair[1], pair[0]];
+      await a.kill('SIGKILL');
+      killedAt = Date.now();
+      atKill = unique();
+      held = Number((await db.query(`select count(*) from outbound_messages where state = 'sending' and claimed_by = $1`, [idA])).rows[0].count);
+    } finally {
+      sink.hold = undefined;
+      accept();
+    }
     const idB = idA === ids[0] ? ids[1] : ids[0];
-    await a.kill('SIGKILL');
-    const killedAt = Date.now();
-    const atKill = unique();
-    const held = Number((await db.query(`select count(*) from outbound_messages where state = 'sending' and claimed_by = $1`, [idA])).rows[0].count);
     assert.ok(atKill < leads && held > 0, 'killed mid-campaign, holding claims');
 
     let lastAt = 0;
