@@ -94,9 +94,9 @@ describe('a dead worker\'s work moves on within seconds (real processes, SIGKILL
     await waitFor('a third of the campaign sent', async () => unique() >= leads / 3, 120_000);
     // The worker killed is one holding claims at that moment (the two take rounds in turns).
     // The server holds its acceptances from here to the kill, so the claims found are still
-    // held when the kill comes (a fast worker could otherwise finish them in between), and each
-    // of the killed worker's connections has a message in flight: the worst case the contract
-    // bounds (at most one repeat per open connection).
+    // held when the kill comes (a fast worker could otherwise finish them in between), and the
+    // messages its connections had at the server then are in flight, unanswered: the case the
+    // contract bounds (at most one repeat per open connection).
     let accept!: () => void;
     sink.hold = new Promise<void>((r) => (accept = r));
     let idA!: string;
